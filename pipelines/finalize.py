@@ -133,17 +133,21 @@ def finalize(ctx: BuildContext, spec_path: str) -> dict:
                 per_source[s][key] += 1
             if reason == "filtered":
                 filtered_by_reason.update(t.column("detail").to_pylist())
-    kept = _read_columns(fs, sorted(fs.glob(f"{root}/cluster=*/quality=*/*.parquet")), ["source", "n_tokens", "cluster"])
+    kept = _read_columns(fs, sorted(fs.glob(f"{root}/cluster=*/quality=*/*.parquet")), ["source", "n_tokens", "cluster", "quality"])
     kept_docs: Counter = Counter()
     kept_tokens: Counter = Counter()
+    cell_sources: dict[tuple[int, int], Counter] = defaultdict(Counter)
     if kept:
-        for s, t in zip(kept.column("source").to_pylist(), kept.column("n_tokens").to_pylist(), strict=True):
+        cols = [kept.column(c).to_pylist() for c in ("source", "n_tokens", "cluster", "quality")]
+        for s, t, cl, ql in zip(*cols, strict=True):
             kept_docs[s] += 1
             kept_tokens[s] += t
+            cell_sources[(cl, ql)][s] += t
 
     cells = [{"cell": lg["cell"], "cluster": lg["cluster"], "quality": lg["quality"],
               "path": layout.cell_path(lg["cluster"], lg["quality"], k), "docs": lg["total_num_rows"],
-              "tokens": lg["total_tokens"], "shards": len(lg["shards"])} for lg in ledgers]
+              "tokens": lg["total_tokens"], "shards": len(lg["shards"]),
+              "sources": dict(sorted(cell_sources[(lg["cluster"], lg["quality"])].items()))} for lg in ledgers]
     present = {c["cell"] for c in cells}
     levels = spec.partition.quality.levels
     empty = [layout.cell_name(c, q, k) for c in range(k) for q in range(levels) if layout.cell_name(c, q, k) not in present]

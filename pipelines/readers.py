@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
+import gzip
+import io
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import fsspec
 import orjson
+import zstandard
 from datatrove.data import Document, DocumentsPipeline
 from datatrove.pipeline.base import PipelineStep
 
@@ -45,6 +49,19 @@ def bad_record(src: SourceFiles, rel: str, idx: int, reason: str, detail: str, r
             "_record": idx,
         },
     )
+
+
+@contextlib.contextmanager
+def _decompressed(raw_file, path: str):
+    """A line-iterable binary stream over a plain, gzip or zstd file."""
+    if path.endswith(".gz"):
+        with gzip.GzipFile(fileobj=raw_file) as f:
+            yield f
+    elif path.endswith(".zst"):
+        with io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(raw_file)) as f:
+            yield f
+    else:
+        yield raw_file
 
 
 class SourceReader(PipelineStep):
@@ -110,7 +127,7 @@ class SourceReader(PipelineStep):
     def _read_jsonl(self, src: SourceFiles, rel: str, path: str) -> DocumentsPipeline:
         idx = -1
         try:
-            with fsspec.open(path, "rb", compression="infer") as f:
+            with fsspec.open(path, "rb") as raw_file, _decompressed(raw_file, path) as f:
                 for idx, raw in enumerate(f):  # noqa: B007
                     line = raw.rstrip(b"\r\n")
                     if not line.strip():
@@ -127,7 +144,7 @@ class SourceReader(PipelineStep):
                         yield bad_record(src, rel, idx, "invalid_json", str(exc)[:200], line)
                         continue
                     yield self._make_doc(src, rel, idx, rec, line)
-        except (EOFError, OSError, ValueError) as exc:
+        except (EOFError, OSError, ValueError, zstandard.ZstdError) as exc:
             # truncated or corrupt compressed stream: everything after the last good record is lost
             yield bad_record(src, rel, idx + 1, "truncated_file", f"{type(exc).__name__}: {exc}"[:300], b"")
 

@@ -65,7 +65,7 @@ def fit_and_save(sample_folder: str, model_dir: str, params: dict) -> FrozenMode
     raw = np.asarray(sample["raw_score"])
     types = np.asarray(sample["content_type"])
     calibration = fit_calibration({ct: raw[types == ct] for ct in CONTENT_TYPES}, CONTENT_TYPES)
-    for ct, cal in calibration.items():
+    for cal in calibration.values():
         cal["raw_cutoffs"] = raw_cutoffs(cal["knots"], params["edges"])
     shares = np.bincount(labels, minlength=params["k"]) / len(labels)
     for c, row in enumerate(info):

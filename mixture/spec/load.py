@@ -60,9 +60,7 @@ def _pydantic_problems(exc: ValidationError, prefix: tuple[Any, ...] = ()) -> li
             msg = "required field is missing"
         elif kind == "extra_forbidden":
             msg = f"unknown field (found {_describe(err['input'])}); check the spelling against `mixture schema`"
-        elif kind == "literal_error":
-            msg = f"{msg}, found {_describe(err['input'])}"
-        elif "input" in err and kind not in ("value_error", "assertion_error"):
+        elif kind == "literal_error" or "input" in err and kind not in ("value_error", "assertion_error"):
             msg = f"{msg}, found {_describe(err['input'])}"
         problems.append(SpecProblem(field_path(loc), msg))
     return problems

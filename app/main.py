@@ -1,0 +1,41 @@
+"""Entry point of the explorer: `streamlit run app/main.py -- --store URI [--plan plan.json]`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = str(Path(__file__).resolve().parent.parent)
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+import streamlit as st  # noqa: E402
+
+from app import queries, ui  # noqa: E402
+
+st.set_page_config(page_title="mixture explorer", page_icon=":material/dashboard:", layout="wide")
+
+PAGES = {
+    "overview": st.Page("pages/overview.py", title="Overview", icon=":material/dashboard:", default=True),
+    "store": st.Page("pages/store.py", title="Store", icon=":material/database:", url_path="store"),
+    "mixture": st.Page("pages/mixture.py", title="Mixture", icon=":material/balance:", url_path="mixture"),
+    "diff": st.Page("pages/diff.py", title="Diff", icon=":material/compare_arrows:", url_path="diff"),
+    "search": st.Page("pages/search.py", title="Search", icon=":material/search:", url_path="search"),
+    "map": st.Page("pages/map.py", title="Map", icon=":material/scatter_plot:", url_path="map"),
+    "live": st.Page("pages/live.py", title="Live build", icon=":material/monitoring:", url_path="live"),
+}
+
+current = st.navigation(list(PAGES.values()))
+name = next((n for n, p in PAGES.items() if p.url_path == current.url_path), "overview")
+wanted = st.query_params.get("page", "").lower()
+if not st.session_state.get("_page_param_applied"):
+    # a shared URL's ?page= wins once, on the session's first run
+    st.session_state["_page_param_applied"] = True
+    if wanted in PAGES and wanted != name:
+        st.switch_page(PAGES[wanted], query_params={k: v for k, v in st.query_params.items() if k != "page"})
+    uri = ui.store_uri()
+    if not wanted and name == "overview" and uri and queries.store_state(uri)[0] == "building":
+        st.switch_page(PAGES["live"])
+st.query_params["page"] = name
+ui.sidebar()
+current.run()

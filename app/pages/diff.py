@@ -1,0 +1,59 @@
+"""Diff: two stores (or two plans) side by side, per-cell deltas as a diverging heatmap and a sortable table."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app import charts, config, diffing, queries, ui
+from app.fmt import code
+from app.plan_view import PlanError, load_plan
+
+st.header("Diff")
+mode = st.segmented_control("Compare", ["two stores", "two plans"], default="two stores", key="diff_mode",
+                            required=True)
+
+
+def show(df, value: str) -> None:
+    counts = df.status.value_counts().to_dict()
+    cols = st.columns(4)
+    for col, s in zip(cols, ("added", "removed", "changed", "same"), strict=True):
+        col.metric(f"cells {s}", int(counts.get(s, 0)))
+    plotted = df[df.cluster >= 0]
+    if not plotted.empty:
+        st.altair_chart(charts.diverging_heatmap(plotted, "delta", title=f"{value}: B − A"),
+                        width="stretch")
+    st.dataframe(df.drop(columns=["cluster", "quality"]), hide_index=True, width="stretch",
+                 column_config={"delta %": st.column_config.NumberColumn(format="%.2f")})
+
+
+if mode == "two stores":
+    a_col, b_col = st.columns(2)
+    a_uri = a_col.text_input("Store A", value=ui.store_uri(), key="diff_a")
+    b_uri = b_col.text_input("Store B", value=config.second_store_uri() or "", key="diff_b")
+    value = st.radio("Measure", ["tokens", "docs"], horizontal=True, key="diff_value")
+    if not (a_uri and b_uri):
+        st.info("Enter two stores to compare (e.g. the same spec built twice, or before/after a change).")
+        st.stop()
+    arts = []
+    for label, uri in (("A", a_uri), ("B", b_uri)):
+        state, _ = queries.store_state(uri)
+        if state != "complete":
+            st.error(f"Store {label} `{code(uri)}` is {state}: it needs a store.json to be compared.")
+            st.stop()
+        arts.append(queries.artifact(uri))
+    show(diffing.store_diff(arts[0], arts[1], value), value)
+else:
+    a_col, b_col = st.columns(2)
+    a_path = a_col.text_input("Plan A", value=st.session_state.get(ui.PLAN_KEY, ""), key="diff_plan_a")
+    b_path = b_col.text_input("Plan B", value="", key="diff_plan_b")
+    if not (a_path and b_path):
+        st.info("Enter two plan.json files to compare.")
+        st.stop()
+    try:
+        pa_, pb_ = load_plan(a_path), load_plan(b_path)
+    except PlanError as exc:
+        st.error(str(exc))
+        st.stop()
+    options = ["exposure"] + [f"w {p.name}" for p in pa_.phases]
+    value = st.radio("Measure", options, horizontal=True, key="diff_plan_value")
+    show(diffing.plan_diff(pa_, pb_, value), value)

@@ -1,0 +1,94 @@
+"""Mixture: per-phase weights and allocations, exposure against the cap, warnings, ladder, repaired plan."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from app import charts, queries, ui
+from app.fmt import code, humanize, md
+from app.plan_view import PlanView
+
+st.header("Mixture")
+plan = ui.current_plan()
+if plan is None:
+    st.info("No plan loaded: start with `mixture explore STORE --plan plan.json` or enter a plan path in the sidebar.")
+    st.stop()
+
+
+def summary(p: PlanView) -> None:
+    cols = st.columns(4)
+    cols[0].metric("phases", len(p.phases), help=" · ".join(f"{ph.name}: {humanize(ph.tokens)}" for ph in p.phases))
+    cols[1].metric("total budget", humanize(p.total_tokens))
+    peak = max(p.exposure.values(), default=0.0)
+    cols[2].metric("peak exposure", f"{peak:.2f} epochs")
+    cols[3].metric("cells over the cap", len(p.over_cap()), help=f"cap: {p.max_epochs:g} epochs")
+
+
+def over_cap_list(p: PlanView, key: str) -> None:
+    over = p.over_cap()
+    if over:
+        st.error(f"{len(over)} cells over the cap of {p.max_epochs:g} epochs: "
+                 + ", ".join(f"{c} ({p.exposure[c]:.2f})" for c in over))
+    else:
+        st.success(f"No cell is over the cap of {p.max_epochs:g} epochs.")
+    st.dataframe(pd.DataFrame({"cell": over, "exposure": [p.exposure[c] for c in over]}),
+                 hide_index=True, key=f"overcap_{key}")
+
+
+summary(plan)
+over_cap_list(plan, "plan")
+
+uri = ui.store_uri()
+if uri and queries.store_state(uri)[0] == "complete":
+    store_cells = {c["cell"]: int(c["tokens"]) for c in queries.artifact(uri)["cells"]}
+    missing = sorted(set(plan.cells) - set(store_cells))
+    changed = sorted(c for c, n in plan.cell_tokens.items() if c in store_cells and int(n) != store_cells[c])
+    if missing or changed:
+        st.warning(f"The plan does not match the store `{code(uri)}`: {len(missing)} plan cells are not in the store"
+                   + (f" ({', '.join(missing[:10])})" if missing else "")
+                   + f"; {len(changed)} cells changed size" + (f" ({', '.join(changed[:10])})" if changed else "")
+                   + ". Re-plan against this store before training.")
+
+st.subheader("Exposure per cell")
+frame = plan.frame()
+st.altair_chart(charts.exposure_bars(frame, plan.max_epochs), width="stretch")
+
+st.subheader("Warnings")
+if plan.warnings:
+    for w in plan.warnings:
+        st.warning(md(w))
+else:
+    st.caption("the plan carries no warnings")
+
+st.subheader("Weights and allocated tokens per phase")
+st.dataframe(frame.sort_values("exposure", ascending=False), hide_index=True, width="stretch",
+             column_config={"exposure": st.column_config.NumberColumn(format="%.3f")})
+
+st.subheader("Scaling ladder")
+ladder = plan.ladder_frame()
+if ladder.empty:
+    st.caption("the plan has no ladder")
+else:
+    st.dataframe(ladder, hide_index=True, width="stretch")
+    if "cells cut to zero" in ladder and int(ladder["cells cut to zero"].sum()):
+        st.warning("Simulated epoching cuts some cells to zero documents in a ladder run (⌊N·X/T⌋ = 0): "
+                   "those runs would crash on an empty dataset.")
+
+if plan.repaired is not None:
+    st.subheader("Repaired plan beside the original")
+    left, right = st.columns(2)
+    with left:
+        st.markdown("**original**")
+        summary(plan)
+        st.altair_chart(charts.exposure_bars(frame, plan.max_epochs), width="stretch")
+    with right:
+        st.markdown("**repaired**")
+        summary(plan.repaired)
+        rep = plan.repaired.frame()
+        st.altair_chart(charts.exposure_bars(rep, plan.repaired.max_epochs), width="stretch")
+        over_cap_list(plan.repaired, "repaired")
+    both = frame[["cell", "exposure"]].merge(rep[["cell", "exposure"]], on="cell", how="outer",
+                                             suffixes=(" original", " repaired"))
+    both["change"] = both["exposure repaired"] - both["exposure original"]
+    st.dataframe(both.sort_values("change"), hide_index=True, width="stretch")

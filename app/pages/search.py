@@ -1,0 +1,112 @@
+"""Search: full text over the sampled documents (or, on request, a scan of the store) with facets and lineage."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from app import composition, lineage, queries, ui
+from app.fmt import code
+from mixture.store.layout import cell_name
+
+uri, art = ui.require_complete_store()
+plan = ui.current_plan()
+k = int(art.get("partition", {}).get("k", 100))
+names = composition.quality_names(art)
+labels = composition.cluster_labels(art)
+st.header("Search")
+
+sampled = pd.concat([queries.samples(uri, "uniform").assign(sample="uniform"),
+                     queries.samples(uri, "exemplars").assign(sample="exemplar")], ignore_index=True)
+sampled = sampled.drop_duplicates("id", keep="first")
+
+if "search_q" not in st.session_state:
+    st.session_state["search_q"] = ui.param("q")
+text = st.text_input("Text (case-insensitive substring of the text, id or source)", key="search_q")
+ui.set_param("q", text)
+f1, f2, f3, f4 = st.columns(4)
+sources = f1.multiselect("source", sorted(s["name"] for s in art.get("sources") or []) or sorted(sampled.source.unique()))
+clusters = f2.multiselect("cluster", sorted(labels), format_func=lambda c: f"{c} · {labels[c]}")
+qualities = f3.multiselect("quality", list(range(len(names))), format_func=lambda q: f"Q{q} {names[q]}")
+ctypes = f4.multiselect("content type", sorted(set(art.get("raw_score_cutoffs") or {}) | set(sampled.content_type)))
+
+
+def facet(df: pd.DataFrame) -> pd.DataFrame:
+    if sources:
+        df = df[df.source.isin(sources)]
+    if clusters:
+        df = df[df.cluster.isin(clusters)]
+    if qualities:
+        df = df[df.quality.isin(qualities)]
+    if ctypes:
+        df = df[df.content_type.isin(ctypes)]
+    return df
+
+
+hits = facet(sampled)
+if text:
+    needle = text.lower()
+    hits = hits[hits.text.str.lower().str.contains(needle, regex=False)
+                | hits.id.str.lower().str.contains(needle, regex=False)
+                | hits.source.str.lower().str.contains(needle, regex=False)]
+scope = "sampled documents"
+if st.button("Scan the whole store", help="reads every shard of the selected cells: slow on a big store"):
+    bar = st.progress(0.0, text="scanning shards")
+    cells = [(c, q) for c in (clusters or sorted(labels)) for q in (qualities or range(len(names)))]
+    hits = queries.scan_documents(uri, text=text, sources=sources, content_types=ctypes, cells=cells,
+                                  progress=lambda i, n: bar.progress(i / max(n, 1), text=f"shard {i} of {n}"))
+    hits = hits.assign(sample="scan")
+    st.session_state["scan_hits"] = hits
+    scope = "documents in the store (scan)"
+elif st.session_state.get("scan_hits") is not None and st.session_state.get("scan_key") == (text, tuple(sources)):
+    hits, scope = st.session_state["scan_hits"], "documents in the store (scan)"
+st.session_state["scan_key"] = (text, tuple(sources))
+
+hits = hits.assign(cell=[cell_name(int(c), int(q), k) for c, q in zip(hits.cluster, hits.quality, strict=True)])
+st.caption(f"{len(hits):,} {scope} match")
+view = hits[["id", "source", "cell", "content_type", "quality_score", "n_tokens", "sample"]].reset_index(drop=True)
+event = st.dataframe(view, hide_index=True, width="stretch", on_select="rerun",
+                     selection_mode="single-row", key="search_hits")
+rows = event.selection.rows if event is not None and hasattr(event, "selection") else []
+if rows:
+    ui.set_param("doc", view.id.iloc[rows[0]])
+
+st.subheader("Lineage")
+doc_id = st.text_input("Document id", value=ui.param("doc"), key=f"lineage_id_{ui.param('doc')}")
+if not doc_id:
+    st.caption("select a hit above or enter a document id")
+    st.stop()
+ui.set_param("doc", doc_id)
+match = hits[hits.id == doc_id]
+if match.empty:
+    match = sampled[sampled.id == doc_id]
+doc = match.iloc[0].to_dict() if not match.empty else None
+if doc is None and st.button("Look the id up in the store (scan)"):
+    bar = st.progress(0.0)
+    found = queries.scan_documents(uri, doc_id=doc_id, limit=1, progress=lambda i, n: bar.progress(i / max(n, 1)))
+    doc = found.iloc[0].to_dict() if not found.empty else None
+dec = lineage.decisions(doc, doc_id, queries.dropped(uri), queries.quarantine(uri), art)
+if doc is None and not dec:
+    st.warning(f"`{code(doc_id)}` is not among the sampled documents, `_dropped/` or `_quarantine/`; "
+               "scan the store to look for it among all kept documents.")
+    st.stop()
+left, right = st.columns([2, 3])
+with left:
+    if doc is not None:
+        st.dataframe(lineage.fields(doc, art), hide_index=True, width="stretch")
+with right:
+    st.markdown("**Decisions**")
+    st.dataframe(pd.DataFrame(dec, columns=["decision", "reason", "detail", "where"]), hide_index=True,
+                 width="stretch")
+    if doc is not None:
+        cell = cell_name(int(doc["cluster"]), int(doc["quality"]), k)
+        st.markdown(f"**Phases drawing from {cell}**")
+        ph = lineage.phases_drawing(plan, cell)
+        if plan is None:
+            st.caption("load a plan to see which phases draw this cell")
+        elif ph.empty:
+            st.caption("no phase of the plan draws this cell")
+        else:
+            st.dataframe(ph, hide_index=True, width="stretch")
+if doc is not None:
+    ui.document(doc, key="lineage_doc")

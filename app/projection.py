@@ -1,0 +1,70 @@
+"""2-D coordinates of the clusters: PCA of `_model/centroids.npz`, else of TF-IDF centroids of sampled text."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from sklearn.decomposition import PCA
+from sklearn.feature_extraction.text import TfidfVectorizer
+
+
+def pick_centroids(arrays: dict[str, np.ndarray], k: int) -> np.ndarray | None:
+    """The (k, d) coarse centroids from the npz arrays: a k-row matrix, or fine centroids averaged by lookup."""
+    for name in ("centroids", "coarse", "coarse_centroids", "cluster_centroids"):
+        a = arrays.get(name)
+        if a is not None and a.ndim == 2 and a.shape[0] == k:
+            return a.astype(np.float64)
+    for a in arrays.values():
+        if a.ndim == 2 and a.shape[0] == k:
+            return a.astype(np.float64)
+    lookup = next((arrays[n] for n in ("lookup", "fine_to_coarse", "coarse_of_fine") if n in arrays), None)
+    fine = next((a for a in arrays.values() if a.ndim == 2 and lookup is not None and a.shape[0] == len(lookup)), None)
+    if fine is not None and lookup is not None:
+        out = np.zeros((k, fine.shape[1]))
+        for c in range(k):
+            rows = fine[lookup == c]
+            if len(rows):
+                out[c] = rows.mean(axis=0)
+        return out
+    return None
+
+
+def _pca2(x: np.ndarray, seed: int = 0) -> np.ndarray:
+    x = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+    if x.shape[0] < 3 or x.shape[1] < 2:
+        return np.column_stack([np.arange(x.shape[0], dtype=float), np.zeros(x.shape[0])])
+    return PCA(n_components=2, random_state=seed).fit_transform(x)
+
+
+def project(cluster_ids: list[int], arrays: dict[str, np.ndarray], samples: pd.DataFrame,
+            seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame, str]:
+    """(cluster points [id, x, y], sample document points [id, cluster, x, y], method description)."""
+    k = len(cluster_ids)
+    cen = pick_centroids(arrays, k) if arrays else None
+    docs = pd.DataFrame(columns=["id", "cluster", "x", "y"])
+    if cen is not None:
+        xy = _pca2(cen, seed)
+        method = "PCA of the frozen cluster centroids (_model/centroids.npz)"
+    else:
+        texts = samples.groupby("cluster").text.apply(lambda t: " ".join(t)).reindex(cluster_ids, fill_value="")
+        vec = TfidfVectorizer(max_features=4096, sublinear_tf=True)
+        try:
+            mat = vec.fit_transform(list(texts) + list(samples.text))
+        except ValueError:  # empty vocabulary
+            mat = None
+        if mat is None:
+            xy = np.column_stack([np.arange(k, dtype=float), np.zeros(k)])
+        else:
+            dense = mat.toarray()
+            pca = PCA(n_components=2, random_state=seed) if min(dense.shape) >= 2 else None
+            if pca is None:
+                xy = np.column_stack([np.arange(k, dtype=float), np.zeros(k)])
+            else:
+                norm = dense / np.maximum(np.linalg.norm(dense, axis=1, keepdims=True), 1e-12)
+                allxy = pca.fit_transform(norm)
+                xy = allxy[:k]
+                docs = pd.DataFrame({"id": samples.id.values, "cluster": samples.cluster.values,
+                                     "x": allxy[k:, 0], "y": allxy[k:, 1]})
+        method = "PCA of TF-IDF centroids of the sampled documents (no _model/centroids.npz)"
+    points = pd.DataFrame({"id": cluster_ids, "x": xy[:, 0], "y": xy[:, 1]})
+    return points, docs, method

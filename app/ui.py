@@ -1,0 +1,93 @@
+"""Shared page plumbing: the current store and plan (sidebar), query-parameter helpers, document display."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app import config, queries
+from app.fmt import cut_text, md
+from app.plan_view import PlanError, PlanView, load_plan
+
+STORE_KEY = "store_uri"
+PLAN_KEY = "plan_path"
+
+
+def sidebar() -> None:
+    """Store and plan inputs in the sidebar (initialised from the command line / environment)."""
+    if STORE_KEY not in st.session_state:
+        st.session_state[STORE_KEY] = config.store_uri() or ""
+    if PLAN_KEY not in st.session_state:
+        st.session_state[PLAN_KEY] = config.plan_path() or ""
+    with st.sidebar:
+        st.text_input("Store", key=STORE_KEY, help="Local path or fsspec URI (gs://…, s3://…) of a store")
+        st.text_input("Plan", key=PLAN_KEY, help="Path of a plan.json (optional): weights, exposure, warnings")
+
+
+def store_uri() -> str:
+    return (st.session_state.get(STORE_KEY) or config.store_uri() or "").strip()
+
+
+def require_store() -> str:
+    """The current store URI; stops the page with a message when none is set or it does not exist."""
+    uri = store_uri()
+    if not uri:
+        st.info("No store selected: start with `mixture explore STORE` or enter a store in the sidebar.")
+        st.stop()
+    state, _ = queries.store_state(uri)
+    if state == "missing":
+        st.error(f"Store `{uri}` does not exist. Check the path or URI in the sidebar.")
+        st.stop()
+    return uri
+
+
+def require_complete_store() -> tuple[str, dict]:
+    """(uri, store.json) of a complete store; a building store points to the Live build page."""
+    uri = require_store()
+    state, _ = queries.store_state(uri)
+    if state == "building":
+        st.warning(f"Store `{uri}` has no store.json yet: it is still building (or the build failed).")
+        st.page_link("pages/live.py", label="Watch it on the Live build page")
+        st.stop()
+    return uri, queries.artifact(uri)
+
+
+def current_plan() -> PlanView | None:
+    """The plan from the sidebar path, or None; a broken plan shows an error and returns None."""
+    path = (st.session_state.get(PLAN_KEY) or config.plan_path() or "").strip()
+    if not path:
+        return None
+    try:
+        return _load_plan_cached(path)
+    except PlanError as exc:
+        st.error(f"Plan not loaded: {exc}")
+        return None
+
+
+@st.cache_data(ttl=10, show_spinner=False)
+def _load_plan_cached(path: str) -> PlanView:
+    return load_plan(path)
+
+
+def param(name: str, default: str = "") -> str:
+    return st.query_params.get(name, default)
+
+
+def set_param(name: str, value: object | None) -> None:
+    if value in (None, ""):
+        st.query_params.pop(name, None)
+    else:
+        st.query_params[name] = str(value)
+
+
+def document(doc: dict, key: str) -> None:
+    """One document: a metadata line and its text as plain text (never HTML), cut at ~900 chars."""
+    meta = [doc.get("id"), doc.get("source"), doc.get("content_type"),
+            f"{int(doc.get('n_tokens') or 0):,} tokens"]
+    if doc.get("quality_score") is not None:
+        meta.append(f"quality {float(doc['quality_score']):.3f}")
+    st.caption(" · ".join(md(m) for m in meta if m is not None))
+    text = str(doc.get("text") or "")
+    shown, was_cut = cut_text(text)
+    if was_cut and st.toggle(f"show all ({len(text):,} characters)", key=f"all_{key}"):
+        shown = text
+    st.code(shown, language=None, wrap_lines=True)

@@ -1,0 +1,180 @@
+"""`mixture plan`, `mixture export`, `mixture materialize`, `mixture realised`."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from mixture.planner.counts import PlanInputError, read_json
+from mixture.planner.exports import FORMATS, ExportError, export_plan
+from mixture.planner.inputs import build_inputs, load_planning_spec
+from mixture.planner.materialize import DEFAULT_SHARD_BYTES, MaterializeError, materialize, parse_bytes
+from mixture.planner.plan import compute_plan
+from mixture.planner.realised import RealisedError, realised_ledger
+from mixture.planner.report import print_ladder, print_plan, print_realised
+from mixture.planner.run import repair_plan
+
+HARD = ("over_cap", "empty_cell")
+
+
+def write_atomic(path: str | Path, text: str) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _fail(console: Console, message: str, code: int = 2) -> typer.Exit:
+    console.print(f"[red]error:[/] {message}", soft_wrap=True)
+    return typer.Exit(code)
+
+
+def load_plan(path: str) -> dict[str, Any]:
+    data = read_json(path)
+    if not isinstance(data, dict) or data.get("kind") != "mixture-plan":
+        raise PlanInputError(f"{path}: expected a plan.json written by `mixture plan` (kind: mixture-plan)")
+    return data
+
+
+def plan_cmd(
+    spec: str = typer.Argument(..., help="spec YAML (its `mixture:` section and store.uri) or a Marin mix JSON"),
+    counts: str | None = typer.Option(None, "--counts", help="per-cell counts: a store, a Marin mix JSON or a CSV"),
+    out: str | None = typer.Option(None, "--out", help="write the plan here (and a repaired plan beside it)"),
+    fmt: str = typer.Option("table", "--format", help="table (human summary) or json (the plan on stdout)"),
+    ladder: bool = typer.Option(False, "--ladder", help="show the plan at every ladder rung"),
+    scale: float | None = typer.Option(None, "--scale", help="multiply phase budgets and ladder rungs (e.g. 1e-6)"),
+    batch: int | None = typer.Option(None, "--batch-sequences", help="sequences per step (phase boundaries)"),
+    steps: int | None = typer.Option(None, "--train-steps", help="total training steps (default budget/batch/seq_len)"),
+    max_epochs: float | None = typer.Option(None, "--max-epochs", help="override the exposure cap"),
+    repaired_out: str | None = typer.Option(None, "--repaired-out", help="where to write the cap-repaired plan"),
+    strict: bool = typer.Option(False, "--strict", help="exit 1 on any warning"),
+) -> None:
+    """Plan a mixture: per cell and phase weights, tokens, sequences per block, exposure, steps and warnings."""
+    console = Console(stderr=fmt == "json")
+    if fmt not in ("table", "json"):
+        raise _fail(console, f"--format: expected table or json, found {fmt!r}")
+    try:
+        inputs = build_inputs(load_planning_spec(spec), counts, scale)
+        if batch is not None:
+            inputs.batch_sequences = batch
+        if steps is not None:
+            inputs.train_steps = steps
+        if max_epochs is not None:
+            inputs.max_epochs = max_epochs
+        plan = compute_plan(inputs)
+    except PlanInputError as exc:
+        raise _fail(console, str(exc)) from None
+    if fmt == "json":
+        typer.echo(json.dumps(plan, indent=2))
+    else:
+        print_plan(plan, console)
+        if ladder:
+            print_ladder(plan, console)
+    if out:
+        write_atomic(out, json.dumps(plan, indent=2) + "\n")
+        console.print(f"plan written to {out}")
+    codes = {w["code"] for w in plan["warnings"]}
+    failed = bool(codes & set(HARD)) or (strict and bool(codes))
+    if "over_cap" in codes:
+        result, repaired = repair_plan(inputs, plan)
+        if repaired is None:
+            console.print(f"[red]cap repair: {result.message}[/]")
+        else:
+            target = repaired_out or (str(Path(out).with_suffix("")) + ".repaired.json" if out else None)
+            console.print(f"[cyan]cap repair[/]: {result.message}; max exposure now {repaired['exposure']['max']:.4f}")
+            if target:
+                write_atomic(target, json.dumps(repaired, indent=2) + "\n")
+                console.print(f"[cyan]repaired plan written to {target}[/] (a new plan; {out or 'the original'} is unchanged)")
+            else:
+                console.print("pass --out (or --repaired-out) to write the repaired plan")
+    if failed:
+        raise typer.Exit(1)
+
+
+def export_cmd(
+    plan_path: str = typer.Argument(..., help="plan.json from `mixture plan`"),
+    fmt: str = typer.Option(..., "--format", help=f"one of {', '.join(FORMATS)}"),
+    out: str | None = typer.Option(None, "--out", help="output file (default: stdout)"),
+) -> None:
+    """Export a plan for a trainer: levanter|olmo|megatron|marin|json|csv."""
+    console = Console(stderr=True)
+    if fmt not in FORMATS:
+        raise _fail(console, f"--format: expected one of {', '.join(FORMATS)}, found {fmt!r}")
+    try:
+        text = export_plan(load_plan(plan_path), fmt)
+    except (PlanInputError, ExportError) as exc:
+        raise _fail(console, f"{plan_path}: {exc}") from None
+    if out:
+        write_atomic(out, text)
+        console.print(f"{fmt} export written to {out}")
+    else:
+        typer.echo(text, nl=False)
+
+
+def materialize_cmd(
+    plan_path: str = typer.Argument(..., help="plan.json from `mixture plan`"),
+    out: str = typer.Option(..., "--out", help="output folder: DIR/phase=NAME/part-NNNNN.parquet + manifest.json"),
+    store: str | None = typer.Option(None, "--store", help="store to draw from (default: the plan's store_uri)"),
+    shard_bytes: str = typer.Option(str(DEFAULT_SHARD_BYTES), "--shard-bytes", help="text bytes per shard: 128MB, 1GB, …"),
+    seed: int | None = typer.Option(None, "--seed", help="permutation seed (default: the plan's)"),
+) -> None:
+    """Draw every cell's planned tokens from the store and write phase-ordered, interleaved Parquet shards."""
+    console = Console()
+    try:
+        size = parse_bytes(shard_bytes)
+        plan = load_plan(plan_path)
+    except (ValueError, PlanInputError) as exc:
+        raise _fail(console, str(exc)) from None
+    used = sum(1 for c in plan["cells"] if any(r["tokens"] > 0 for r in c["phases"].values()))
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console, transient=True) as bar:
+        draw = bar.add_task("drawing cells", total=used)
+        shards = bar.add_task("writing shards", total=None)
+
+        def tick(kind: str, n: int) -> None:
+            bar.advance(draw if kind == "draw" else shards, n)
+
+        try:
+            manifest = materialize(plan, out, store, size, seed, progress=tick)
+        except MaterializeError as exc:
+            raise _fail(console, str(exc), 1) from None
+    for ph in manifest["phases"]:
+        console.print(f"phase {ph['name']}: {ph['tokens']:,} tokens of {ph['planned_tokens']:,} planned "
+                      f"(±{ph['tolerance']:,} allowed), {ph['docs']:,} docs in {len(ph['shards'])} shards")
+    if manifest["count_mismatch"]:
+        console.print(f"[yellow]store counts differ from the plan's for {len(manifest['count_mismatch'])} cells "
+                      f"({', '.join(manifest['count_mismatch'][:8])}); exposures differ from the plan[/]")
+    console.print(f"manifest: {Path(out) / 'manifest.json'}")
+
+
+def realised_cmd(
+    out_dir: str = typer.Argument(..., help="folder written by `mixture materialize`"),
+    plan_path: str = typer.Argument(..., help="the plan.json it was materialized from"),
+    fmt: str = typer.Option("table", "--format", help="table or json"),
+) -> None:
+    """Recount the written shards with DuckDB: planned vs realised tokens and epochs per cell; exit 1 on drift."""
+    console = Console(stderr=fmt == "json")
+    try:
+        ledger = realised_ledger(out_dir, load_plan(plan_path))
+    except (PlanInputError, RealisedError) as exc:
+        raise _fail(console, str(exc)) from None
+    if fmt == "json":
+        typer.echo(json.dumps(ledger, indent=2))
+    else:
+        print_realised(ledger, console)
+    if not ledger["ok"]:
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("plan")(plan_cmd)
+    app.command("export")(export_cmd)
+    app.command("materialize")(materialize_cmd)
+    app.command("realised")(realised_cmd)

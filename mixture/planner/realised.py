@@ -1,0 +1,97 @@
+"""The realised ledger: recount materialized shards with DuckDB and compare with the plan, per phase and cell."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from mixture.planner.materialize import MANIFEST
+
+
+class RealisedError(RuntimeError):
+    """The directory holds no materialized mixture."""
+
+
+def recount(out_dir: str | Path) -> dict[tuple[str, str], dict[str, int]]:
+    """(phase, cell) -> docs, tokens, max_doc, straight from the Parquet shards."""
+    root = Path(out_dir)
+    if not any(root.glob("phase=*/*.parquet")):
+        raise RealisedError(f"{root}: no phase=*/*.parquet shards; run `mixture materialize` first")
+    con = duckdb.connect()
+    rows = con.execute(
+        """
+        SELECT regexp_extract(filename, 'phase=([^/]+)/', 1) AS phase, cell,
+               count(*) AS docs, sum(n_tokens) AS tokens, max(n_tokens) AS max_doc
+        FROM read_parquet(?, filename = true, hive_partitioning = false)
+        GROUP BY ALL ORDER BY ALL
+        """,
+        [str(root / "phase=*" / "*.parquet")],
+    ).fetchall()
+    con.close()
+    return {(p, c): {"docs": int(d), "tokens": int(t), "max_doc": int(m)} for p, c, d, t, m in rows}
+
+
+def realised_ledger(out_dir: str | Path, plan: dict[str, Any]) -> dict[str, Any]:
+    """Planned vs realised tokens per (phase, cell), epochs per cell, phase totals; `ok` is False on any drift.
+
+    A cell drifts when |realised - planned| exceeds its largest document (the draw cuts at document boundaries)
+    or when the shards disagree with the manifest written beside them.
+    """
+    root = Path(out_dir)
+    counted = recount(root)
+    manifest_path = root / MANIFEST
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.exists() else {}
+    info = manifest.get("cells", {})
+    man_cells = {ph["name"]: ph.get("cells", {}) for ph in manifest.get("phases", [])}
+    rows, phases, flagged = [], [], []
+    epochs: dict[str, dict[str, float]] = {}
+    for ph in plan["phases"]:
+        name = ph["name"]
+        tot_plan = tot_real = tol_sum = 0
+        for cell in plan["cells"]:
+            c = cell["cell"]
+            planned = int(cell["phases"][name]["tokens"])
+            got = counted.get((name, c), {"docs": 0, "tokens": 0, "max_doc": 0})
+            tol = int(info.get(c, {}).get("max_doc_tokens", got["max_doc"]))
+            drift = got["tokens"] - planned
+            manifest_tokens = man_cells.get(name, {}).get(c, {}).get("tokens")
+            problems = []
+            if abs(drift) > tol:
+                problems.append(f"drift {drift:+,} tokens exceeds one document ({tol:,})")
+            if manifest_tokens is not None and manifest_tokens != got["tokens"]:
+                problems.append(f"manifest says {manifest_tokens:,} tokens, shards hold {got['tokens']:,}")
+            if planned == 0 and got["tokens"] == 0:
+                continue
+            rows.append({
+                "phase": name, "cell": c, "planned_tokens": planned, "realised_tokens": got["tokens"],
+                "docs": got["docs"], "drift": drift, "tolerance": tol,
+                "rel_drift": drift / planned if planned else None, "ok": not problems, "problems": problems,
+            })
+            if problems:
+                flagged.append(f"{name}/{c}")
+            tot_plan += planned
+            tot_real += got["tokens"]
+            tol_sum += tol
+            e = epochs.setdefault(c, {"planned": cell["exposure"] or 0.0, "realised": 0.0})
+            avail = info.get(c, {}).get("available_tokens", cell["available_tokens"])
+            e["realised"] += got["tokens"] / avail if avail else 0.0
+        phases.append({
+            "phase": name, "budget": ph["tokens"], "planned_tokens": tot_plan, "realised_tokens": tot_real,
+            "drift": tot_real - ph["tokens"], "tolerance": tol_sum, "ok": abs(tot_real - ph["tokens"]) <= tol_sum,
+        })
+    extra = sorted({f"{p}/{c}" for (p, c) in counted} - {f"{r['phase']}/{r['cell']}" for r in rows})
+    return {
+        "dir": str(root),
+        "plan_id": plan.get("plan_id"),
+        "manifest_plan_id": manifest.get("plan_id"),
+        "rows": rows,
+        "phases": phases,
+        "epochs": [{"cell": c, **v} for c, v in epochs.items()],
+        "flagged": flagged,
+        "unplanned": extra,
+        "ok": not flagged and not extra and all(p["ok"] for p in phases)
+        and manifest.get("plan_id") in (None, plan.get("plan_id")),
+    }

@@ -1,0 +1,67 @@
+"""Shared fixtures: a real small store built by the real pipeline from the embedded demo corpus."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+TEST_SCALE = 0.05
+
+
+@dataclass
+class BuiltStore:
+    root: Path  # folder holding corpus/, spec.yaml, store/
+    spec_path: Path
+    store: Path
+    corpus: Path
+
+    @property
+    def artifact(self) -> dict:
+        return json.loads((self.store / "store.json").read_text())
+
+    @property
+    def ground_truth(self) -> dict:
+        return json.loads((self.corpus / "ground_truth.json").read_text())
+
+
+def small_spec(corpus_rel: str = "corpus", store_rel: str = "store", **partition) -> dict:
+    """specs/demo.yaml pointed at a corpus beside the spec, with a partition sized for a small corpus."""
+    spec = yaml.safe_load((REPO / "specs" / "demo.yaml").read_text())
+    for src in spec["sources"]:
+        src["uri"] = src["uri"].replace("../demo/corpus", corpus_rel)
+    for b in spec["processing"]["decontamination"]["benchmarks"]:
+        b["uri"] = b["uri"].replace("../demo/corpus", corpus_rel)
+    spec["partition"]["clusters"].update({"k": 8, "fine_k": 64, "min_share": 0.02, "embedding_dim": 32, **partition})
+    spec["store"]["uri"] = store_rel
+    spec["execution"] = {"executor": "local", "tasks": 2, "workers": 2}
+    return spec
+
+
+@pytest.fixture(scope="session")
+def demo_corpus(tmp_path_factory) -> Path:
+    from mixture.demo_corpus import write_demo_corpus
+
+    root = tmp_path_factory.mktemp("corpus")
+    write_demo_corpus(str(root / "corpus"), seed=0, scale=TEST_SCALE, progress=False)
+    return root / "corpus"
+
+
+def build_small(root: Path, corpus: Path, **partition) -> BuiltStore:
+    from pipelines.build import build
+
+    root.mkdir(parents=True, exist_ok=True)
+    spec_path = root / "spec.yaml"
+    spec_path.write_text(yaml.safe_dump(small_spec(str(corpus), "store", **partition)))
+    build(str(spec_path), progress=False)
+    return BuiltStore(root, spec_path, root / "store", corpus)
+
+
+@pytest.fixture(scope="session")
+def built_store(tmp_path_factory, demo_corpus) -> BuiltStore:
+    """A store built once per test session by `pipelines.build.build` from the demo corpus at a small scale."""
+    return build_small(tmp_path_factory.mktemp("built"), demo_corpus)

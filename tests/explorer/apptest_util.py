@@ -1,0 +1,48 @@
+"""Helpers to run the explorer in `streamlit.testing.v1.AppTest` and read what a page shows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+APP = str(Path(__file__).resolve().parents[2] / "app" / "main.py")
+
+
+def run(page: str | None = None, timeout: float = 30, **params: str) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=timeout)
+    if page:
+        at.query_params["page"] = page
+    for k, v in params.items():
+        at.query_params[k] = v
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def unescape(text: str) -> str:
+    """Undo app.fmt.md's backslash escapes (what the browser shows)."""
+    out, i = [], 0
+    while i < len(text):
+        if text[i] == "\\" and i + 1 < len(text):
+            out.append(text[i + 1])
+            i += 2
+        else:
+            out.append(text[i])
+            i += 1
+    return "".join(out)
+
+
+def open_domains(at: AppTest) -> list[str]:
+    """Labels of the domain expanders whose content was rendered (the open ones)."""
+    return [unescape(e.label) for e in at.expander if e.label[:1].isdigit() and len(e.metric) > 0]
+
+
+def chart_frames(at: AppTest) -> list[list]:
+    """For each Altair chart on the page, the DataFrames of its datasets."""
+    from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
+
+    out = []
+    for el in at.get("vega_lite_chart"):
+        out.append([convert_arrow_bytes_to_pandas_df(d.data.data) for d in el.proto.datasets])
+    return out

@@ -1,0 +1,210 @@
+"""Store, Mixture, Diff, Search, Map and Live build pages in AppTest, on the synthetic stores and plan."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow.parquet as pq
+import pytest
+
+from tests.explorer.apptest_util import chart_frames, run, unescape
+from tests.explorer.synthstore import SCRIPT_DOC
+
+
+def test_page_query_param_selects_page(app_env):
+    for page, header in (("store", "Store"), ("mixture", "Mixture"), ("map", "Map"), ("live", "Live build")):
+        at = run(page)
+        assert at.header[0].value == header
+        assert at.query_params["page"] in (page, [page])
+
+
+def test_store_page_heatmap_funnel_sources(app_env, artifact):
+    at = run("store")
+    frames = chart_frames(at)
+    heat = frames[0][0]
+    assert heat.tokens.sum() == artifact["counters"]["tokens_out"]
+    assert heat.docs.sum() == artifact["counters"]["records_out"]
+    funnel = frames[1][0]
+    c = artifact["counters"]
+    assert funnel.records.iloc[0] == c["records_in"]
+    assert funnel.records.iloc[-1] == c["records_out"] == funnel.records.iloc[-2]
+    assert not at.error  # the counters reconcile
+    sources = at.dataframe[0].value
+    assert set(sources.name) == {s["name"] for s in artifact["sources"]}
+    assert sources.tokens_kept.sum() == c["tokens_out"]
+    mix = at.dataframe[-1].value  # estimated content-type mix spreads every cell's tokens
+    assert mix.tokens.sum() == pytest.approx(c["tokens_out"])
+
+
+def test_store_page_exact_content_types(app_env, store):
+    at = run("store")
+    at.toggle(key="ct_exact").set_value(True).run()
+    mix = at.dataframe[-1].value
+    import pandas as pd
+
+    docs = pd.concat(pq.read_table(p).to_pandas() for p in store.glob("cluster=*/quality=*/*.parquet"))
+    expected = docs.groupby("content_type").n_tokens.sum().to_dict()
+    assert dict(zip(mix.content_type, mix.tokens, strict=True)) == expected
+
+
+def _over_cap_tables(at):
+    """The over-cap lists of the page (columns cell, exposure): the plan's, then the repaired plan's."""
+    return [d.value for d in at.dataframe if list(d.value.columns) == ["cell", "exposure"]]
+
+
+def over_cap_cells(plan: dict) -> set[str]:
+    return {c for c, v in plan["cells"].items() if v["exposure"] > plan["max_epochs"]}
+
+
+def test_mixture_page_lists_exactly_the_over_cap_cells(app_env, plan_file):
+    plan = json.loads(plan_file.read_text())
+    over = {c for c, v in plan["cells"].items() if v["exposure"] > plan["max_epochs"]}
+    assert over  # the fixture plan has some
+    at = run("mixture")
+    listed = _over_cap_tables(at)[0]
+    assert set(listed.cell) == over and len(listed) == len(over)
+    msg = at.error[0].value
+    assert msg.startswith(f"{len(over)} cells over the cap")
+    assert {c for c in plan["cells"] if c in msg} == over
+    assert {m.label: m.value for m in at.metric}["cells over the cap"] == str(len(over))
+    warnings = [unescape(w.value) for w in at.warning]
+    for w in plan["warnings"]:
+        assert w in warnings
+    bars = chart_frames(at)[0]
+    data = bars[0]
+    assert set(data[data.over_cap].cell) == over
+    assert bars[1].cap.iloc[0] == plan["max_epochs"]
+    ladder = at.dataframe[-1].value
+    assert list(ladder.run) == ["tiny", "small"]
+    total = sum(p["tokens"] for p in plan["phases"])
+    cut = []
+    for row in ladder.to_dict("records"):
+        zero = [c for c, v in plan["cells"].items() if v["tokens"] * row["tokens"] // total == 0]
+        assert row["cells cut to zero"] == len(zero)
+        cut.append(len(zero))
+    assert cut[0] > 0 and cut[1] == 0
+
+
+def test_mixture_page_shows_repaired_plan(app_env, monkeypatch, plan_file, tmp_path):
+    plan = json.loads(plan_file.read_text())
+    repaired = json.loads(json.dumps(plan))
+    for v in repaired["cells"].values():
+        v["exposure"] = min(v["exposure"], 7.5)
+    plan["repaired"] = repaired
+    path = tmp_path / "plan_with_repair.json"
+    path.write_text(json.dumps(plan))
+    monkeypatch.setenv("MIXTURE_PLAN", str(path))
+    at = run("mixture")
+    assert any(s.value == "Repaired plan beside the original" for s in at.subheader)
+    original, repaired_list = _over_cap_tables(at)
+    assert len(original) == len(over_cap_cells(plan)) and len(repaired_list) == 0
+    assert any("No cell is over the cap" in s.value for s in at.success)
+
+
+def test_mixture_page_without_plan(monkeypatch, store):
+    monkeypatch.setenv("MIXTURE_STORE", str(store))
+    monkeypatch.delenv("MIXTURE_PLAN", raising=False)
+    at = run("mixture")
+    assert "No plan loaded" in at.info[0].value
+
+
+def test_diff_page_two_stores(app_env, store_b, artifact):
+    at = run("diff")
+    at.text_input(key="diff_b").input(str(store_b)).run()
+    b = json.loads((store_b / "store.json").read_text())
+    a_cells = {c["cell"]: c["tokens"] for c in artifact["cells"]}
+    b_cells = {c["cell"]: c["tokens"] for c in b["cells"]}
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["cells added"] == str(len(set(b_cells) - set(a_cells)))
+    assert metrics["cells removed"] == str(len(set(a_cells) - set(b_cells)))
+    assert metrics["cells changed"] == str(sum(1 for c in a_cells if c in b_cells and a_cells[c] != b_cells[c]))
+    table = at.dataframe[0].value.set_index("cell")
+    for c in b_cells:
+        assert table.loc[c, "delta"] == b_cells[c] - a_cells.get(c, 0)
+    heat = chart_frames(at)[0][0]
+    assert heat.delta.sum() == sum(b_cells.values()) - sum(a_cells.values())
+
+
+def test_diff_page_two_plans(app_env, plan_file, tmp_path):
+    plan = json.loads(plan_file.read_text())
+    other = json.loads(json.dumps(plan))
+    other["cells"]["c00q0"]["exposure"] = 3.0
+    del other["cells"]["c04q4"]
+    p2 = tmp_path / "p2.json"
+    p2.write_text(json.dumps(other))
+    at = run("diff")
+    at.segmented_control(key="diff_mode").set_value("two plans").run()
+    at.text_input(key="diff_plan_b").input(str(p2)).run()
+    table = at.dataframe[0].value.set_index("cell")
+    assert table.loc["c00q0", "delta"] == pytest.approx(3.0 - plan["cells"]["c00q0"]["exposure"])
+    assert table.loc["c04q4", "status"] == "removed"
+    assert {m.label: m.value for m in at.metric}["cells changed"] == "1"
+
+
+def test_search_page_filters_samples_and_shows_lineage(app_env, store, artifact, plan_file):
+    at = run("search", q="alert(1)")
+    hits = at.dataframe(key="search_hits").value
+    assert len(hits) == 1 and hits.cell.iloc[0] == "c01q2"
+    at.multiselect[0].set_value(["stdlib-code"]).run()  # source facet
+    sampled = pq.read_table(store / "_samples/uniform.parquet").to_pandas()
+    script_source = sampled[sampled.text == SCRIPT_DOC].source.iloc[0]
+    assert len(at.dataframe(key="search_hits").value) == (1 if script_source == "stdlib-code" else 0)
+
+    kept_and_dropped = sampled.sort_values(["cluster", "quality", "rank"]).id.iloc[0]
+    at = run("search", doc=kept_and_dropped)
+    tables = [d.value for d in at.dataframe]
+    decisions = next(t for t in tables if "decision" in t)
+    assert list(decisions.decision) == ["kept", "dropped"]
+    assert decisions.reason.iloc[1] == "exact_duplicate"
+    fields = next(t for t in tables if "field" in t).set_index("field").value
+    row = sampled[sampled.id == kept_and_dropped].iloc[0]
+    assert fields["origin"] == row.origin and fields["cell"] == f"c{row.cluster:02d}q{row.quality}"
+    phases = next(t for t in tables if "phase" in t)
+    plan = json.loads(plan_file.read_text())
+    cell = fields["cell"]
+    assert list(phases.phase) == [p["name"] for p in plan["phases"] if p["weights"].get(cell, 0) > 0]
+
+    at = run("search", doc="web-crawl/dropped-contaminated.jsonl/0")
+    decisions = next(d.value for d in at.dataframe if "decision" in d.value)
+    assert list(decisions.decision) == ["dropped"] and decisions.reason.iloc[0] == "contaminated"
+
+
+def test_search_page_full_scan(app_env):
+    at = run("search", q="TAILMARKER")
+    assert len(at.dataframe(key="search_hits").value) == 1  # the long document is sampled
+    at = run("search", q="vote minutes")
+    n_sampled = len(at.dataframe(key="search_hits").value)
+    next(b for b in at.button if b.label == "Scan the whole store").click().run()
+    scanned = at.dataframe(key="search_hits").value
+    assert len(scanned) > n_sampled and set(scanned["sample"]) == {"scan"}
+    assert "documents in the store (scan)" in at.caption[0].value
+
+
+def test_map_page_projects_centroids_and_falls_back(app_env, artifact, monkeypatch, store_b):
+    at = run("map")
+    assert "centroids.npz" in at.caption[0].value
+    points = chart_frames(at)[0][0]
+    assert sorted(points.id) == [c["id"] for c in artifact["clusters"]]
+    assert points.tokens.sum() == artifact["counters"]["tokens_out"]
+    assert points.mean_quality.between(0, 4).all()
+    monkeypatch.setenv("MIXTURE_STORE", str(store_b))  # no _model/: TF-IDF of the sampled text
+    at = run("map")
+    assert "TF-IDF" in at.caption[0].value
+    assert len(chart_frames(at)[0][0]) == 6
+
+
+def test_live_build_page_on_a_building_store(monkeypatch, building_store):
+    monkeypatch.setenv("MIXTURE_STORE", str(building_store))
+    monkeypatch.delenv("MIXTURE_PLAN", raising=False)
+    at = run()  # the overview of a building store switches to Live build
+    assert at.header[0].value == "Live build"
+    texts = [p.proto.text for p in at.get("progress")]
+    assert "read: 2/2 tasks · stopped" in texts or "read: 2/2 tasks · done" in texts
+    assert any(t.startswith("write: 0/3 tasks") for t in texts)
+    ledgers = [json.loads(p.read_text()) for p in building_store.glob("cluster=*/quality=*/_ledger.json")]
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["rows so far"] == f"{sum(led['total_num_rows'] for led in ledgers):,}"
+    table = at.dataframe[0].value
+    assert table.rows.sum() == sum(led["total_num_rows"] for led in ledgers)
+    assert table.tokens.sum() == sum(led["total_tokens"] for led in ledgers)
+    assert metrics["exact duplicate"] == "6" and metrics["bad input"] == "2"
