@@ -25,6 +25,7 @@ from mixture.spec.models import Spec
 from mixture.store import layout
 from pipelines import steps, writers
 from pipelines.readers import RankFilesReader, SourceFiles
+from pipelines.words import SimplifiedTextWords
 
 
 def doc_text(doc: Document) -> str:
@@ -117,7 +118,7 @@ def dedup_stages(ctx: BuildContext) -> list[Stage]:
     fz = p.dedup.fuzzy
     if fz.enabled:
         mh = ctx.minhash_config
-        split += [steps.OnlyFuzzyGroup(), MinhashDedupSignature(f"{ctx.work}/mh_sigs", mh, language="en")]
+        split += [steps.OnlyFuzzyGroup(), MinhashDedupSignature(f"{ctx.work}/mh_sigs", mh, language=SimplifiedTextWords())]
     stages.append(Stage("split", split, ctx.tasks))
     if fz.enabled:
         stages += [

@@ -14,11 +14,11 @@ from datatrove.data import Document, DocumentsPipeline
 from datatrove.pipeline.base import PipelineStep
 from datatrove.pipeline.filters.base_filter import BaseFilter
 from datatrove.pipeline.writers.disk_base import DiskWriter
-from datatrove.utils.text import simplify_text
 
 from mixture.text.content_type import detect_content_type
 from mixture.text.normalize import normalize_text, stable_unit
 from mixture.text.quality import raw_quality_score
+from pipelines.words import words as text_words
 
 SYMBOLS_TO_IGNORE = set(" \t\n")
 
@@ -94,7 +94,8 @@ class Gates(BaseFilter):
 
 
 def ngram_hashes(text: str, n: int) -> set[int]:
-    words = simplify_text(text).split()
+    """Hashes of the word n-grams of `text` (lower-cased words, punctuation ignored)."""
+    words = text_words(text)
     return {xxhash.xxh3_64_intdigest(" ".join(words[i : i + n])) for i in range(len(words) - n + 1)}
 
 

@@ -62,6 +62,12 @@ def build_small(root: Path, corpus: Path, **partition) -> BuiltStore:
 
 
 @pytest.fixture(scope="session")
+def store_builder():
+    """`store_builder(root, corpus, **partition)` builds another small store with the real pipeline."""
+    return build_small
+
+
+@pytest.fixture(scope="session")
 def built_store(tmp_path_factory, demo_corpus) -> BuiltStore:
     """A store built once per test session by `pipelines.build.build` from the demo corpus at a small scale."""
     return build_small(tmp_path_factory.mktemp("built"), demo_corpus)

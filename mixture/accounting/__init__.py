@@ -1,5 +1,77 @@
-"""The accounting layer: the one place that queries a store (DuckDB over Parquet footers, ledgers, artifacts)."""
+"""The accounting layer: the one place that queries a store (DuckDB over Parquet footers, ledgers, artifacts).
 
+Python API (the planner, the explorer and the CLI all go through it)::
+
+    from mixture.accounting import StoreReader, audit, report, matrix, diff, cell_table
+
+    reader = StoreReader("gs://bucket/store")     # any local path or fsspec URI; caches small artifacts
+    reader.artifact                                # parsed store.json (raises StoreNotReady while building)
+    reader.is_complete, reader.ledgers()           # store.json present?; every readable cell ledger
+    reader.shard_files()                           # finished shards: ledger-listed AND present (never partials)
+    con = reader.connect()                         # DuckDB connection with the views below
+
+    cell_table(reader)        # DataFrame cell, cluster, quality, quality_name, label, path, docs, tokens, shards,
+                              # share: from ledgers + store.json only (no Parquet opened), cached on the reader
+    ledger_shard_table(reader)  # one row per ledger entry (file, task, rows, tokens, bytes, xxh64)
+    audit(reader, deep=False, sample=1000, seed=0, checksum_mode="auto") -> AuditResult
+        # .status "ok" | "failed" | "building", .checks [Check(name, status, checked, failures, note)],
+        # .failures [Failure(where, what, expected, found, expected_from, found_from)], .messages(), .exit_code
+    report(reader, by="cell" | "cluster,quality" | ["source", "quality"] ...) -> DataFrame
+        # keys…, [label], [quality_name], tokens, tokens_h, docs, share, mean_tokens_per_doc
+    matrix(reader, value="tokens"|"docs"|"share") -> DataFrame   # cluster x quality, with labels and totals
+    source_counts(reader) -> DataFrame   # per-source table (name, tokens, category, docs, share, license, …)
+    diff(a, b, ids=True, samples=3) -> DiffResult
+        # a/b: StoreReader, store URI, or counts file (.csv/.json/.yaml: cell,tokens[,docs]; mix file
+        # available_tokens; store.json); .cells (per-cell deltas, entered/left ids), .summary, .added,
+        # .removed, .incompatibilities (tokenizer, k, quality_levels, bucket_edges)
+    write_synthetic_store(uri, docs=None, k=4, ...)  # a valid small store for tests and benchmarks
+
+DuckDB views on `reader.connect()`:
+    documents  every finished shard (hive_partitioning=false: cluster SMALLINT, quality TINYINT from the files)
+    shards     one row per Parquet file of a cell: cell, cluster, quality, path, task, rows, tokens (from the
+               files: row count and Σ n_tokens, computed lazily when queried), bytes (listing), checksum, listed,
+               ledger_rows, ledger_tokens, ledger_bytes (unlisted files appear with listed = false)
+    cells      cell_table(reader)
+    clusters, sources, counters   store.json (only once it exists); samples_uniform/samples_exemplars if present
+
+Audit checks, cheapest evidence first: artifact, ledgers, cells, counters, side files, files (listing: missing,
+unlisted, size), rows (Parquet), n_tokens (column only, never `text`), partition (cluster/quality columns),
+sources (per-source recount), checksums (xxh64), and with --deep tokens (re-tokenize a seeded sample).
+"""
+
+from mixture.accounting.checks import AuditResult, Check, Failure, audit
+from mixture.accounting.diffs import Counts, DiffResult, diff, load_counts
 from mixture.accounting.reader import StoreNotReady, StoreReader, open_fs
+from mixture.accounting.reports import matrix, report, source_counts
+from mixture.accounting.synthetic import synthetic_documents, write_synthetic_store
+from mixture.accounting.tables import (
+    cell_table,
+    cluster_table,
+    counters_table,
+    ledger_shard_table,
+    source_table,
+)
 
-__all__ = ["StoreNotReady", "StoreReader", "open_fs"]
+__all__ = [
+    "AuditResult",
+    "Check",
+    "Counts",
+    "DiffResult",
+    "Failure",
+    "StoreNotReady",
+    "StoreReader",
+    "audit",
+    "cell_table",
+    "cluster_table",
+    "counters_table",
+    "diff",
+    "ledger_shard_table",
+    "load_counts",
+    "matrix",
+    "open_fs",
+    "report",
+    "source_counts",
+    "source_table",
+    "synthetic_documents",
+    "write_synthetic_store",
+]

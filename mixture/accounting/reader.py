@@ -1,4 +1,4 @@
-"""Open a store at any fsspec URI and expose its small artifacts and DuckDB views."""
+"""Open a store at any fsspec URI and expose its small artifacts (store.json, ledgers, listing) and DuckDB views."""
 
 from __future__ import annotations
 
@@ -23,15 +23,33 @@ def open_fs(uri: str, **storage_options: Any) -> tuple[fsspec.AbstractFileSystem
     return fs, root.rstrip("/")
 
 
+def fs_protocol(fs: fsspec.AbstractFileSystem) -> str:
+    return fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+
+
+def is_local(fs: fsspec.AbstractFileSystem) -> bool:
+    return fs_protocol(fs) in ("file", "local")
+
+
 class StoreReader:
-    """Read-only view of one store. All queries of the planner and explorer go through here."""
+    """Read-only view of one store. All queries of the planner and explorer go through here.
+
+    Small artifacts (store.json, ledgers, the file listing) are read once and cached; call `refresh()` after the
+    store changed underneath.
+    """
 
     def __init__(self, uri: str, **storage_options: Any):
         self.uri = uri
         self.fs, self.root = open_fs(uri, **storage_options)
 
+    # -- paths -----------------------------------------------------------------------------------------------
     def path(self, rel: str) -> str:
         return f"{self.root}/{rel}"
+
+    def rel(self, path: str) -> str:
+        """Path relative to the store root (inverse of `path`)."""
+        path = path.rstrip("/")
+        return path[len(self.root) + 1 :] if path.startswith(self.root + "/") else path
 
     def exists(self, rel: str) -> bool:
         return self.fs.exists(self.path(rel))
@@ -40,6 +58,25 @@ class StoreReader:
         with self.fs.open(self.path(rel), "rb") as f:
             return json.loads(f.read())
 
+    @property
+    def protocol(self) -> str:
+        return fs_protocol(self.fs)
+
+    def duckdb_path(self, rel: str) -> str:
+        """A path DuckDB can open: local as-is, remote through the registered fsspec filesystem."""
+        if is_local(self.fs):
+            return self.path(rel)
+        return f"{self.protocol}://{self.path(rel)}"
+
+    _duckdb_path = duckdb_path  # backwards-compatible name
+
+    def refresh(self) -> None:
+        """Forget cached artifacts, ledgers and listings (after the store changed)."""
+        for name in ("artifact", "_listing", "_ledger_docs", "_tables"):
+            self.__dict__.pop(name, None)
+        self.fs.invalidate_cache()
+
+    # -- artifact ----------------------------------------------------------------------------------------------
     @property
     def is_complete(self) -> bool:
         return self.exists(layout.STORE_JSON)
@@ -51,35 +88,99 @@ class StoreReader:
             raise StoreNotReady(f"{self.uri}: no {layout.STORE_JSON} yet, the store is still building")
         return self.read_json(layout.STORE_JSON)
 
+    # -- listing -----------------------------------------------------------------------------------------------
+    @cached_property
+    def _listing(self) -> dict[str, dict[str, int]]:
+        """{cell dir `cluster=NN/quality=Q`: {file name: size in bytes}} for every file in every cell folder."""
+        out: dict[str, dict[str, int]] = {}
+        for path, info in self.fs.glob(self.path("cluster=*/quality=*/*"), detail=True).items():
+            if info.get("type") == "directory":
+                continue
+            rel = self.rel(path)
+            cell_dir, _, name = rel.rpartition("/")
+            out.setdefault(cell_dir, {})[name] = int(info.get("size") or 0)
+        return dict(sorted(out.items()))
+
+    def cell_files(self) -> dict[str, dict[str, int]]:
+        """{cell dir: {file name: bytes}} from one listing of the store (cached)."""
+        return self._listing
+
+    # -- ledgers -----------------------------------------------------------------------------------------------
+    @cached_property
+    def _ledger_docs(self) -> tuple[dict[str, dict], dict[str, str]]:
+        paths = [self.path(f"{d}/{layout.LEDGER}") for d, files in self._listing.items() if layout.LEDGER in files]
+        docs: dict[str, dict] = {}
+        errors: dict[str, str] = {}
+        if not paths:
+            return docs, errors
+        blobs = self.fs.cat(paths, on_error="return") if len(paths) > 1 else {paths[0]: self.fs.cat(paths[0])}
+        for path in paths:
+            rel_dir = self.rel(path).rpartition("/")[0]
+            blob = blobs.get(path)
+            try:
+                if isinstance(blob, Exception):
+                    raise blob
+                doc = json.loads(blob)
+                if not isinstance(doc, dict) or not isinstance(doc.get("shards"), list):
+                    raise ValueError("expected an object with a `shards` list")
+                docs[rel_dir] = doc
+            except Exception as exc:  # noqa: BLE001 - reported by the audit, skipped by readers
+                errors[rel_dir] = f"{type(exc).__name__}: {exc}"
+        return docs, errors
+
     def ledger_paths(self) -> list[str]:
-        return sorted(self.fs.glob(self.path(f"cluster=*/quality=*/{layout.LEDGER}")))
+        return [self.path(f"{d}/{layout.LEDGER}") for d in self._ledger_docs[0]]
+
+    def ledger_by_dir(self) -> dict[str, dict]:
+        """{cell dir: parsed ledger} for every readable ledger (cached)."""
+        return self._ledger_docs[0]
+
+    def ledger_errors(self) -> dict[str, str]:
+        """{cell dir: error} for ledgers that could not be read or parsed."""
+        return self._ledger_docs[1]
 
     def ledgers(self) -> list[dict]:
+        """Every readable cell ledger, ordered by cell path."""
+        return list(self._ledger_docs[0].values())
+
+    # -- shard files -------------------------------------------------------------------------------------------
+    def shard_files(self) -> list[str]:
+        """Relative paths of the finished document shards: listed by a ledger AND present in the listing.
+
+        Unlisted Parquet files (partial output of failed tasks) are never shown to readers. A store with no
+        ledger at all (hand-made or legacy) falls back to every Parquet file in its cell folders.
+        """
+        ledgers = self.ledger_by_dir()
+        if not ledgers and not self.ledger_errors():
+            return [f"{d}/{n}" for d, files in self._listing.items() for n in files if n.endswith(".parquet")]
         out = []
-        for p in self.ledger_paths():
-            with self.fs.open(p, "rb") as f:
-                out.append(json.loads(f.read()))
+        for cell_dir, ledger in ledgers.items():
+            present = self._listing.get(cell_dir, {})
+            out.extend(f"{cell_dir}/{s['path']}" for s in ledger["shards"] if s.get("path") in present)
         return out
 
-    def _duckdb_path(self, rel: str) -> str:
-        """A path DuckDB can open: local as-is, remote through the registered fsspec filesystem."""
-        protocol = self.fs.protocol if isinstance(self.fs.protocol, str) else self.fs.protocol[0]
-        if protocol in ("file", "local"):
-            return self.path(rel)
-        return f"{protocol}://{self.path(rel)}"
+    # -- DuckDB ------------------------------------------------------------------------------------------------
+    def register(self, con: duckdb.DuckDBPyConnection) -> None:
+        """Make this store's filesystem readable by DuckDB (no-op for local paths)."""
+        if is_local(self.fs):
+            return
+        if not con.filesystem_is_registered(self.protocol):
+            con.register_filesystem(self.fs)
+
+    def parquet_list_sql(self, rels: list[str]) -> str:
+        """A DuckDB list literal of the given store-relative Parquet paths."""
+        return "[" + ",".join("'" + self.duckdb_path(r).replace("'", "''") + "'" for r in rels) + "]"
+
+    def connect_bare(self) -> duckdb.DuckDBPyConnection:
+        """A DuckDB connection that can read this store's files, without any view."""
+        con = duckdb.connect()
+        self.register(con)
+        return con
 
     def connect(self) -> duckdb.DuckDBPyConnection:
-        """A DuckDB connection with views `documents`, `samples_uniform`, `samples_exemplars` (when present)."""
+        """A DuckDB connection with views documents, shards, cells, clusters, sources, counters (see views.py)."""
+        from mixture.accounting.views import create_views
+
         con = duckdb.connect()
-        protocol = self.fs.protocol if isinstance(self.fs.protocol, str) else self.fs.protocol[0]
-        if protocol not in ("file", "local"):
-            con.register_filesystem(self.fs)
-        if self.fs.glob(self.path("cluster=*/quality=*/*.parquet")):
-            docs = self._duckdb_path("cluster=*/quality=*/*.parquet")
-            con.execute(
-                f"CREATE VIEW documents AS SELECT * FROM read_parquet('{docs}', hive_partitioning=false)"
-            )
-        for view, rel in (("samples_uniform", layout.UNIFORM_SAMPLES), ("samples_exemplars", layout.EXEMPLAR_SAMPLES)):
-            if self.exists(rel):
-                con.execute(f"CREATE VIEW {view} AS SELECT * FROM read_parquet('{self._duckdb_path(rel)}')")
+        create_views(self, con)
         return con

@@ -179,10 +179,8 @@ def test_no_work_files_left_and_build_logs_kept(built_store):
     assert not (built_store.store / "_build" / "LOCK").exists()
 
 
-def test_rebuild_is_identical(built_store, tmp_path):
-    from conftest import build_small
-
-    again = build_small(tmp_path / "again", built_store.corpus)
+def test_rebuild_is_identical(built_store, store_builder, tmp_path):
+    again = store_builder(tmp_path / "again", built_store.corpus)
 
     def ids_by_cell(store):
         t = store_docs(store, ["id", "cluster", "quality", "n_tokens"]).to_pandas()

@@ -1,0 +1,411 @@
+"""`audit(reader)`: check every invariant of docs/store.md, cheapest evidence first, naming each violation."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from mixture.accounting.footers import FileFacts, parquet_rows, scan_files
+from mixture.accounting.footers import checksums as file_checksums
+from mixture.accounting.reader import StoreReader
+from mixture.accounting.schema import DROP_COUNTER
+from mixture.accounting.tables import store_k
+from mixture.store import layout
+
+Status = Literal["pass", "fail", "skip"]
+CHECKSUM_ALL_MAX_BYTES = 4 << 30
+CHECKSUM_SAMPLE = 256
+REQUIRED_KEYS = ("format_version", "tokenizer", "partition", "clusters", "cells", "sources", "counters")
+COUNTER_KEYS = ("records_in", "bad_input", "filtered", "exact_duplicate_dropped", "fuzzy_duplicate_dropped",
+                "contaminated_dropped", "records_out", "tokens_out")
+
+
+@dataclass
+class Failure:
+    """One violation: where (cell, shard or file), what differs, and the two values that disagree."""
+
+    where: str
+    what: str
+    expected: Any = None
+    found: Any = None
+    expected_from: str = "expected"
+    found_from: str = "found"
+
+    def message(self) -> str:
+        if self.expected is None and self.found is None:
+            return f"{self.where}: {self.what}"
+        return (f"{self.where}: {self.what}: {self.expected_from} {_fmt(self.expected)} "
+                f"≠ {self.found_from} {_fmt(self.found)}")
+
+
+def _fmt(v: Any) -> str:
+    return f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else str(v)
+
+
+@dataclass
+class Check:
+    name: str
+    description: str
+    status: Status = "pass"
+    checked: int = 0
+    failures: list[Failure] = field(default_factory=list)
+    note: str = ""
+
+    def fail(self, *args: Any, **kwargs: Any) -> None:
+        self.failures.append(Failure(*args, **kwargs))
+        self.status = "fail"
+
+
+@dataclass
+class AuditResult:
+    uri: str
+    status: Literal["ok", "failed", "building"]
+    checks: list[Check]
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def building(self) -> bool:
+        return self.status == "building"
+
+    @property
+    def failures(self) -> list[Failure]:
+        return [f for c in self.checks for f in c.failures]
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.ok else 1
+
+    def check(self, name: str) -> Check:
+        return next(c for c in self.checks if c.name == name)
+
+    def messages(self) -> list[str]:
+        return [f"[{c.name}] {f.message()}" for c in self.checks for f in c.failures]
+
+    def to_dict(self) -> dict:
+        return {"uri": self.uri, "status": self.status, "checks": [asdict(c) for c in self.checks]}
+
+
+class _Audit:
+    def __init__(self, reader: StoreReader, progress: Callable[[str], None] | None):
+        self.r = reader
+        self.checks: list[Check] = []
+        self.progress = progress or (lambda _msg: None)
+
+    def new(self, name: str, description: str) -> Check:
+        self.progress(description)
+        check = Check(name, description)
+        self.checks.append(check)
+        return check
+
+    # ------------------------------------------------------------------------------------------------------------
+    def artifact(self) -> dict | None:
+        c = self.new("artifact", "store.json present, readable, format 1, required fields")
+        c.checked = 1
+        try:
+            art = self.r.artifact
+        except Exception as exc:  # noqa: BLE001
+            c.fail(layout.STORE_JSON, f"unreadable ({type(exc).__name__}: {exc}); rebuild or restore the file")
+            return None
+        if art.get("format_version") != 1:
+            c.fail(layout.STORE_JSON, "format_version", 1, art.get("format_version"), "supported", "store.json")
+        for key in REQUIRED_KEYS:
+            if key not in art:
+                c.fail(layout.STORE_JSON, f"missing field `{key}` (see docs/store.md)")
+        for key in COUNTER_KEYS:
+            if not isinstance(art.get("counters", {}).get(key), int):
+                c.fail(layout.STORE_JSON, f"counters.{key} missing or not an integer")
+        return art if c.status == "pass" else None
+
+    def ledgers(self, art: dict) -> None:
+        c = self.new("ledgers", "every cell has a finished ledger whose totals are the sums of its shards")
+        k = store_k(self.r)
+        ledgers = self.r.ledger_by_dir()
+        for cell_dir, err in self.r.ledger_errors().items():
+            c.fail(f"{cell_dir}/{layout.LEDGER}", f"unreadable ledger ({err})")
+        listed_dirs = {cell.get("path") or layout.cell_path(cell["cluster"], cell["quality"], k)
+                       for cell in art["cells"]}
+        for cell_dir, files in self.r.cell_files().items():
+            if cell_dir not in ledgers and cell_dir not in self.r.ledger_errors():
+                parquet = [n for n in files if n.endswith(".parquet")]
+                c.fail(cell_dir, f"no {layout.LEDGER} but {len(parquet)} Parquet file(s): an unfinished cell")
+        for cell_dir in sorted(listed_dirs - set(self.r.cell_files())):
+            c.fail(cell_dir, "cell listed in store.json has no folder and no ledger")
+        for cell_dir, ledger in ledgers.items():
+            c.checked += 1
+            where = f"{cell_dir}/{layout.LEDGER}"
+            cl, q = layout.parse_cell_path(cell_dir)
+            if ledger.get("cell") not in (None, layout.cell_name(cl, q, k)):
+                c.fail(where, "cell", layout.cell_name(cl, q, k), ledger.get("cell"), "path", "ledger")
+            if (ledger.get("cluster"), ledger.get("quality")) != (cl, q):
+                c.fail(where, "cluster/quality", (cl, q), (ledger.get("cluster"), ledger.get("quality")),
+                       "path", "ledger")
+            if ledger.get("is_finished") is not True:
+                c.fail(where, "is_finished is not true: the cell's build did not finish")
+            if cell_dir not in listed_dirs:
+                c.fail(where, "ledger of a cell that store.json does not list")
+            shards = ledger["shards"]
+            for name, n in Counter(s.get("path") for s in shards).items():
+                if n > 1:
+                    c.fail(f"{cell_dir}/{name}", f"listed {n} times in the ledger")
+            for key, total in (("rows", "total_num_rows"), ("tokens", "total_tokens")):
+                s = sum(int(x.get(key) or 0) for x in shards)
+                if ledger.get(total) != s:
+                    c.fail(where, total, s, ledger.get(total), f"Σ shards.{key}", "ledger total")
+
+    def cells(self, art: dict) -> None:
+        c = self.new("cells", "store.json cells (docs, tokens, shards) equal the ledger totals")
+        k = store_k(self.r)
+        ledgers = self.r.ledger_by_dir()
+        for cell in art["cells"]:
+            c.checked += 1
+            cl, q = int(cell["cluster"]), int(cell["quality"])
+            name, path = layout.cell_name(cl, q, k), layout.cell_path(cl, q, k)
+            if cell.get("cell") != name:
+                c.fail(f"store.json cell {cell.get('cell')}", "name", name, cell.get("cell"), "cluster/quality",
+                       "store.json")
+            if cell.get("path", path) != path:
+                c.fail(name, "path", path, cell.get("path"), "cluster/quality", "store.json")
+            ledger = ledgers.get(path)
+            if ledger is None:
+                continue  # reported by the ledgers check
+            shards = ledger["shards"]
+            for key, value in (("docs", sum(int(s.get("rows") or 0) for s in shards)),
+                               ("tokens", sum(int(s.get("tokens") or 0) for s in shards)),
+                               ("shards", len(shards))):
+                if cell.get(key) != value:
+                    c.fail(name, key, value, cell.get(key), "ledger", "store.json")
+
+    def counters(self, art: dict) -> None:
+        c = self.new("counters", "counters.tokens_out/records_out = Σ ledgers; records_in = out + drops; "
+                                 "clusters and sources add up")
+        cnt = art["counters"]
+        ledgers = self.r.ledger_by_dir().values()
+        ledger_tokens = sum(int(s.get("tokens") or 0) for lg in ledgers for s in lg["shards"])
+        ledger_rows = sum(int(s.get("rows") or 0) for lg in ledgers for s in lg["shards"])
+        cell_tokens = sum(int(x.get("tokens") or 0) for x in art["cells"])
+        cell_docs = sum(int(x.get("docs") or 0) for x in art["cells"])
+        pairs = [
+            ("tokens_out", "Σ cells.tokens", cell_tokens, "counters.tokens_out", cnt["tokens_out"]),
+            ("tokens_out", "Σ ledger totals", ledger_tokens, "counters.tokens_out", cnt["tokens_out"]),
+            ("records_out", "Σ cells.docs", cell_docs, "counters.records_out", cnt["records_out"]),
+            ("records_out", "Σ ledger rows", ledger_rows, "counters.records_out", cnt["records_out"]),
+        ]
+        drops = cnt["records_out"] + sum(cnt[k] for k in ("bad_input", *DROP_COUNTER.values()))
+        pairs.append(("records_in", "records_out + bad_input + every drop", drops, "counters.records_in",
+                      cnt["records_in"]))
+        by_cluster: dict[int, list[int]] = defaultdict(lambda: [0, 0])
+        for x in art["cells"]:
+            by_cluster[int(x["cluster"])][0] += int(x.get("docs") or 0)
+            by_cluster[int(x["cluster"])][1] += int(x.get("tokens") or 0)
+        for cluster in art["clusters"]:
+            docs, tokens = by_cluster.pop(int(cluster["id"]), [0, 0])
+            pairs.append((f"cluster {cluster['id']} docs", "Σ its cells", docs, "clusters[].docs", cluster.get("docs")))
+            pairs.append((f"cluster {cluster['id']} tokens", "Σ its cells", tokens, "clusters[].tokens",
+                          cluster.get("tokens")))
+        for cl in by_cluster:
+            c.fail(f"cluster {cl}", "has cells but no entry in store.json clusters")
+        sources = art["sources"]
+        pairs.append(("records_out", "Σ sources.docs_kept", sum(int(s.get("docs_kept") or 0) for s in sources),
+                      "counters.records_out", cnt["records_out"]))
+        pairs.append(("tokens_out", "Σ sources.tokens_kept", sum(int(s.get("tokens_kept") or 0) for s in sources),
+                      "counters.tokens_out", cnt["tokens_out"]))
+        for key in ("bad_input", *DROP_COUNTER.values()):
+            if any(key in s for s in sources):
+                pairs.append((key, f"Σ sources.{key}", sum(int(s.get(key) or 0) for s in sources),
+                              f"counters.{key}", cnt[key]))
+        for where, left_from, left, right_from, right in pairs:
+            c.checked += 1
+            if left != right:
+                c.fail(where, "count", left, right, left_from, right_from)
+
+    def side_files(self, art: dict) -> None:
+        c = self.new("side files", "bad_input and drop counters equal the rows in _quarantine/ and _dropped/")
+        cnt = art["counters"]
+        dirs = {"bad_input": layout.QUARANTINE_DIR,
+                **{counter: layout.dropped_dir(reason) for reason, counter in DROP_COUNTER.items()}}
+        for counter, rel_dir in dirs.items():
+            c.checked += 1
+            files = [self.r.rel(p) for p in self.r.fs.glob(self.r.path(f"{rel_dir}/*.parquet"))]
+            counts = parquet_rows(self.r, sorted(files))
+            for rel, n in counts.items():
+                if isinstance(n, str):
+                    c.fail(rel, n)
+            rows = sum(n for n in counts.values() if isinstance(n, int))
+            if rows != cnt.get(counter):
+                c.fail(f"{rel_dir}/", counter, rows, cnt.get(counter), "Parquet rows", f"counters.{counter}")
+
+    def files(self) -> list[tuple[str, dict]]:
+        """Ledger entries vs the listing; returns the (file, entry) pairs present on storage."""
+        c = self.new("files", "every ledger entry has its file with the recorded size; no unlisted file")
+        present = []
+        listing = self.r.cell_files()
+        for cell_dir, ledger in self.r.ledger_by_dir().items():
+            files = listing.get(cell_dir, {})
+            listed = {s.get("path") for s in ledger["shards"]}
+            for s in ledger["shards"]:
+                c.checked += 1
+                rel = f"{cell_dir}/{s.get('path')}"
+                if s.get("path") not in files:
+                    c.fail(rel, "listed in the ledger but missing on storage; rebuild the cell")
+                    continue
+                present.append((rel, s))
+                if files[s["path"]] != s.get("bytes"):
+                    c.fail(rel, "bytes", s.get("bytes"), files[s["path"]], "ledger", "file")
+            for name, size in files.items():
+                if name != layout.LEDGER and name not in listed:
+                    c.fail(f"{cell_dir}/{name}", f"unlisted file ({size:,} bytes) not in {layout.LEDGER}: partial "
+                                                 "output of a failed task or a stray copy; remove it or rebuild")
+        for cell_dir, files in listing.items():
+            if cell_dir not in self.r.ledger_by_dir() and cell_dir not in self.r.ledger_errors():
+                for name, size in files.items():
+                    c.fail(f"{cell_dir}/{name}", f"unlisted file ({size:,} bytes): its cell has no ledger")
+        return present
+
+    def parquet(self, present: list[tuple[str, dict]], art: dict) -> dict[str, FileFacts]:
+        self.progress("scan: row count, Σ n_tokens and cluster/quality range of every shard")
+        facts = scan_files(self.r, [rel for rel, _ in present])
+        rows = self.new("rows", "Parquet row counts equal the ledger rows")
+        tokens = self.new("n_tokens", "Σ n_tokens per file equals the ledger tokens (n_tokens column only)")
+        part = self.new("partition", "cluster/quality columns equal the folder's partition")
+        total = 0
+        for rel, s in present:
+            f = facts[rel]
+            rows.checked += 1
+            tokens.checked += 1
+            part.checked += 1
+            if f.error:
+                rows.fail(rel, f.error)
+                tokens.fail(rel, f.error)
+                continue
+            total += f.tokens or 0
+            if f.rows != s.get("rows"):
+                rows.fail(rel, "rows", s.get("rows"), f.rows, "ledger", "Parquet")
+            if f.tokens != s.get("tokens"):
+                tokens.fail(rel, "tokens", s.get("tokens"), f.tokens, "ledger", "Σ n_tokens")
+            cl, q = layout.parse_cell_path(rel)
+            if f.rows:
+                if (f.cluster_min, f.cluster_max) != (cl, cl):
+                    part.fail(rel, "cluster column", cl, f"{f.cluster_min}..{f.cluster_max}", "path", "Parquet")
+                if (f.quality_min, f.quality_max) != (q, q):
+                    part.fail(rel, "quality column", q, f"{f.quality_min}..{f.quality_max}", "path", "Parquet")
+        tokens.checked += 1
+        if total != art["counters"]["tokens_out"] and not any(f.error for f in facts.values()):
+            tokens.fail("store", "tokens_out", art["counters"]["tokens_out"], total, "counters", "Σ n_tokens")
+        return facts
+
+    def sources(self, present: list[tuple[str, dict]], facts: dict[str, FileFacts], art: dict) -> None:
+        c = self.new("sources", "per-source docs and tokens in the Parquet files equal sources[].docs/tokens_kept")
+        rels = [rel for rel, _ in present if not facts[rel].error]
+        if not rels:
+            c.status, c.note = "skip", "no readable shard"
+            return
+        con = self.r.connect_bare()
+        found = {s: (int(n), int(t or 0)) for s, n, t in con.execute(
+            f"SELECT source, count(*), sum(n_tokens) FROM read_parquet({self.r.parquet_list_sql(rels)}, "
+            "hive_partitioning=false) GROUP BY source").fetchall()}
+        for s in art["sources"]:
+            c.checked += 1
+            docs, toks = found.pop(s.get("name"), (0, 0))
+            if docs != s.get("docs_kept"):
+                c.fail(f"source {s.get('name')}", "docs", s.get("docs_kept"), docs, "store.json", "Parquet")
+            if toks != s.get("tokens_kept"):
+                c.fail(f"source {s.get('name')}", "tokens", s.get("tokens_kept"), toks, "store.json", "Parquet")
+        for name, (docs, _) in found.items():
+            c.fail(f"source {name}", f"{docs:,} documents from a source that store.json does not list")
+
+    def checksums(self, present: list[tuple[str, dict]], mode: str, seed: int) -> None:
+        c = self.new("checksums", "xxh64 of each file's bytes equals the ledger")
+        if mode == "none" or not present:
+            c.status, c.note = "skip", "not requested (--checksums all)" if present else "no file"
+            return
+        chosen = present
+        total_bytes = sum(int(s.get("bytes") or 0) for _, s in present)
+        if mode == "auto" and total_bytes > CHECKSUM_ALL_MAX_BYTES and len(present) > CHECKSUM_SAMPLE:
+            idx = np.sort(np.random.default_rng(seed).choice(len(present), CHECKSUM_SAMPLE, replace=False))
+            chosen = [present[i] for i in idx]
+            c.note = (f"seeded sample of {CHECKSUM_SAMPLE} of {len(present):,} shards ({total_bytes / 1e9:.1f} GB); "
+                      "--checksums all reads every byte")
+        sums = file_checksums(self.r, [rel for rel, _ in chosen])
+        for rel, s in chosen:
+            c.checked += 1
+            got = sums[rel]
+            if got.startswith("error:"):
+                c.fail(rel, got)
+            elif got != s.get("xxh64"):
+                c.fail(rel, "xxh64", s.get("xxh64"), got, "ledger", "file")
+
+    def deep(self, present: list[tuple[str, dict]], facts: dict[str, FileFacts], art: dict, sample: int,
+             seed: int) -> None:
+        c = self.new("tokens (deep)", "re-tokenized documents have the n_tokens the store recorded")
+        from mixture.tokenizer import count_tokens, load_tokenizer
+
+        try:
+            tok = load_tokenizer(art["tokenizer"])
+        except Exception as exc:  # noqa: BLE001
+            c.fail(layout.STORE_JSON, f"tokenizer {art['tokenizer']!r} cannot be loaded ({exc})")
+            return
+        readable = [(rel, facts[rel].rows or 0) for rel, _ in present if not facts[rel].error]
+        sizes = np.array([n for _, n in readable], dtype=np.int64)
+        total = int(sizes.sum())
+        if total == 0:
+            c.status, c.note = "skip", "no document"
+            return
+        if sample <= 0 or sample >= total:
+            picks = np.arange(total)
+            c.note = f"all {total:,} documents"
+        else:
+            picks = np.sort(np.random.default_rng(seed).choice(total, sample, replace=False))
+            c.note = f"seeded sample (seed {seed}) of {sample:,} of {total:,} documents"
+        starts = np.concatenate([[0], np.cumsum(sizes)])
+        file_idx = np.searchsorted(starts, picks, side="right") - 1
+        for fi in np.unique(file_idx):
+            rel = readable[fi][0]
+            local = picks[file_idx == fi] - starts[fi]
+            with self.r.fs.open(self.r.path(rel), "rb") as f:
+                table = pq.read_table(f, columns=["id", "text", "n_tokens"]).take(local)
+            counts = count_tokens(tok, table["text"].to_pylist())
+            for doc_id, stored, counted in zip(table["id"].to_pylist(), table["n_tokens"].to_pylist(), counts,
+                                               strict=True):
+                c.checked += 1
+                if stored != counted:
+                    c.fail(f"{rel} id={doc_id}", "n_tokens", stored, counted, "stored", art["tokenizer"])
+
+
+def audit(reader: StoreReader, *, deep: bool = False, sample: int = 1000, seed: int = 0,
+          checksum_mode: Literal["auto", "all", "none"] = "auto", sources: bool | None = None,
+          progress: Callable[[str], None] | None = None) -> AuditResult:
+    """Check every invariant of docs/store.md; see the module docstring of mixture.accounting for the list.
+
+    `deep` also re-tokenizes `sample` documents (0 = all) drawn with `seed`, reads every checksum and recounts
+    docs/tokens per source (a scan of the `source` column; `sources=True` asks for it without `deep`).
+    """
+    a = _Audit(reader, progress)
+    if not reader.is_complete:
+        c = a.new("artifact", "store.json present")
+        c.fail(reader.uri, f"no {layout.STORE_JSON}: the store is building (or its build stopped before "
+                           "publishing); wait for `mixture build` to finish or rerun it")
+        return AuditResult(reader.uri, "building", a.checks)
+    art = a.artifact()
+    if art is None:
+        return AuditResult(reader.uri, "failed", a.checks)
+    a.ledgers(art)
+    a.cells(art)
+    a.counters(art)
+    a.side_files(art)
+    present = a.files()
+    facts = a.parquet(present, art)
+    if deep if sources is None else sources:
+        a.sources(present, facts, art)
+    a.checksums(present, "all" if deep else checksum_mode, seed)
+    if deep:
+        a.deep(present, facts, art, sample, seed)
+    status = "ok" if all(c.status != "fail" for c in a.checks) else "failed"
+    return AuditResult(reader.uri, status, a.checks)

@@ -1,0 +1,285 @@
+"""CLI commands of the accounting layer: audit, report, diff, counts, sql."""
+
+from __future__ import annotations
+
+import json
+import sys
+from contextlib import nullcontext
+
+import duckdb
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from mixture.accounting.checks import AuditResult, audit
+from mixture.accounting.diffs import diff
+from mixture.accounting.reader import StoreNotReady, StoreReader
+from mixture.accounting.render import FORMATS, exact_frame, render
+from mixture.accounting.reports import matrix, parse_by, report, source_counts
+from mixture.spec.amounts import humanize
+
+console = Console(highlight=False)
+err = Console(stderr=True, highlight=False)
+
+
+def _open(uri: str) -> StoreReader:
+    try:
+        reader = StoreReader(uri)
+    except (ValueError, ImportError) as exc:
+        err.print(f"[red]{uri}: cannot open ({exc}); pass a local path or an fsspec URI such as gs://bucket/store")
+        raise typer.Exit(2) from exc
+    if not reader.fs.exists(reader.root):
+        err.print(f"[red]{uri}: no such store (the folder does not exist); pass the folder that holds store.json")
+        raise typer.Exit(2)
+    return reader
+
+
+def _complete(uri: str) -> StoreReader:
+    reader = _open(uri)
+    try:
+        reader.artifact  # noqa: B018 - raises StoreNotReady while building
+    except StoreNotReady:
+        err.print(f"[yellow]{uri}: building — no store.json yet; wait for `mixture build` to finish (or rerun it)")
+        raise typer.Exit(1) from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        err.print(f"[red]{uri}/store.json: not valid JSON ({exc}); run `mixture audit {uri}` or rebuild")
+        raise typer.Exit(1) from exc
+    return reader
+
+
+def _check_format(fmt: str) -> None:
+    if fmt not in FORMATS:
+        err.print(f"[red]--format {fmt!r}: expected one of {', '.join(FORMATS)}")
+        raise typer.Exit(2)
+
+
+def _emit(text: str, out: str | None) -> None:
+    if out is None:
+        sys.stdout.write(text)
+        return
+    from mixture.accounting.reader import open_fs
+
+    fs, path = open_fs(out)
+    tmp = f"{path}.tmp"
+    with fs.open(tmp, "w") as f:
+        f.write(text)
+    fs.mv(tmp, path)
+    err.print(f"wrote {out}")
+
+
+def _format_from_out(out: str | None, fmt: str | None, default: str) -> str:
+    if fmt:
+        return fmt
+    if out:
+        for ext, f in ((".csv", "csv"), (".json", "json"), (".md", "md")):
+            if out.endswith(ext):
+                return f
+    return default
+
+
+# -- audit ------------------------------------------------------------------------------------------------------
+def print_audit(result: AuditResult, max_failures: int = 20) -> None:
+    table = Table(title=f"audit of {result.uri}")
+    for col in ("check", "result", "items", "what is checked / note"):
+        table.add_column(col, justify="right" if col == "items" else "left")
+    style = {"pass": "[green]pass", "fail": "[red bold]FAIL", "skip": "[yellow]skip"}
+    for c in result.checks:
+        detail = c.description + (f" [dim]({c.note})" if c.note else "")
+        table.add_row(c.name, style[c.status], f"{c.checked:,}", detail)
+    console.print(table)
+    for c in result.checks:
+        if not c.failures:
+            continue
+        console.print(f"[red bold]{c.name}[/]: {len(c.failures):,} violation(s)")
+        for f in c.failures[:max_failures]:
+            console.print(f"  - {f.message()}", markup=False)
+        if len(c.failures) > max_failures:
+            console.print(f"  … and {len(c.failures) - max_failures:,} more (--max-failures)")
+    if result.building:
+        console.print("[yellow bold]building[/]: the store has no store.json yet — it is not complete")
+    elif result.ok:
+        console.print(f"[green bold]ok[/]: every invariant holds ({len(result.checks)} checks)")
+    else:
+        console.print(f"[red bold]FAILED[/]: {len(result.failures):,} violation(s) in "
+                      f"{sum(c.status == 'fail' for c in result.checks)} check(s)")
+
+
+def audit_cmd(
+    store: str = typer.Argument(..., help="Store folder: local path or fsspec URI (gs://, s3://, memory://)."),
+    deep: bool = typer.Option(False, "--deep", help="Also re-tokenize a seeded sample, verify every checksum and "
+                                                    "recount docs/tokens per source."),
+    sample: int = typer.Option(1000, "--sample", min=0, help="Documents re-tokenized by --deep (0 = all)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the --deep and checksum samples."),
+    checksums: str = typer.Option("auto", "--checksums",
+                                  help="auto (all up to 4 GiB of shards, else a seeded sample), all, none."),
+    fmt: str = typer.Option("table", "--format", help="table or json."),
+    max_failures: int = typer.Option(20, "--max-failures", min=1, help="Violations shown per check."),
+) -> None:
+    """Check every invariant of docs/store.md (cheapest evidence first). Exit 0 = all hold; 1 = violations
+    (each naming the cell/shard and the two numbers that differ) or the store is still building."""
+    if checksums not in ("auto", "all", "none"):
+        err.print(f"[red]--checksums {checksums!r}: expected auto, all or none")
+        raise typer.Exit(2)
+    if fmt not in ("table", "json"):
+        err.print(f"[red]--format {fmt!r}: expected table or json")
+        raise typer.Exit(2)
+    reader = _open(store)
+    status = err.status("auditing…") if fmt == "table" and err.is_terminal else nullcontext()
+    with status as s:
+        result = audit(reader, deep=deep, sample=sample, seed=seed, checksum_mode=checksums,  # type: ignore[arg-type]
+                       progress=(lambda msg: s.update(f"auditing: {msg}")) if s is not None else None)
+    if fmt == "json":
+        sys.stdout.write(json.dumps(result.to_dict(), indent=1, default=str) + "\n")
+    else:
+        print_audit(result, max_failures)
+    raise typer.Exit(result.exit_code)
+
+
+# -- report -----------------------------------------------------------------------------------------------------
+def report_cmd(
+    store: str = typer.Argument(..., help="Store folder: local path or fsspec URI."),
+    by: str = typer.Option("cell", "--by", help="cell, cluster, quality, source, content_type, category, or a pair "
+                                                "such as cluster,quality (a matrix in table/md)."),
+    fmt: str = typer.Option("table", "--format", help="table, csv, json or md (Markdown for an issue)."),
+    out: str = typer.Option(None, "--out", help="Write to this file/URI instead of stdout."),
+) -> None:
+    """Tokens (exact and humanised), documents, share of tokens and mean tokens/doc per group."""
+    _check_format(fmt)
+    try:
+        keys = parse_by(by)
+    except ValueError as exc:
+        err.print(f"[red]{exc}")
+        raise typer.Exit(2) from exc
+    reader = _complete(store)
+    df = report(reader, keys)
+    total = int(df["tokens"].sum())
+    title = f"{reader.uri}: {humanize(total)} tokens ({total:,}) by {', '.join(keys)}"
+    if keys == ["cluster", "quality"] and fmt in ("table", "md"):
+        wide = matrix(reader)
+        shown = wide.copy()
+        for c in shown.columns[2:]:
+            shown[c] = [humanize(v) for v in shown[c]]
+        _emit(render(shown, fmt, title=f"{title} (tokens)", total=False), out)
+        return
+    _emit(render(df, fmt, title=title), out)
+
+
+# -- diff -------------------------------------------------------------------------------------------------------
+def diff_cmd(
+    a: str = typer.Argument(..., help="Before: a store, or a counts file (.csv/.json/.yaml: cell,tokens[,docs])."),
+    b: str = typer.Argument(..., help="After: a store or a counts file."),
+    fmt: str = typer.Option("table", "--format", help="table, csv, json or md."),
+    ids: bool = typer.Option(True, "--ids/--no-ids", help="List documents that entered/left each cell (by id)."),
+    samples: int = typer.Option(3, "--samples", min=0, help="Example ids shown per cell."),
+    show_all: bool = typer.Option(False, "--all", help="Show unchanged cells too."),
+    out: str = typer.Option(None, "--out", help="Write the per-cell table to this file/URI."),
+) -> None:
+    """Per-cell token and doc deltas, cells added/removed, incompatible changes (tokenizer, k, bucket edges), and
+    documents that entered or left each cell."""
+    _check_format(fmt)
+    sides = []
+    for x in (a, b):
+        if x.endswith((".csv", ".json", ".yaml", ".yml")):
+            sides.append(x)
+        else:
+            sides.append(_open(x))
+    try:
+        result = diff(sides[0], sides[1], ids=ids, samples=samples)
+    except (ValueError, FileNotFoundError) as exc:
+        err.print(f"[red]{exc}")
+        raise typer.Exit(2) from exc
+    if fmt == "json":
+        _emit(json.dumps(result.to_dict(), indent=1, default=str) + "\n", out)
+        return
+    df = result.cells if show_all else result.changed
+    df = df.copy()
+    for col in ("entered_sample", "left_sample"):
+        if col in df.columns:
+            df[col] = [", ".join(v) for v in df[col]]
+    if fmt == "csv":
+        _emit(df.to_csv(index=False), out)
+        return
+    text = "\n".join(result.summary) + "\n\n"
+    if df.empty:
+        text += "no cell differs\n"
+    else:
+        text += render(df, fmt, title=f"{result.a} → {result.b}", total=False)
+    _emit(text, out)
+
+
+# -- counts -----------------------------------------------------------------------------------------------------
+def counts_cmd(
+    store: str = typer.Argument(..., help="Store folder: local path or fsspec URI."),
+    out: str = typer.Option(None, "--out", help="Output file/URI (.csv, .json or .md); stdout when omitted."),
+    fmt: str = typer.Option(None, "--format", help="table, csv, json or md (default: from --out's extension)."),
+) -> None:
+    """A per-source table like the public token-count table: name, tokens, category, docs, share, license, …"""
+    fmt = _format_from_out(out, fmt, "table" if out is None else "csv")
+    _check_format(fmt)
+    reader = _complete(store)
+    df = source_counts(reader)
+    _emit(render(df, fmt, title=f"{reader.uri}: tokens per source"), out)
+
+
+# -- sql --------------------------------------------------------------------------------------------------------
+def _run_sql(con: duckdb.DuckDBPyConnection, query: str, fmt: str) -> bool:
+    try:
+        rel = con.sql(query)
+        if rel is None:
+            return True
+        df = exact_frame(rel.to_arrow_table())
+    except duckdb.Error as exc:
+        err.print(f"[red]{type(exc).__name__}: {exc}", markup=False)
+        return False
+    sys.stdout.write(render(df, fmt, total=False) if not df.empty or fmt != "table" else "(no rows)\n")
+    return True
+
+
+def sql_cmd(
+    store: str = typer.Argument(..., help="Store folder: local path or fsspec URI."),
+    query: str = typer.Argument(None, help="SQL over the views documents, shards, cells, clusters, sources, "
+                                           "counters; omit for an interactive loop."),
+    fmt: str = typer.Option("table", "--format", help="table, csv, json or md."),
+) -> None:
+    """Run DuckDB SQL on the store's views. Without a query: read statements from stdin (end each with ';' or
+    an empty line; `.tables` lists the views; `.quit` or EOF exits)."""
+    _check_format(fmt)
+    reader = _open(store)
+    con = reader.connect()
+    if query is not None:
+        raise typer.Exit(0 if _run_sql(con, query, fmt) else 1)
+    interactive = sys.stdin.isatty()
+    if interactive:
+        err.print("views: documents, shards, cells, clusters, sources, counters. End statements with ';'.")
+    buf: list[str] = []
+    ok = True
+    while True:
+        if interactive:
+            err.print("mixture> " if not buf else "     ..> ", end="")
+        line = sys.stdin.readline()
+        if not line:
+            break
+        stripped = line.strip()
+        if not buf and stripped in (".quit", ".exit", "\\q", "exit", "quit"):
+            break
+        if not buf and stripped == ".tables":
+            stripped = "SHOW TABLES;"
+        if stripped:
+            buf.append(stripped)
+        if buf and (not stripped or stripped.endswith(";")):
+            ok = _run_sql(con, " ".join(buf), fmt) and ok
+            buf = []
+    if buf:
+        ok = _run_sql(con, " ".join(buf), fmt) and ok
+    raise typer.Exit(0 if ok else 1)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("audit")(audit_cmd)
+    app.command("report")(report_cmd)
+    app.command("diff")(diff_cmd)
+    app.command("counts")(counts_cmd)
+    app.command("sql")(sql_cmd)
+
+
+__all__ = ["register", "print_audit"]

