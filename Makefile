@@ -12,6 +12,7 @@ help:
 	@echo "make demo   - create $(VENV), write the demo corpus, build the demo store, print a summary"
 	@echo "make test   - run the whole test suite"
 	@echo "make lint   - ruff"
+	@echo "make explore - open the explorer on the demo store and plan"
 	@echo "make bench  - benchmarks, figures into docs/performance.md"
 
 $(STAMP): pyproject.toml
@@ -23,9 +24,18 @@ $(STAMP): pyproject.toml
 env: $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/mixture demo-corpus $(DEMO)/corpus
+	$(BIN)/mixture demo-corpus $(DEMO)/corpus --quiet
 	$(BIN)/mixture build specs/demo.yaml
-	$(BIN)/mixture summary $(DEMO)/store
+	$(BIN)/mixture audit $(DEMO)/store
+	$(BIN)/mixture plan specs/demo.yaml --out $(DEMO)/plan.json --ladder
+	$(BIN)/mixture materialize $(DEMO)/plan.json --out $(DEMO)/mixture
+	$(BIN)/mixture realised $(DEMO)/mixture $(DEMO)/plan.json > /dev/null
+	@echo
+	@echo "demo corpus : $(DEMO)/corpus   (MANIFEST.json, ground_truth.json)"
+	@echo "store       : $(DEMO)/store    (store.json, cluster=NN/quality=Q/, _samples/, _model/, _quarantine/, _dropped/)"
+	@echo "plan        : $(DEMO)/plan.json"
+	@echo "mixture     : $(DEMO)/mixture  (phase=NAME/ Parquet shards + manifest.json)"
+	@echo "next        : make explore   |   $(BIN)/mixture report $(DEMO)/store --by cluster,quality"
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
@@ -35,6 +45,9 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.run
+
+explore: $(STAMP)
+	$(BIN)/mixture explore $(DEMO)/store --plan $(DEMO)/plan.json
 
 clean:
 	rm -rf $(DEMO) .pytest_cache

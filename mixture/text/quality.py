@@ -22,9 +22,11 @@ def quality_signals(text: str) -> dict[str, float]:
     mean_word = sum(map(len, words)) / nw
     word_len = math.exp(-(((mean_word - 5.0) / 2.5) ** 2))
     stop = min(1.0, sum(w.lower() in STOPWORDS for w in words) / nw / 0.3)
-    counts = Counter(lines)
-    dup = sum(c for c in counts.values() if c > 1) / max(1, len(lines))
-    uniq_words = len({w.lower() for w in words}) / nw if nw > 30 else 0.5
+    long_lines = [ln for ln in lines if len(ln) >= 30]  # short lines (`}`, `return`, blank-ish) repeat naturally
+    counts = Counter(long_lines)
+    dup = sum(c for c in counts.values() if c > 1) / max(1, len(long_lines))
+    head = words[:1000]  # variety over a fixed window, so it does not fall with length (Heaps' law)
+    uniq_words = len({w.lower() for w in head}) / len(head) if len(head) > 30 else 0.5
     punct_end = sum(ln[-1] in ".!?:;)\"'`" for ln in lines) / max(1, len(lines))
     length = min(1.0, math.log10(max(10, len(words))) / 3.5)
     return {
