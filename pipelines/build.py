@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import socket
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -13,9 +12,11 @@ from contextlib import contextmanager
 
 import fsspec
 import pyarrow.parquet as pq
+from datatrove.utils.logging import logger
 
 from mixture.spec.load import load_spec, resolve_uri, spec_dir
 from mixture.store import layout
+from pipelines.executors import make_executor, quiet_datatrove_console
 from pipelines.stages import BuildContext, Stage, assign_stage, dedup_stages, fit_stage, sample_stage
 
 
@@ -23,64 +24,40 @@ class BuildError(RuntimeError):
     pass
 
 
-def quiet_datatrove_console(level: str = "WARNING") -> None:
-    """datatrove logs every step to the console; keep warnings there (full logs stay in _build/<stage>/logs)."""
-    from datatrove.utils.logging import logger
-
-    logger.remove()
-    logger.add(sys.stderr, level=level, format="<level>{level}</level> {message}")
-
-
-def _quiet_local_executor():
-    from datatrove.executor import LocalPipelineExecutor
-
-    class QuietLocalExecutor(LocalPipelineExecutor):
-        """Task logs go to _build/<stage>/logs only; the console keeps errors (the build shows progress bars)."""
-
-        def _run_for_rank(self, rank: int, local_rank: int = 0, node_rank: int = -1):
-            try:
-                return super()._run_for_rank(rank, local_rank + 1, node_rank)
-            finally:
-                quiet_datatrove_console()
-
-        def run(self):
-            try:
-                return super().run()
-            finally:
-                quiet_datatrove_console()
-
-    return QuietLocalExecutor
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
-def make_executor(ctx: BuildContext, stage: Stage, executor: str, workers: int):
-    logging_dir = ctx.at(layout.stage_dir(stage.name))
-    ex = ctx.spec.execution
-    if executor == "local":
-        return _quiet_local_executor()(pipeline=stage.pipeline, tasks=stage.tasks, workers=min(workers, stage.tasks),
-                                     logging_dir=logging_dir)
-    if executor == "ray":
-        from datatrove.executor.ray import RayPipelineExecutor
-
-        return RayPipelineExecutor(pipeline=stage.pipeline, tasks=stage.tasks, workers=min(workers, stage.tasks),
-                                   logging_dir=logging_dir, cpus_per_task=ex.cpus_per_task, mem_per_cpu_gb=ex.mem_per_cpu_gb)
-    raise BuildError(f"executor {executor!r} is not supported by `mixture build` yet; use local or ray")
+def lock_is_stale(holder: dict) -> bool:
+    """A lock taken on this host by a process that no longer exists (e.g. a build killed with SIGKILL)."""
+    return holder.get("host") == socket.gethostname() and isinstance(holder.get("pid"), int) and not _pid_alive(holder["pid"])
 
 
 @contextmanager
 def store_lock(store: str, break_lock: bool = False):
+    """Hold `_build/LOCK` (owner, host, pid, start) for the build; a second build refuses with a clear message."""
     fs, root = fsspec.core.url_to_fs(store)
     path = f"{root.rstrip('/')}/{layout.LOCK_FILE}"
     if fs.exists(path):
         with fs.open(path) as f:
             holder = json.load(f)
-        if not break_lock:
+        if lock_is_stale(holder):
+            logger.warning(f"taking over the stale lock of pid {holder['pid']} (no such process on this host)")
+        elif not break_lock:
             raise BuildError(
                 f"{store} is locked by another build: {holder.get('owner')} pid {holder.get('pid')} since "
                 f"{holder.get('started')}. If that build is dead, rerun with --break-lock."
             )
     fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
     with fs.open(path, "w") as f:
-        json.dump({"owner": f"{os.environ.get('USER', 'user')}@{socket.gethostname()}", "pid": os.getpid(),
+        json.dump({"owner": f"{os.environ.get('USER', 'user')}@{socket.gethostname()}", "host": socket.gethostname(),
+                   "pid": os.getpid(),
                    "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}, f)
     try:
         yield
@@ -152,7 +129,6 @@ def build(spec_path: str, *, executor: str | None = None, tasks: int | None = No
         raise BuildError(f"{store} holds a finished store of another spec (hash {artifact['spec']['hash'][:12]}); "
                          "point store.uri at a new location or delete the old store")
     quiet_datatrove_console()
-    os.environ.setdefault("TQDM_DISABLE", "1")  # datatrove's per-task tqdm bars; the build shows one bar per stage
     with store_lock(store, break_lock), Progress(
         TextColumn("{task.description:<16}"), BarColumn(), MofNCompleteColumn(), TextColumn("tasks"),
         TimeElapsedColumn(), disable=not progress, transient=False,

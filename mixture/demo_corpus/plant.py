@@ -182,8 +182,10 @@ def synthetic_dialogues(modules: list[list[Docstring]], vocab: list[str], scale:
             texts.append(t)
     n = len(texts)
     used: set[int] = set()
-    mid = [i for i, t in enumerate(texts) if 300 <= n_words(t) <= 1000] or sorted(
-        range(n), key=lambda i: -n_words(texts[i]))[: c.near]
+    mid = [i for i, t in enumerate(texts) if 300 <= n_words(t) <= 1000]
+    if len(mid) < c.near:  # few long dialogues (fewer installed packages): top up with the longest others
+        rest = sorted((i for i in range(n) if i not in set(mid)), key=lambda i: (-n_words(texts[i]), i))
+        mid += rest[: c.near - len(mid)]
     near_orig = _pick(rng, mid, c.near, used)
     exact_orig = _pick(rng, list(range(n)), c.exact, used)
     items = [_Item(float(i), _doc(t), base=i) for i, t in enumerate(texts)]

@@ -79,7 +79,7 @@ def source_extensions(fmt: str) -> tuple[str, ...]:
         "jsonl.gz": (".jsonl.gz", ".json.gz"),
         "jsonl.zst": (".jsonl.zst", ".json.zst"),
         "parquet": (".parquet",),
-        "hf": (".parquet", ".arrow", ".jsonl", ".json"),
+        "hf": (".parquet", ".jsonl", ".json", ".jsonl.gz", ".jsonl.zst"),
     }[fmt]
 
 

@@ -24,7 +24,7 @@ class Source(Strict):
     name: str = Field(pattern=NAME_RE, description="unique name; becomes the `source` column")
     uri: str = Field(min_length=1, description="path, glob or fsspec URI, relative paths are relative to the spec")
     format: Literal["jsonl", "jsonl.gz", "jsonl.zst", "parquet", "hf"] = Field(
-        description="file format; `hf` reads a Hugging Face dataset saved to disk or on the hub (hf://datasets/...)"
+        description="file format; `hf`: the Parquet/JSONL files of a Hugging Face dataset (a local copy or hf://datasets/...)"
     )
     text_field: str = "text"
     id_field: str | None = Field("id", description="field holding a stable id; null: ids from file + record index")
