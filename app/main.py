@@ -16,13 +16,13 @@ from app import queries, ui  # noqa: E402
 st.set_page_config(page_title="mixture explorer", page_icon=":material/dashboard:", layout="wide")
 
 PAGES = {
-    "overview": st.Page("pages/overview.py", title="Overview", icon=":material/dashboard:", default=True),
-    "store": st.Page("pages/store.py", title="Store", icon=":material/database:", url_path="store"),
-    "mixture": st.Page("pages/mixture.py", title="Mixture", icon=":material/balance:", url_path="mixture"),
-    "diff": st.Page("pages/diff.py", title="Diff", icon=":material/compare_arrows:", url_path="diff"),
-    "search": st.Page("pages/search.py", title="Search", icon=":material/search:", url_path="search"),
-    "map": st.Page("pages/map.py", title="Map", icon=":material/scatter_plot:", url_path="map"),
-    "live": st.Page("pages/live.py", title="Live build", icon=":material/monitoring:", url_path="live"),
+    "overview": st.Page("views/overview.py", title="Overview", icon=":material/dashboard:", default=True),
+    "store": st.Page("views/store.py", title="Store", icon=":material/database:", url_path="store"),
+    "mixture": st.Page("views/mixture.py", title="Mixture", icon=":material/balance:", url_path="mixture"),
+    "diff": st.Page("views/diff.py", title="Diff", icon=":material/compare_arrows:", url_path="diff"),
+    "search": st.Page("views/search.py", title="Search", icon=":material/search:", url_path="search"),
+    "map": st.Page("views/map.py", title="Map", icon=":material/scatter_plot:", url_path="map"),
+    "live": st.Page("views/live.py", title="Live build", icon=":material/monitoring:", url_path="live"),
 }
 
 current = st.navigation(list(PAGES.values()))

@@ -36,13 +36,26 @@ def _pca2(x: np.ndarray, seed: int = 0) -> np.ndarray:
     return PCA(n_components=2, random_state=seed).fit_transform(x)
 
 
+def _unit(x: np.ndarray) -> np.ndarray:
+    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+
+
 def project(cluster_ids: list[int], arrays: dict[str, np.ndarray], samples: pd.DataFrame,
-            seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame, str]:
-    """(cluster points [id, x, y], sample document points [id, cluster, x, y], method description)."""
+            seed: int = 0, doc_vectors: np.ndarray | None = None) -> tuple[pd.DataFrame, pd.DataFrame, str]:
+    """(cluster points [id, x, y], sample document points [id, cluster, x, y], method description).
+
+    `doc_vectors`: the sampled documents embedded by the store's frozen embedder (rows aligned with `samples`);
+    they are placed through the same projection as the centroids."""
     k = len(cluster_ids)
     cen = pick_centroids(arrays, k) if arrays else None
     docs = pd.DataFrame(columns=["id", "cluster", "x", "y"])
-    if cen is not None:
+    if cen is not None and doc_vectors is not None and len(doc_vectors) == len(samples) and k >= 3:
+        pca = PCA(n_components=2, random_state=seed).fit(_unit(cen))
+        xy = pca.transform(_unit(cen))
+        dxy = pca.transform(_unit(np.asarray(doc_vectors, dtype=np.float64)))
+        docs = pd.DataFrame({"id": samples.id.values, "cluster": samples.cluster.values, "x": dxy[:, 0], "y": dxy[:, 1]})
+        method = "PCA of the frozen cluster centroids; sampled documents embedded by the frozen embedder (_model/)"
+    elif cen is not None:
         xy = _pca2(cen, seed)
         method = "PCA of the frozen cluster centroids (_model/centroids.npz)"
     else:

@@ -21,7 +21,8 @@ from mixture.accounting import StoreNotReady, StoreReader
 from mixture.store import layout
 
 __all__ = ["StoreNotReady", "artifact", "dropped", "examples_by_cell", "quarantine", "reader", "samples",
-           "scan_documents", "source_mix", "store_state", "content_type_mix", "centroids", "lookup_id"]
+           "scan_documents", "source_mix", "store_state", "content_type_mix", "centroids", "lookup_id",
+           "sample_vectors"]
 
 SAMPLE_COLUMNS = ["id", "text", "source", "category", "origin", "n_tokens", "n_chars", "content_type",
                   "raw_score", "quality_score", "cluster", "quality", "fine_cluster", "cluster_distance", "rank"]
@@ -281,6 +282,22 @@ def _centroids(uri: str, stamp: str) -> dict[str, np.ndarray]:
 def centroids(uri: str) -> dict[str, np.ndarray]:
     """The arrays of `_model/centroids.npz` (empty when the store has none)."""
     return _centroids(uri, store_state(uri)[1])
+
+
+@st.cache_data(show_spinner="embedding sampled documents", max_entries=8)
+def _sample_vectors(uri: str, stamp: str) -> np.ndarray | None:
+    r = reader(uri)
+    if not r.exists(f"{layout.MODEL_DIR}/embedder.npz"):
+        return None
+    from mixture.fit.model_store import load_model
+
+    texts = samples(uri)["text"].tolist()
+    return load_model(f"{r.uri.rstrip('/')}/{layout.MODEL_DIR}").embedder.transform(texts) if texts else None
+
+
+def sample_vectors(uri: str) -> np.ndarray | None:
+    """The uniform samples embedded by the store's frozen embedder (None when the store has no model)."""
+    return _sample_vectors(uri, store_state(uri)[1])
 
 
 def model_json(uri: str, name: str) -> dict | None:

@@ -46,7 +46,7 @@ def require_complete_store() -> tuple[str, dict]:
     state, _ = queries.store_state(uri)
     if state == "building":
         st.warning(f"Store `{uri}` has no store.json yet: it is still building (or the build failed).")
-        st.page_link("pages/live.py", label="Watch it on the Live build page")
+        st.page_link("views/live.py", label="Watch it on the Live build page")
         st.stop()
     return uri, queries.artifact(uri)
 

@@ -16,7 +16,8 @@ st.header("Map")
 
 @st.cache_data(show_spinner="projecting clusters", max_entries=8)
 def _project(uri: str, stamp: str):
-    return projection.project([int(i) for i in domains["id"]], queries.centroids(uri), queries.samples(uri))
+    return projection.project([int(i) for i in domains["id"]], queries.centroids(uri), queries.samples(uri),
+                              doc_vectors=queries.sample_vectors(uri))
 
 
 points, docs, method = _project(uri, queries.store_state(uri)[1])
@@ -36,6 +37,6 @@ selected = []
 if event is not None and hasattr(event, "selection"):
     selected = [p.get("id") for p in (event.selection.get("domain") or []) if p.get("id") is not None]
 if selected:
-    st.switch_page("pages/overview.py", query_params={"domain": str(int(selected[0]))})
+    st.switch_page("views/overview.py", query_params={"domain": str(int(selected[0]))})
 st.dataframe(points[["id", "label", "tokens", "docs", "share %", "mean_quality", "quality mix"]], hide_index=True,
              width="stretch")
