@@ -147,7 +147,8 @@ def sample_stage(ctx: BuildContext, rate: float) -> Stage:
 def fit_stage(ctx: BuildContext) -> Stage:
     c, q = ctx.spec.partition.clusters, ctx.spec.partition.quality
     params = {"k": c.k, "fine_k": c.fine_k, "min_share": c.min_share, "embedding_dim": c.embedding_dim,
-              "seed": ctx.spec.seed, "edges": list(q.edges)}
+              "seed": ctx.spec.seed, "edges": list(q.edges), "embedder": c.embedder,
+              "sentence_model": c.sentence_model and resolve_uri(c.sentence_model, ctx.spec_dir)}
     return Stage("fit", [steps.FitModel(f"{ctx.work}/sample", ctx.at(layout.MODEL_DIR), params)], 1)
 
 

@@ -62,6 +62,12 @@ def build_small(root: Path, corpus: Path, **partition) -> BuiltStore:
 
 
 @pytest.fixture(scope="session")
+def spec_factory():
+    """`spec_factory(corpus_rel, store_rel, **partition)` -> the small test spec as a dict (see `small_spec`)."""
+    return small_spec
+
+
+@pytest.fixture(scope="session")
 def store_builder():
     """`store_builder(root, corpus, **partition)` builds another small store with the real pipeline."""
     return build_small

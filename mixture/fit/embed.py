@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 from dataclasses import dataclass
 
 import numpy as np
@@ -67,3 +68,36 @@ class LexicalEmbedder:
     def from_bytes(cls, data: bytes) -> LexicalEmbedder:
         z = np.load(io.BytesIO(data), allow_pickle=False)
         return cls(z["vocabulary"].tolist(), z["idf"], z["components"])
+
+
+@dataclass
+class SentenceEmbedder:
+    """A sentence-transformers model loaded from a local path (`partition.clusters.embedder: sentence`).
+
+    Needs the `sentence-transformers` package (and torch), which the default install leaves out."""
+
+    model_path: str
+
+    def __post_init__(self) -> None:
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ModuleNotFoundError as exc:
+            raise RuntimeError(
+                "partition.clusters.embedder: sentence needs the sentence-transformers package: "
+                "pip install sentence-transformers (or use the default lexical embedder)"
+            ) from exc
+        self._model = SentenceTransformer(self.model_path, device="cpu")
+
+    def transform(self, texts: list[str]) -> np.ndarray:
+        x = self._model.encode([t[:EMBED_CHARS] for t in texts], batch_size=32, normalize_embeddings=True)
+        return np.asarray(x, dtype=np.float32)
+
+    def to_bytes(self) -> bytes:
+        return json.dumps({"kind": "sentence", "model_path": self.model_path}).encode()
+
+
+def embedder_from_bytes(data: bytes) -> LexicalEmbedder | SentenceEmbedder:
+    """The frozen embedder of `_model/embedder.npz` (lexical) or its sentence-model reference (JSON)."""
+    if data[:1] == b"{":
+        return SentenceEmbedder(json.loads(data)["model_path"])
+    return LexicalEmbedder.from_bytes(data)

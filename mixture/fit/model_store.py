@@ -11,7 +11,7 @@ import numpy as np
 
 from mixture.fit.calibration import fit_calibration, raw_cutoffs
 from mixture.fit.clusters import ClusterModel, fit_clusters, label_clusters
-from mixture.fit.embed import LexicalEmbedder
+from mixture.fit.embed import LexicalEmbedder, SentenceEmbedder, embedder_from_bytes
 from mixture.text.content_type import CONTENT_TYPES
 
 EMBEDDER, CENTROIDS, CALIBRATION, CLUSTERS, FIT = "embedder.npz", "centroids.npz", "calibration.json", "clusters.json", "fit.json"
@@ -19,7 +19,7 @@ EMBEDDER, CENTROIDS, CALIBRATION, CLUSTERS, FIT = "embedder.npz", "centroids.npz
 
 @dataclass
 class FrozenModel:
-    embedder: LexicalEmbedder
+    embedder: LexicalEmbedder | SentenceEmbedder
     clusters: ClusterModel
     calibration: dict[str, dict]
     labels: list[dict]
@@ -57,7 +57,10 @@ def fit_and_save(sample_folder: str, model_dir: str, params: dict) -> FrozenMode
             "lower partition.clusters.k or add data"
         )
     seed = params["seed"]
-    embedder = LexicalEmbedder.fit(texts, params["embedding_dim"], seed)
+    if params.get("embedder") == "sentence":
+        embedder = SentenceEmbedder(params["sentence_model"])
+    else:
+        embedder = LexicalEmbedder.fit(texts, params["embedding_dim"], seed)
     x = embedder.transform(texts)
     fine_k = min(params["fine_k"], max(params["k"], len(texts) // 5))
     model, labels = fit_clusters(x, params["k"], fine_k, params["min_share"], seed)
@@ -75,8 +78,9 @@ def fit_and_save(sample_folder: str, model_dir: str, params: dict) -> FrozenMode
         "sample_by_source": {s: int(n) for s, n in zip(*np.unique(sample["source"], return_counts=True), strict=True)},
         "fine_k": int(len(model.fine_centroids)),
         "k": params["k"],
-        "embedding_dim": int(embedder.components.shape[0]),
-        "vocabulary": len(embedder.vocabulary),
+        "embedder": params.get("embedder", "lexical"),
+        "embedding_dim": int(x.shape[1]),
+        "vocabulary": len(getattr(embedder, "vocabulary", [])),
         "seed": seed,
     }
     fs, root = fsspec.core.url_to_fs(model_dir)
@@ -100,7 +104,7 @@ def load_model(model_dir: str) -> FrozenModel:
 
     z = np.load(io.BytesIO(read(CENTROIDS)), allow_pickle=False)
     return FrozenModel(
-        embedder=LexicalEmbedder.from_bytes(read(EMBEDDER)),
+        embedder=embedder_from_bytes(read(EMBEDDER)),
         clusters=ClusterModel(z["fine_centroids"], z["lookup"], z["centroids"]),
         calibration=json.loads(read(CALIBRATION)),
         labels=json.loads(read(CLUSTERS)),
