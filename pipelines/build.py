@@ -39,30 +39,76 @@ def lock_is_stale(holder: dict) -> bool:
     return holder.get("host") == socket.gethostname() and isinstance(holder.get("pid"), int) and not _pid_alive(holder["pid"])
 
 
+def _create_lock(fs, path: str, holder: dict) -> bool:
+    """Create the lock file only if there is none. Local disks: the full file is hard-linked into place (atomic,
+    never half-written); object stores: write if absent, then read back our token."""
+    data = json.dumps(holder).encode()
+    if "file" in fs.protocol or "local" in fs.protocol:
+        tmp = f"{path}.{holder['token']}.tmp"
+        with open(tmp, "wb") as f:
+            f.write(data)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return False
+        finally:
+            os.unlink(tmp)
+        return True
+    if fs.exists(path):
+        return False
+    with fs.open(path, "wb") as f:
+        f.write(data)
+    return (_read_lock(fs, path) or {}).get("token") == holder["token"]
+
+
+def _read_lock(fs, path: str) -> dict | None:
+    """The lock's holder; None if there is no lock; {"unreadable": reason} if it cannot be parsed."""
+    try:
+        with fs.open(path, "rb") as f:
+            holder = json.loads(f.read() or b"null")
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        return {"unreadable": f"{type(exc).__name__}: {exc}"}
+    return holder if isinstance(holder, dict) else {"unreadable": "not a JSON object"}
+
+
 @contextmanager
 def store_lock(store: str, break_lock: bool = False):
-    """Hold `_build/LOCK` (owner, host, pid, start) for the build; a second build refuses with a clear message."""
+    """Hold `_build/LOCK` (owner, host, pid, start) for the build; a second build refuses with a clear message.
+
+    A lock left by a dead process of this host is taken over; `break_lock` takes over any lock."""
+    import uuid
+
     fs, root = fsspec.core.url_to_fs(store)
     path = f"{root.rstrip('/')}/{layout.LOCK_FILE}"
-    if fs.exists(path):
-        with fs.open(path) as f:
-            holder = json.load(f)
-        if lock_is_stale(holder):
-            logger.warning(f"taking over the stale lock of pid {holder['pid']} (no such process on this host)")
-        elif not break_lock:
+    fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
+    me = {"owner": f"{os.environ.get('USER', 'user')}@{socket.gethostname()}", "host": socket.gethostname(),
+          "pid": os.getpid(), "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "token": uuid.uuid4().hex}
+    for _ in range(5):
+        if _create_lock(fs, path, me):
+            break
+        holder = _read_lock(fs, path)
+        if holder is None:
+            continue  # released meanwhile
+        if "unreadable" in holder and not break_lock:
+            raise BuildError(f"{store}: the build lock {layout.LOCK_FILE} is unreadable ({holder['unreadable']}). "
+                             "If no build is running, rerun with --break-lock.")
+        if "unreadable" not in holder and not lock_is_stale(holder) and not break_lock:
             raise BuildError(
                 f"{store} is locked by another build: {holder.get('owner')} pid {holder.get('pid')} since "
-                f"{holder.get('started')}. If that build is dead, rerun with --break-lock."
+                f"{holder.get('started')}. Wait for it to finish; if that build is dead, rerun with --break-lock."
             )
-    fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
-    with fs.open(path, "w") as f:
-        json.dump({"owner": f"{os.environ.get('USER', 'user')}@{socket.gethostname()}", "host": socket.gethostname(),
-                   "pid": os.getpid(),
-                   "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}, f)
+        why = "stale (no such process on this host)" if lock_is_stale(holder) else "broken with --break-lock"
+        logger.warning(f"taking over the lock of {holder.get('owner')} pid {holder.get('pid')}: {why}")
+        if _read_lock(fs, path) == holder:  # still the same holder: nobody took it over meanwhile
+            fs.rm(path)
+    else:
+        raise BuildError(f"{store}: could not take the build lock {layout.LOCK_FILE}; another build is starting")
     try:
         yield
     finally:
-        if fs.exists(path):
+        if (_read_lock(fs, path) or {}).get("token") == me["token"]:
             fs.rm(path)
 
 
@@ -70,6 +116,7 @@ def count_rows(folders: list[str]) -> int:
     total = 0
     for folder in folders:
         fs, root = fsspec.core.url_to_fs(folder)
+        fs.invalidate_cache(root)  # written by the stage's workers (other processes)
         for p in fs.glob(f"{root}/*.parquet"):
             with fs.open(p, "rb") as f:
                 total += pq.ParquetFile(f).metadata.num_rows
@@ -78,6 +125,7 @@ def count_rows(folders: list[str]) -> int:
 
 def _completed(ctx: BuildContext, stage: Stage) -> int:
     fs, root = fsspec.core.url_to_fs(ctx.at(f"{layout.stage_dir(stage.name)}/completions"))
+    fs.invalidate_cache(root)  # written by the workers: an object store's cached listing would stay stale
     try:
         return len(fs.ls(root, detail=False))
     except FileNotFoundError:
@@ -125,6 +173,8 @@ def build(spec_path: str, *, executor: str | None = None, tasks: int | None = No
         with fs.open(f"{root}/{layout.STORE_JSON}") as f:
             artifact = json.load(f)
         if artifact["spec"]["hash"] == spec_hash(ctx):
+            if not keep_work and fs.exists(f"{root}/{layout.WORK_DIR}"):  # left by a kill just before the cleanup
+                fs.rm(f"{root}/{layout.WORK_DIR}", recursive=True)
             return artifact
         raise BuildError(f"{store} holds a finished store of another spec (hash {artifact['spec']['hash'][:12]}); "
                          "point store.uri at a new location or delete the old store")
@@ -146,7 +196,11 @@ def build(spec_path: str, *, executor: str | None = None, tasks: int | None = No
         run(fit_stage(ctx))
         run(assign_stage(ctx))
         task = bar.add_task("finalize", total=1)
-        artifact = finalize(ctx, str(spec_path))
+        try:
+            artifact = finalize(ctx, str(spec_path))
+        except OSError as exc:
+            raise BuildError(f"finalize failed: {type(exc).__name__}: {exc}. Fix the cause and rerun the same "
+                             "command: finished stages are skipped and finalize runs again.") from exc
         bar.update(task, completed=1)
     if not keep_work:
         fs.rm(f"{root}/{layout.WORK_DIR}", recursive=True)

@@ -28,6 +28,12 @@ def print_summary(artifact: dict, store: str) -> None:
     t.add_row(*(f"{c[k]:,}" for k in ("records_in", "bad_input", "filtered", "exact_duplicate_dropped",
                                        "fuzzy_duplicate_dropped", "contaminated_dropped", "records_out")))
     out.print(t)
+    if c["bad_input"]:
+        reasons = ", ".join(f"{r} {n:,}" for r, n in artifact.get("bad_input_by_reason", {}).items())
+        out.print(f"{c['bad_input']:,} bad input records quarantined ({reasons}) → {store}/_quarantine/")
+    if c["filtered"]:
+        reasons = ", ".join(f"{r} {n:,}" for r, n in artifact.get("filtered_by_reason", {}).items())
+        out.print(f"{c['filtered']:,} documents filtered ({reasons}) → {store}/_dropped/filtered/")
     s = Table(title="sources", show_edge=False)
     for col in ("source", "category", "docs in", "kept", "tokens kept"):
         s.add_column(col, justify="left" if col in ("source", "category") else "right")
@@ -49,11 +55,18 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def build(
         spec: Path = typer.Argument(..., help="the spec YAML file"),
-        executor: str = typer.Option(None, help="local or ray (default: the spec's execution.executor)"),
+        executor: str = typer.Option(None, help="local, ray or slurm (default: the spec's execution.executor)"),
         tasks: int = typer.Option(None, min=1, help="tasks per stage (default: execution.tasks)"),
         workers: int = typer.Option(None, min=1, help="tasks run at once (default: execution.workers)"),
         break_lock: bool = typer.Option(False, "--break-lock", help="take over the lock of a dead build"),
         keep_work: bool = typer.Option(False, "--keep-work", help="keep _build/work intermediates"),
+        address: str = typer.Option(None, help="ray: cluster address to attach to (default: execution.address, "
+                                    "RAY_ADDRESS, else a local cluster)"),
+        partition: str = typer.Option(None, help="slurm partition (default: execution.partition)"),
+        time_limit: str = typer.Option(None, "--time", help="slurm time limit per array job, e.g. 04:00:00"),
+        cpus_per_task: int = typer.Option(None, min=1, help="ray/slurm: CPUs per task (default: execution.cpus_per_task)"),
+        mem_per_cpu_gb: float = typer.Option(None, min=0.1, help="ray/slurm: GB of memory per CPU"),
+        tasks_per_job: int = typer.Option(None, min=1, help="ray/slurm: tasks per Ray job / Slurm array element"),
     ) -> None:
         """Build the store of a spec: read, clean, dedup, decontaminate, score, cluster, tokenize, write cells.
 
@@ -61,11 +74,18 @@ def register(app: typer.Typer) -> None:
         from mixture.spec.cli import load_or_exit
         from pipelines.build import BuildError
         from pipelines.build import build as run_build
+        from pipelines.executors import EXECUTORS, execution_overrides
 
         load_or_exit(spec)
+        if executor is not None and executor not in EXECUTORS:
+            err.print(f"--executor {executor!r}: expected one of {', '.join(EXECUTORS)}", highlight=False)
+            raise typer.Exit(2)
+        overrides = {"address": address, "partition": partition, "time": time_limit, "cpus_per_task": cpus_per_task,
+                     "mem_per_cpu_gb": mem_per_cpu_gb, "tasks_per_job": tasks_per_job}
         try:
-            artifact = run_build(str(spec), executor=executor, tasks=tasks, workers=workers, break_lock=break_lock,
-                                 keep_work=keep_work)
+            with execution_overrides(**overrides):
+                artifact = run_build(str(spec), executor=executor, tasks=tasks, workers=workers, break_lock=break_lock,
+                                     keep_work=keep_work)
         except BuildError as exc:
             err.print(f"[bold red]build failed[/] {exc}", highlight=False)
             raise typer.Exit(1) from None

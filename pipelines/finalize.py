@@ -20,6 +20,7 @@ from pipelines.stages import BuildContext
 
 _TASK_RE = re.compile(r"part-(\d+)\.parquet$")
 CHUNK = 8 * 2**20
+WHOLE_READ = 256 * 2**20  # shards up to this size are read in one request for their ledger entry
 
 
 def file_digest(fs, path: str) -> str:
@@ -45,10 +46,27 @@ def _read_columns(fs, paths: list[str], columns: list[str]) -> pa.Table | None:
     return pa.concat_tables(tables) if tables else None
 
 
+def _shard_facts(fs, path: str, size: int) -> tuple[int, int, int, str]:
+    """(rows, Σ n_tokens, bytes, xxh64) of a shard; small ones in one read (one GET on an object store)."""
+    if size <= WHOLE_READ:
+        data = fs.cat_file(path)
+        pf = pq.ParquetFile(pa.BufferReader(data))
+        return pf.metadata.num_rows, _tokens(pf), len(data), xxhash.xxh64_hexdigest(data)
+    with fs.open(path, "rb") as f:
+        pf = pq.ParquetFile(f)
+        rows, tokens = pf.metadata.num_rows, _tokens(pf)
+    return rows, tokens, fs.size(path), file_digest(fs, path)
+
+
+def _tokens(pf: pq.ParquetFile) -> int:
+    return int(pa.compute.sum(pf.read(columns=["n_tokens"]).column(0)).as_py() or 0)
+
+
 def write_ledgers(ctx: BuildContext, fs, root: str) -> list[dict]:
     """One `_ledger.json` per cell: rows (footer), tokens (n_tokens column), bytes and xxh64 of every shard."""
     by_cell: dict[str, list[str]] = defaultdict(list)
-    for path in sorted(fs.glob(f"{root}/cluster=*/quality=*/*.parquet")):
+    found = fs.glob(f"{root}/cluster=*/quality=*/*.parquet", detail=True)
+    for path in sorted(found):
         by_cell[path.rsplit("/", 1)[0]].append(path)
     k = ctx.spec.partition.clusters.k
     ledgers = []
@@ -56,13 +74,10 @@ def write_ledgers(ctx: BuildContext, fs, root: str) -> list[dict]:
         cluster, quality = layout.parse_cell_path(cell_dir)
         shards = []
         for p in paths:
-            with fs.open(p, "rb") as f:
-                pf = pq.ParquetFile(f)
-                rows = pf.metadata.num_rows
-                tokens = int(pa.compute.sum(pf.read(columns=["n_tokens"]).column(0)).as_py() or 0)
+            rows, tokens, size, digest = _shard_facts(fs, p, int(found[p].get("size") or 0))
             m = _TASK_RE.search(p)
             shards.append({"path": p.rsplit("/", 1)[1], "task": int(m.group(1)) if m else None, "rows": rows,
-                           "tokens": tokens, "bytes": fs.size(p), "xxh64": file_digest(fs, p)})
+                           "tokens": tokens, "bytes": size, "xxh64": digest})
         ledger = {"format": 1, "cell": layout.cell_name(cluster, quality, k), "cluster": cluster, "quality": quality,
                   "shards": shards, "total_num_rows": sum(s["rows"] for s in shards),
                   "total_tokens": sum(s["tokens"] for s in shards), "is_finished": True}
@@ -95,15 +110,19 @@ def write_samples(ctx: BuildContext, fs, root: str) -> dict:
 
 
 def spec_hash(ctx: BuildContext) -> str:
+    """sha256 of the canonical spec without `execution` (where and how fast a build runs does not change the store)
+    and without `mixture` (the planner's section does not change the store either)."""
     import hashlib
 
-    canon = json.dumps(ctx.spec.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    content = ctx.spec.model_dump(mode="json", exclude={"execution", "mixture"})
+    canon = json.dumps(content, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canon.encode()).hexdigest()
 
 
 def finalize(ctx: BuildContext, spec_path: str) -> dict:
     fs, root = fsspec.core.url_to_fs(ctx.store)
     root = root.rstrip("/")
+    fs.invalidate_cache()  # the stages' workers wrote everything below: no listing cached before may be reused
     ledgers = write_ledgers(ctx, fs, root)
     samples = write_samples(ctx, fs, root)
     model = load_model(ctx.at(layout.MODEL_DIR))

@@ -6,6 +6,7 @@ import contextlib
 import gzip
 import io
 import json
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -51,6 +52,51 @@ def bad_record(src: SourceFiles, rel: str, idx: int, reason: str, detail: str, r
     )
 
 
+class TruncatedStream(EOFError):
+    """A compressed stream that ends inside a frame (a truncated or partly copied file)."""
+
+
+class _ZstdRaw(io.RawIOBase):
+    """zstd frames decompressed one after another; ending inside a frame raises TruncatedStream.
+
+    (zstandard's stream_reader returns a silent EOF on a truncated file, which would hide the loss.)"""
+
+    CHUNK = 1 << 20
+
+    def __init__(self, raw_file):
+        super().__init__()
+        self.raw, self.dctx, self.obj = raw_file, zstandard.ZstdDecompressor(), None
+        self.buf, self.pos, self.at_end = b"", 0, False
+
+    def readable(self) -> bool:
+        return True
+
+    def _feed(self, data: bytes) -> None:
+        out = []
+        while data:
+            if self.obj is None or self.obj.eof:
+                self.obj = self.dctx.decompressobj()
+            out.append(self.obj.decompress(data))
+            data = self.obj.unused_data if self.obj.eof else b""
+        self.buf, self.pos = self.buf[self.pos :] + b"".join(out), 0
+
+    def readinto(self, b) -> int:
+        while self.pos >= len(self.buf):
+            if self.at_end:
+                return 0
+            chunk = self.raw.read(self.CHUNK)
+            if not chunk:
+                self.at_end = True
+                if self.obj is not None and not self.obj.eof:
+                    raise TruncatedStream("the zstd stream ends inside a frame (truncated file)")
+                return 0
+            self._feed(chunk)
+        n = min(len(b), len(self.buf) - self.pos)
+        b[:n] = self.buf[self.pos : self.pos + n]
+        self.pos += n
+        return n
+
+
 @contextlib.contextmanager
 def _decompressed(raw_file, path: str):
     """A line-iterable binary stream over a plain, gzip or zstd file."""
@@ -58,10 +104,18 @@ def _decompressed(raw_file, path: str):
         with gzip.GzipFile(fileobj=raw_file) as f:
             yield f
     elif path.endswith(".zst"):
-        with io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(raw_file)) as f:
+        with io.BufferedReader(_ZstdRaw(raw_file), buffer_size=1 << 16) as f:
             yield f
     else:
         yield raw_file
+
+
+# errors of a broken compressed stream (the records after the break are lost) vs a file that cannot be read at all
+STREAM_ERRORS = (EOFError, gzip.BadGzipFile, zlib.error, zstandard.ZstdError)
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"[:300]
 
 
 class SourceReader(PipelineStep):
@@ -75,25 +129,29 @@ class SourceReader(PipelineStep):
         self.sources = sources
         self.tally_folder = tally_folder
 
-    def shard(self, rank: int, world_size: int) -> list[tuple[SourceFiles, str]]:
-        files = [(s, f) for s in self.sources for f in s.files]
+    def shard(self, rank: int, world_size: int) -> list[tuple[int, SourceFiles, str]]:
+        files = [(i, s, f) for i, s in enumerate(self.sources) for f in s.files]
         return files[rank::world_size]
 
     def run(self, data: DocumentsPipeline = None, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
         if data:
             yield from data
         tally: dict[str, int] = {}
-        for src, rel in self.shard(rank, world_size):
+        for order, src, rel in self.shard(rank, world_size):
             self.stat_update("input_files")
             for doc in self.read_file(src, rel):
                 tally[src.name] = tally.get(src.name, 0) + 1
                 self.stat_update("records")
+                if "_bad" not in doc.metadata:
+                    doc.metadata["source_order"] = order
                 yield doc
         # records read per source by this task: the build's `records_in`, saved with the task's outputs
         fs, root = fsspec.core.url_to_fs(self.tally_folder)
         fs.makedirs(root, exist_ok=True)
-        with fs.open(f"{root}/{rank:05d}.json", "w") as f:
+        path = f"{root}/{rank:05d}.json"
+        with fs.open(path + ".tmp", "w") as f:
             json.dump({"rank": rank, "records": tally}, f)
+        fs.mv(path + ".tmp", path)
 
     def read_file(self, src: SourceFiles, rel: str) -> DocumentsPipeline:
         path = f"{src.base}/{rel}"
@@ -127,7 +185,12 @@ class SourceReader(PipelineStep):
     def _read_jsonl(self, src: SourceFiles, rel: str, path: str) -> DocumentsPipeline:
         idx = -1
         try:
-            with fsspec.open(path, "rb") as raw_file, _decompressed(raw_file, path) as f:
+            raw_file = fsspec.open(path, "rb").open()
+        except Exception as exc:  # noqa: BLE001 - permission, missing object, unreachable bucket: name it, go on
+            yield bad_record(src, rel, 0, "unreadable_file", _describe(exc), b"")
+            return
+        try:
+            with raw_file, _decompressed(raw_file, path) as f:
                 for idx, raw in enumerate(f):  # noqa: B007
                     line = raw.rstrip(b"\r\n")
                     if not line.strip():
@@ -144,31 +207,43 @@ class SourceReader(PipelineStep):
                         yield bad_record(src, rel, idx, "invalid_json", str(exc)[:200], line)
                         continue
                     yield self._make_doc(src, rel, idx, rec, line)
-        except (EOFError, OSError, ValueError, zstandard.ZstdError) as exc:
+        except STREAM_ERRORS as exc:
             # truncated or corrupt compressed stream: everything after the last good record is lost
-            yield bad_record(src, rel, idx + 1, "truncated_file", f"{type(exc).__name__}: {exc}"[:300], b"")
+            yield bad_record(src, rel, idx + 1, "truncated_file", _describe(exc), b"")
+            return
+        except (OSError, ValueError) as exc:  # a read error of the storage itself
+            yield bad_record(src, rel, idx + 1, "unreadable_file", _describe(exc), b"")
+            return
+        if idx < 0:
+            yield bad_record(src, rel, 0, "empty_file", "the file holds no records", b"")
 
     def _read_parquet(self, src: SourceFiles, rel: str, path: str) -> DocumentsPipeline:
         import pyarrow.parquet as pq
 
+        idx = 0
         try:
             with fsspec.open(path, "rb") as f:
                 pf = pq.ParquetFile(f)
                 names = pf.schema_arrow.names
+                if pf.metadata.num_rows == 0:
+                    yield bad_record(src, rel, 0, "empty_file", "the file holds no rows", b"")
+                    return
                 if src.text_field not in names:
-                    for i in range(pf.metadata.num_rows):
-                        yield bad_record(
-                            src, rel, i, "missing_text", f"file has no column {src.text_field!r} (columns: {names[:10]})", b""
-                        )
+                    # another schema: every row is quarantined (with its values) and the build goes on
+                    detail = f"file has no column {src.text_field!r} (columns: {names[:10]}); set text_field"
+                    for batch in pf.iter_batches(batch_size=1024):
+                        for rec in batch.to_pylist():
+                            yield bad_record(src, rel, idx, "missing_text", detail,
+                                             lambda rec=rec: json.dumps(rec, default=str))
+                            idx += 1
                     return
                 cols = [c for c in (src.text_field, src.id_field) if c and c in names]
-                idx = 0
                 for batch in pf.iter_batches(columns=cols, batch_size=1024):
                     for rec in batch.to_pylist():
                         yield self._make_doc(src, rel, idx, rec, lambda rec=rec: json.dumps(rec, default=str))
                         idx += 1
-        except (OSError, ValueError) as exc:
-            yield bad_record(src, rel, 0, "unreadable_file", f"{type(exc).__name__}: {exc}"[:300], b"")
+        except Exception as exc:  # noqa: BLE001 - not Parquet, permission, unreachable: name the file, go on
+            yield bad_record(src, rel, idx, "unreadable_file", _describe(exc), b"")
 
 
 class RankFilesReader(PipelineStep):

@@ -27,6 +27,8 @@ from pipelines import steps, writers
 from pipelines.readers import RankFilesReader, SourceFiles
 from pipelines.words import SimplifiedTextWords
 
+ID_QUARANTINE = "part-ids-${rank}.parquet"  # `_quarantine/` file of the duplicate-id check (one per task)
+
 
 def doc_text(doc: Document) -> str:
     """Exact-dedup content: the normalised text."""
@@ -75,6 +77,21 @@ class BuildContext:
         f = self.spec.processing.dedup.fuzzy
         return MinhashConfig(n_grams=f.ngram, num_buckets=f.bands, hashes_per_bucket=f.rows_per_band, seed=f.seed)
 
+    def task_side_files(self, stage: str) -> list[str]:
+        """Globs ({rank} = the task) of the files a task of `stage` writes under names it may not rewrite on a rerun."""
+        w = self.work
+        return {
+            "prepare": [self.at(f"{layout.QUARANTINE_DIR}/part-{{rank}}.parquet"), f"{w}/prepared/{{rank}}.parquet",
+                        f"{w}/ids/{{rank}}.parquet", f"{w}/tally/{{rank}}.json",
+                        *(self.at(f"{layout.dropped_dir(r)}/part-{{rank}}.parquet") for r in ("filtered", "contaminated"))],
+            "id_filter": [self.at(f"{layout.QUARANTINE_DIR}/{ID_QUARANTINE.replace('${rank}', '{rank}')}")],
+            "split": [self.at(f"{layout.dropped_dir('exact_duplicate')}/part-{{rank}}.parquet"),
+                      f"{w}/dedup_in/*/{{rank}}.parquet"],
+            "minhash_filter": [self.at(f"{layout.dropped_dir('fuzzy_duplicate')}/part-{{rank}}.parquet"),
+                               f"{w}/deduped/fuzzy/{{rank}}.parquet"],
+            "assign": [self.at("cluster=*/quality=*/*part-{rank}.parquet"), f"{w}/samples/{{rank}}.parquet"],
+        }[stage]
+
     @property
     def kept_folders(self) -> list[str]:
         folders = [f"{self.work}/dedup_in/exempt"]
@@ -86,10 +103,11 @@ class BuildContext:
 
 
 def dedup_stages(ctx: BuildContext) -> list[Stage]:
-    """read → normalise → quarantine → gates → decontaminate → annotate, then exact and MinHash dedup."""
+    """read → normalise → quarantine → gates → decontaminate → annotate, duplicate ids, then exact and MinHash dedup."""
     p = ctx.spec.processing
     flt = p.filters
     prepare = [
+        steps.ClearTaskFiles(ctx.task_side_files("prepare")),
         steps_reader(ctx),
         steps.Normalize(),
         steps.Quarantine(writers.quarantine_writer(ctx.at(layout.QUARANTINE_DIR))),
@@ -103,15 +121,21 @@ def dedup_stages(ctx: BuildContext) -> list[Stage]:
             exclusion_writer=writers.drop_writer(ctx.at(layout.dropped_dir("contaminated")), "contaminated")))
     q = ctx.spec.partition.quality
     prepare += [steps.Annotate(q.scorer, q.fasttext_model and resolve_uri(q.fasttext_model, ctx.spec_dir), q.fasttext_label),
-                writers.work_writer(f"{ctx.work}/prepared")]
-    stages = []
-    split_from = [RankFilesReader([f"{ctx.work}/prepared"])]
+                writers.work_writer(f"{ctx.work}/prepared"), writers.ids_writer(f"{ctx.work}/ids")]
+    stages = [Stage("prepare", prepare, ctx.tasks)]
+    # duplicate ids: the first occurrence keeps the id, later ones are quarantined before exact dedup sees them
+    id_dups = f"{ctx.work}/id_dups.parquet"
+    stages.append(Stage("id_find", [steps.FindDuplicateIds(f"{ctx.work}/ids", id_dups)], 1))
+    id_filter = [steps.ClearTaskFiles(ctx.task_side_files("id_filter")), RankFilesReader([f"{ctx.work}/prepared"]),
+                 steps.DuplicateIds(id_dups, writers.quarantine_writer(ctx.at(layout.QUARANTINE_DIR), ID_QUARANTINE))]
+    split_from = [steps.ClearTaskFiles(ctx.task_side_files("split")), RankFilesReader([f"{ctx.work}/prepared"]),
+                  steps.DuplicateIds(id_dups)]
     if p.dedup.exact.enabled:
-        prepare.append(ExactDedupSignature(f"{ctx.work}/exact_sigs", ctx.exact_config))
+        id_filter.append(ExactDedupSignature(f"{ctx.work}/exact_sigs", ctx.exact_config))
         split_from.append(ExactDedupFilter(
             f"{ctx.work}/exact_dups", ctx.exact_config,
             exclusion_writer=writers.drop_writer(ctx.at(layout.dropped_dir("exact_duplicate")), "exact_duplicate")))
-    stages.append(Stage("prepare", prepare, ctx.tasks))
+    stages.append(Stage("id_filter", id_filter, ctx.tasks))
     if p.dedup.exact.enabled:
         stages.append(Stage("exact_find", [ExactFindDedups(f"{ctx.work}/exact_sigs", f"{ctx.work}/exact_dups", ctx.exact_config)], 1))
     split = [*split_from, writers.work_writer(f"{ctx.work}/dedup_in", "${group}/${rank}.parquet")]
@@ -125,6 +149,7 @@ def dedup_stages(ctx: BuildContext) -> list[Stage]:
             Stage("minhash_buckets", [MinhashDedupBuckets(f"{ctx.work}/mh_sigs", f"{ctx.work}/mh_buckets", config=mh)], fz.bands),
             Stage("minhash_cluster", [MinhashDedupCluster(f"{ctx.work}/mh_buckets", f"{ctx.work}/mh_remove", config=mh)], 1),
             Stage("minhash_filter", [
+                steps.ClearTaskFiles(ctx.task_side_files("minhash_filter")),
                 RankFilesReader([f"{ctx.work}/dedup_in/fuzzy"]),
                 MinhashDedupFilter(f"{ctx.work}/mh_remove", exclusion_writer=writers.drop_writer(
                     ctx.at(layout.dropped_dir("fuzzy_duplicate")), "fuzzy_duplicate")),
@@ -156,7 +181,7 @@ def assign_stage(ctx: BuildContext) -> Stage:
     s, c = ctx.spec.store, ctx.spec.partition
     assign = steps.Assign(ctx.at(layout.MODEL_DIR), tokenizer_ref(ctx), list(c.quality.edges), c.clusters.k,
                           s.keep_token_ids, s.samples_per_cell, s.exemplars_per_cell, ctx.spec.seed, f"{ctx.work}/samples")
-    return Stage("assign", [RankFilesReader(ctx.kept_folders), assign,
+    return Stage("assign", [steps.ClearTaskFiles(ctx.task_side_files("assign")), RankFilesReader(ctx.kept_folders), assign,
                             writers.store_writer(ctx.store, s.keep_token_ids, s.shard_bytes, s.compression)], ctx.tasks)
 
 

@@ -342,3 +342,111 @@ class FitModel(PipelineStep):
             fit_and_save(self.sample_folder, self.model_dir, self.params)
         return
         yield
+
+
+class ClearTaskFiles(PipelineStep):
+    """First step of a stage: removes what an earlier, killed attempt of the same task left behind.
+
+    A task killed mid-write leaves partial files under their final names; its rerun rewrites most of them, but a
+    file it would not rewrite (e.g. a rotated `001_part-…` shard) must not survive into the store."""
+
+    type = "🧹 - CLEAN"
+    name = "clear files of an earlier attempt"
+
+    def __init__(self, patterns: list[str]):
+        super().__init__()
+        self.patterns = patterns  # fsspec globs with {rank} (5 digits), e.g. <store>/cluster=*/quality=*/*part-{rank}.parquet
+
+    def run(self, data: DocumentsPipeline = None, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
+        for pattern in self.patterns:
+            fs, path = fsspec.core.url_to_fs(pattern.replace("{rank}", f"{rank:05d}"))
+            for stale in fs.glob(path):
+                fs.rm(stale)
+                self.stat_update("removed_files")
+        if data:
+            yield from data
+
+
+class FindDuplicateIds(PipelineStep):
+    """One task: ids used by more than one document. The first occurrence (sources in spec order, then file, then
+    record) keeps the id; every later one is listed in `output` (Parquet) with the occurrence that owns the id."""
+
+    type = "🫂 - DEDUP"
+    name = "find duplicate ids"
+
+    def __init__(self, ids_folder: str, output: str):
+        super().__init__()
+        self.ids_folder, self.output = ids_folder, output
+
+    def run(self, data: DocumentsPipeline = None, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
+        import duckdb
+        import pyarrow as pa
+        import pyarrow.dataset as pads
+        import pyarrow.parquet as pq
+
+        from pipelines.writers import IDS
+
+        fs, root = fsspec.core.url_to_fs(self.ids_folder)
+        files = sorted(fs.glob(f"{root}/*.parquet"))
+        schema = IDS.append(pa.field("first_source", pa.string())).append(pa.field("first_file", pa.string())) \
+            .append(pa.field("first_record", pa.int64()))
+        con = duckdb.connect()
+        ids = pads.dataset(files, filesystem=fs, format="parquet", schema=IDS)  # streamed, DuckDB spills if needed
+        con.register("ids", ids)
+        table = con.sql("""
+            WITH dup AS (SELECT * FROM ids WHERE id IN (SELECT id FROM ids GROUP BY id HAVING count(*) > 1)),
+            ranked AS (SELECT *, row_number() OVER w AS n, first_value(source) OVER w AS first_source,
+                              first_value(file) OVER w AS first_file, first_value(record) OVER w AS first_record
+                       FROM dup WINDOW w AS (PARTITION BY id ORDER BY source_order, file, record))
+            SELECT id, source, source_order, file, record, rank, first_source, first_file, first_record
+            FROM ranked WHERE n > 1 ORDER BY rank, source_order, file, record""").to_arrow_table()
+        con.close()
+        self.stat_update("duplicate_ids", value=table.num_rows)
+        out_fs, out = fsspec.core.url_to_fs(self.output)
+        out_fs.makedirs(out.rsplit("/", 1)[0], exist_ok=True)
+        with out_fs.open(out + ".tmp", "wb") as f:
+            pq.write_table(table.cast(schema), f)
+        out_fs.mv(out + ".tmp", out)
+        if data:
+            yield from data
+
+
+class DuplicateIds(PipelineStep):
+    """Drops the documents whose id belongs to an earlier occurrence (see FindDuplicateIds); with a writer they are
+    quarantined with reason `duplicate_id`, without one (a later stage repeating the same cut) they vanish quietly."""
+
+    type = "🔻 - FILTER"
+    name = "duplicate ids"
+
+    def __init__(self, dups_file: str, writer: DiskWriter | None = None):
+        super().__init__()
+        self.dups_file, self.writer = dups_file, writer
+
+    def _losers(self, rank: int) -> dict[tuple[str, str], str]:
+        import pyarrow.parquet as pq
+
+        fs, path = fsspec.core.url_to_fs(self.dups_file)
+        with fs.open(path, "rb") as f:
+            rows = pq.read_table(f, filters=[("rank", "=", rank)]).to_pylist()
+        return {(r["source"], f"{r['file']}:{r['record']}"):
+                f"id {r['id']!r} is already used by source {r['first_source']!r} ({r['first_file']}:{r['first_record']})"
+                for r in rows}
+
+    def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
+        from pipelines.readers import RAW_KEEP
+
+        losers = self._losers(rank)
+        with self.writer if self.writer else contextlib.nullcontext() as w:
+            for doc in data:
+                m = doc.metadata
+                detail = losers.get((m["source"], m["origin"])) if losers else None
+                if detail is None:
+                    yield doc
+                    continue
+                self.stat_update("duplicate_id")
+                if w is not None:
+                    file, _, record = m["origin"].rpartition(":")
+                    raw = json.dumps({"id": doc.id, "text": doc.text[:RAW_KEEP]}, ensure_ascii=False)
+                    m.update(_bad="duplicate_id", _detail=detail, _raw=raw, _raw_bytes=len(doc.text.encode()),
+                             _file=file, _record=int(record))
+                    w.write(doc, rank)

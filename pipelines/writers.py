@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import pyarrow as pa
 from datatrove.data import Document
 from datatrove.pipeline.writers.parquet import ParquetWriter
 
 from pipelines import schemas
 
 TEXT_HEAD = 500
+
+# `_build/work/ids/<rank>.parquet`: every document that reaches the work files, for the duplicate-id check
+IDS = pa.schema([("id", pa.string()), ("source", pa.string()), ("source_order", pa.int32()), ("file", pa.string()),
+                 ("record", pa.int64()), ("rank", pa.int32())])
 
 
 def _work_row(self, doc: Document) -> dict:
@@ -74,6 +79,30 @@ def _store_row(self, doc: Document) -> dict:
     return row
 
 
+def _ids_row(self, doc: Document) -> dict:
+    m = doc.metadata
+    file, _, record = m["origin"].rpartition(":")
+    return {"id": doc.id, "source": m["source"], "source_order": m.get("source_order", 0), "file": file,
+            "record": int(record), "rank": self.current_rank}
+
+
+class IdsWriter(ParquetWriter):
+    """Writes (id, source, source order, file, record, task) of every document passing through."""
+
+    current_rank = 0
+
+    def write(self, document: Document, rank: int = 0, **kwargs):
+        self.current_rank = rank
+        return super().write(document, rank, **kwargs)
+
+
+def ids_writer(folder: str) -> ParquetWriter:
+    return IdsWriter(
+        folder, "${rank}.parquet", adapter=_ids_row, schema=IDS, max_file_size=-1, compression="zstd",
+        use_content_defined_chunking=False, write_page_index=False,
+    )
+
+
 def work_writer(folder: str, filename: str = "${rank}.parquet") -> ParquetWriter:
     return ParquetWriter(
         folder, filename, adapter=_work_row, schema=schemas.WORK, max_file_size=-1, compression="zstd",
@@ -90,9 +119,9 @@ def drop_writer(folder: str, reason: str) -> ParquetWriter:
     return w
 
 
-def quarantine_writer(folder: str) -> ParquetWriter:
+def quarantine_writer(folder: str, filename: str = "part-${rank}.parquet") -> ParquetWriter:
     return ParquetWriter(
-        folder, "part-${rank}.parquet", adapter=_quarantine_row, schema=schemas.QUARANTINE, max_file_size=-1,
+        folder, filename, adapter=_quarantine_row, schema=schemas.QUARANTINE, max_file_size=-1,
         compression="zstd", use_content_defined_chunking=False, write_page_index=False,
     )
 

@@ -24,6 +24,15 @@ HARD = ("over_cap", "empty_cell")
 
 
 def write_atomic(path: str | Path, text: str) -> None:
+    """Write a text file at a local path (temporary name, then rename) or an fsspec URI (one upload: an object
+    store shows an object only once it is complete)."""
+    if "://" in str(path):
+        import fsspec
+
+        fs, target = fsspec.core.url_to_fs(str(path))
+        with fs.open(target, "wt", encoding="utf-8") as f:
+            f.write(text)
+        return
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
@@ -87,7 +96,7 @@ def plan_cmd(
         if repaired is None:
             console.print(f"[red]cap repair: {result.message}[/]")
         else:
-            target = repaired_out or (str(Path(out).with_suffix("")) + ".repaired.json" if out else None)
+            target = repaired_out or (os.path.splitext(out)[0] + ".repaired.json" if out else None)
             console.print(f"[cyan]cap repair[/]: {result.message}; max exposure now {repaired['exposure']['max']:.4f}")
             if target:
                 write_atomic(target, json.dumps(repaired, indent=2) + "\n")
@@ -151,7 +160,7 @@ def materialize_cmd(
     if manifest["count_mismatch"]:
         console.print(f"[yellow]store counts differ from the plan's for {len(manifest['count_mismatch'])} cells "
                       f"({', '.join(manifest['count_mismatch'][:8])}); exposures differ from the plan[/]")
-    console.print(f"manifest: {Path(out) / 'manifest.json'}")
+    console.print(f"manifest: {out.rstrip('/')}/manifest.json")
 
 
 def realised_cmd(

@@ -91,10 +91,13 @@ def counts_from_marin(data: dict[str, Any], source: str) -> Counts:
 
 
 def counts_from_csv(path: str) -> Counts:
+    import fsspec
+
     cells: dict[str, CellCount] = {}
-    if not os.path.exists(path):
+    fs, local = fsspec.core.url_to_fs(path)
+    if not fs.exists(local):
         raise PlanInputError(f"{path}: counts CSV not found")
-    with open(path, newline="", encoding="utf-8") as f:
+    with fs.open(local, "rt", newline="", encoding="utf-8") as f:
         reader = csv.DictReader(f)
         if not reader.fieldnames or not {"cell", "tokens"} <= set(reader.fieldnames):
             raise PlanInputError(f"{path}: expected a header with columns cell,tokens[,docs], found {reader.fieldnames}")
@@ -115,8 +118,11 @@ def counts_from_csv(path: str) -> Counts:
 
 
 def read_json(path: str) -> Any:
+    """A JSON file at a local path or any fsspec URI (gs://, s3://, hf://)."""
+    import fsspec
+
     try:
-        with open(path, encoding="utf-8") as f:
+        with fsspec.open(path, "rt", encoding="utf-8") as f:
             return json.load(f)
     except FileNotFoundError:
         raise PlanInputError(f"{path}: file not found") from None

@@ -228,10 +228,16 @@ def materialize(
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    # manifest.json is written last and its presence means complete: withdraw an older one before touching shards,
+    # so that a run killed midway never leaves a manifest describing a mix of old and new shards
+    (out / MANIFEST).unlink(missing_ok=True)
     manifest_phases = []
     for pi, ph in enumerate(phases):
         pdir = out / phase_dir(ph["name"])
         pdir.mkdir(parents=True, exist_ok=True)
+        (pdir / PHASE_MANIFEST).unlink(missing_ok=True)
+        for tmp in pdir.glob("*.tmp"):  # half-written shards of a killed run
+            tmp.unlink()
         parts, rows_parts, pass_parts, cell_parts, per_cell = [], [], [], [], {}
         for c in names:
             d = draws[c]

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+from fsspec.core import url_to_fs
 
 from mixture.planner.materialize import MANIFEST
 
@@ -16,11 +17,18 @@ class RealisedError(RuntimeError):
 
 
 def recount(out_dir: str | Path) -> dict[tuple[str, str], dict[str, int]]:
-    """(phase, cell) -> docs, tokens, max_doc, straight from the Parquet shards."""
-    root = Path(out_dir)
-    if not any(root.glob("phase=*/*.parquet")):
-        raise RealisedError(f"{root}: no phase=*/*.parquet shards; run `mixture materialize` first")
+    """(phase, cell) -> docs, tokens, max_doc, straight from the Parquet shards (a local folder or any URI)."""
+    fs, root = url_to_fs(str(out_dir))
+    root = root.rstrip("/")
+    fs.invalidate_cache(root)
+    files = sorted(fs.glob(f"{root}/phase=*/*.parquet"))
+    if not files:
+        raise RealisedError(f"{out_dir}: no phase=*/*.parquet shards; run `mixture materialize` first")
     con = duckdb.connect()
+    protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+    if protocol not in ("file", "local"):
+        con.register_filesystem(fs)  # DuckDB reads the bucket through fsspec (no httpfs needed)
+        files = [f"{protocol}://{f}" for f in files]
     rows = con.execute(
         """
         SELECT regexp_extract(filename, 'phase=([^/]+)/', 1) AS phase, cell,
@@ -28,7 +36,7 @@ def recount(out_dir: str | Path) -> dict[tuple[str, str], dict[str, int]]:
         FROM read_parquet(?, filename = true, hive_partitioning = false)
         GROUP BY ALL ORDER BY ALL
         """,
-        [str(root / "phase=*" / "*.parquet")],
+        [files],
     ).fetchall()
     con.close()
     return {(p, c): {"docs": int(d), "tokens": int(t), "max_doc": int(m)} for p, c, d, t, m in rows}
@@ -40,10 +48,10 @@ def realised_ledger(out_dir: str | Path, plan: dict[str, Any]) -> dict[str, Any]
     A cell drifts when |realised - planned| exceeds its largest document (the draw cuts at document boundaries)
     or when the shards disagree with the manifest written beside them.
     """
-    root = Path(out_dir)
-    counted = recount(root)
-    manifest_path = root / MANIFEST
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.exists() else {}
+    counted = recount(out_dir)
+    fs, root = url_to_fs(str(out_dir))
+    manifest_path = f"{root.rstrip('/')}/{MANIFEST}"
+    manifest = json.loads(fs.cat_file(manifest_path)) if fs.exists(manifest_path) else {}
     info = manifest.get("cells", {})
     man_cells = {ph["name"]: ph.get("cells", {}) for ph in manifest.get("phases", [])}
     rows, phases, flagged = [], [], []
@@ -84,7 +92,7 @@ def realised_ledger(out_dir: str | Path, plan: dict[str, Any]) -> dict[str, Any]
         })
     extra = sorted({f"{p}/{c}" for (p, c) in counted} - {f"{r['phase']}/{r['cell']}" for r in rows})
     return {
-        "dir": str(root),
+        "dir": str(out_dir),
         "plan_id": plan.get("plan_id"),
         "manifest_plan_id": manifest.get("plan_id"),
         "rows": rows,

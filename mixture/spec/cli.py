@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from mixture.spec.load import SpecError, list_source_files, load_spec, resolve_uri, spec_dir
 
@@ -19,7 +20,7 @@ def load_or_exit(spec_path: Path, check_resources: bool = True):
     try:
         return load_spec(spec_path, check_resources=check_resources)
     except SpecError as exc:
-        err.print(f"[bold red]invalid spec[/] {exc}", markup=True, highlight=False, soft_wrap=True)
+        err.print(f"[bold red]invalid spec[/] {escape(str(exc))}", markup=True, highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
 
 
@@ -47,13 +48,13 @@ def register(app: typer.Typer) -> None:
         """Check a spec: schema, values, and that every source resolves to at least one file. Exit 2 if invalid."""
         s = load_or_exit(spec, check_resources=not offline)
         base = spec_dir(spec)
-        out.print(f"[green]ok[/] {spec}: spec {s.name!r}, {len(s.sources)} sources, tokenizer {s.tokenizer}")
+        out.print(f"[green]ok[/] {escape(f'{spec}: spec {s.name!r}, {len(s.sources)} sources, tokenizer {s.tokenizer}')}")
         if not offline:
             for src in s.sources:
                 uri = resolve_uri(src.uri, base)
                 n = "hub" if uri.startswith("hf://") else len(list_source_files(uri, src.format)[1])
-                out.print(f"  {src.name:<24} {src.format:<9} {n} file(s)  {uri}")
-        out.print(f"  store → {resolve_uri(s.store.uri, base)}")
+                out.print(escape(f"  {src.name:<24} {src.format:<9} {n} file(s)  {uri}"))
+        out.print(escape(f"  store → {resolve_uri(s.store.uri, base)}"))
 
     @app.command()
     def schema() -> None:

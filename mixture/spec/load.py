@@ -113,12 +113,13 @@ def _check_resources(spec: Spec, base_dir: str) -> list[SpecProblem]:
         try:
             _, files = list_source_files(uri, src.format)
         except Exception as exc:  # permission, bad protocol, unreachable bucket
-            problems.append(SpecProblem(f"sources[{i}].uri", f"cannot list {uri!r}: {type(exc).__name__}: {exc}"))
+            problems.append(SpecProblem(f"sources[{i}].uri", f"source {src.name!r}: cannot list {uri!r}: {type(exc).__name__}: {exc}"))
             continue
         if not files:
             exts = ", ".join(source_extensions(src.format))
             problems.append(
-                SpecProblem(f"sources[{i}].uri", f"matches no {src.format} file ({exts}) at {uri!r}; check the path or glob")
+                SpecProblem(f"sources[{i}].uri", f"source {src.name!r} matches no {src.format} file ({exts}) at {uri!r}; "
+                            "check the path or glob")
             )
     for i, bench in enumerate(spec.processing.decontamination.benchmarks):
         uri = resolve_uri(bench.uri, base_dir)

@@ -102,7 +102,10 @@ def _weights_form(value: Any) -> Any:
         alpha = value["temperature"]
         return {"kind": "temperature", **(alpha if isinstance(alpha, dict) else {"alpha": alpha})}
     if keys == {"multipliers"}:
-        return {"kind": "multipliers", **(value["multipliers"] or {})}
+        mult = value["multipliers"] or {}
+        if not isinstance(mult, dict):
+            raise ValueError(f"multipliers must be a mapping (base, quality, cluster, ...), found {type(mult).__name__}")
+        return {"kind": "multipliers", **mult}
     if "file" in keys and keys <= {"file", "key"}:
         return {"kind": "file", "path": value["file"], **({"key": value["key"]} if "key" in value else {})}
     if keys == {"cells"}:

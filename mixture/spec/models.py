@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
@@ -165,14 +165,36 @@ class StoreSection(Strict):
 
 
 class Execution(Strict):
+    """Where the build's stages run: datatrove's local, Ray or Slurm executor (see docs/scaling.md)."""
+
+    STAGES: ClassVar[tuple[str, ...]] = ("prepare", "id_find", "id_filter", "exact_find", "split", "minhash_buckets",
+                                         "minhash_cluster", "minhash_filter", "sample", "fit", "assign")
+
+    class StageResources(Strict):
+        """Per-stage overrides of the execution settings (e.g. more memory for `fit` and `minhash_cluster`)."""
+
+        cpus_per_task: int | None = Field(None, ge=1)
+        mem_per_cpu_gb: float | None = Field(None, gt=0)
+        tasks_per_job: int | None = Field(None, ge=1)
+        partition: str | None = None
+        time: str | None = None
+
     executor: Literal["local", "ray", "slurm"] = "local"
     tasks: int = Field(4, ge=1, description="parallel tasks per stage (files are split among them)")
-    workers: int = Field(-1, description="tasks running at once (-1: all cores)")
-    address: str | None = Field(None, description="ray: cluster address to attach to")
-    partition: str | None = Field(None, description="slurm partition")
-    time: str | None = Field(None, description="slurm time limit")
-    cpus_per_task: int = Field(1, ge=1)
-    mem_per_cpu_gb: float = Field(2, gt=0)
+    workers: int = Field(-1, description="tasks running at once (-1: all cores; ray/slurm: no limit)")
+    address: str | None = Field(None, description="ray: cluster address to attach to (default: RAY_ADDRESS, else start a local cluster)")
+    partition: str | None = Field(None, description="slurm partition (default: the cluster's default partition)")
+    time: str | None = Field(None, description="slurm time limit of each array job, e.g. 04:00:00 or 1-00:00:00")
+    cpus_per_task: int = Field(1, ge=1, description="ray/slurm: CPUs reserved per task")
+    mem_per_cpu_gb: float = Field(2, gt=0, description="ray/slurm: memory reserved per CPU, in GB")
+    tasks_per_job: int = Field(1, ge=1, description="ray/slurm: datatrove tasks run by one Ray job / Slurm array element")
+    qos: str | None = Field(None, description="slurm QOS")
+    sbatch_args: dict[str, str] = Field(default_factory=dict, description="slurm: extra #SBATCH directives, e.g. {account: proj}")
+    env_command: str | None = Field(None, description="slurm: shell line run first in every job (default: activate the driver's venv)")
+    slurm_logs_dir: str | None = Field(None, description="slurm: local folder on a shared filesystem for the raw job logs")
+    max_array_size: int = Field(1001, ge=1, description="slurm: MaxArraySize of the cluster (scontrol show config)")
+    poll_seconds: float = Field(30, gt=0, description="slurm: how often the waiting driver checks squeue and completions")
+    stages: dict[str, StageResources] = Field(default_factory=dict, description="per-stage overrides, keyed by stage name")
 
     @field_validator("workers")
     @classmethod
@@ -180,6 +202,19 @@ class Execution(Strict):
         if v == 0 or v < -1:
             raise ValueError("workers must be -1 (all cores) or a positive number")
         return v
+
+    @field_validator("stages")
+    @classmethod
+    def _stage_names(cls, v: dict) -> dict:
+        unknown = sorted(set(v) - set(cls.STAGES))
+        if unknown:
+            raise ValueError(f"unknown stage(s) {', '.join(unknown)}; stages are {', '.join(cls.STAGES)}")
+        return v
+
+    def for_stage(self, stage: str) -> Execution:
+        """These settings with the overrides of `stages[stage]` applied."""
+        over = self.stages.get(stage)
+        return self.model_copy(update=over.model_dump(exclude_none=True)) if over else self
 
 
 class Spec(Strict):

@@ -37,7 +37,7 @@ CASES = [
     ("unknown top-level field", with_("sorces", []), "sorces: unknown field"),
     ("bad format", with_("sources.0.format", "csv"), "sources[0].format: Input should be"),
     ("source without uri", with_("sources.0", {"name": "a", "format": "jsonl"}), "sources[0].uri: required field is missing"),
-    ("glob matching nothing", with_("sources.0.uri", "nothing/*.jsonl"), "sources[0].uri: matches no jsonl file"),
+    ("glob matching nothing", with_("sources.0.uri", "nothing/*.jsonl"), "sources[0].uri: source 'a' matches no jsonl file"),
     ("duplicate source names", with_("sources", [GOOD["sources"][0], GOOD["sources"][0]]), "source name 'a' is used twice"),
     ("permutations not a multiple of bands", with_("processing", {"dedup": {"fuzzy": {"permutations": 100, "bands": 26}}}),
      "processing.dedup.fuzzy: permutations (100) must be a multiple of bands (26)"),

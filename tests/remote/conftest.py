@@ -128,8 +128,7 @@ def gcs(tmp_path_factory) -> Iterator[Remote]:
     port = free_port()
     endpoint = f"http://127.0.0.1:{port}"
     log = tmp_path_factory.mktemp("gcs") / "emulator.log"
-    cmd = [sys.executable, "-m", "gcp_storage_emulator", "start", "--host", "127.0.0.1", "--port", str(port),
-           "--in-memory", "--default-bucket", BUCKET, "--quiet"]
+    cmd = [sys.executable, str(Path(__file__).with_name("gcs_emulator.py")), "127.0.0.1", str(port), BUCKET]
     with _server(cmd, f"{endpoint}/storage/v1/b", log), _environ(gcs_env(endpoint)):
         yield Remote("gs", BUCKET, endpoint)
 

@@ -1,0 +1,51 @@
+"""The small demo build on a real local Ray cluster gives the same store as the local executor."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+import yaml
+
+from tests.conftest import small_spec
+from tests.executors.fingerprint import assert_same_store
+
+pytestmark = pytest.mark.slow
+ray = pytest.importorskip("ray")
+
+
+@pytest.fixture
+def ray_cluster():
+    """No cluster running before; the build's executor starts a local one (2 CPUs); shut down after the test."""
+    if ray.is_initialized():
+        ray.shutdown()
+    yield
+    ray.shutdown()
+
+
+def test_ray_build_equals_local_build(tmp_path, demo_corpus, built_store, ray_cluster):
+    from pipelines.build import build
+    from pipelines.executors import execution_overrides
+
+    spec_path = tmp_path / "spec.yaml"
+    spec_path.write_text(yaml.safe_dump(small_spec(str(demo_corpus), "store")))  # the very spec of built_store
+    t0 = time.perf_counter()
+    # 14 tiny bucket tasks run as 2 Ray jobs of 7; settings given like CLI options, so the spec (and its hash) match
+    with execution_overrides(stages={"minhash_buckets": {"tasks_per_job": 7}}):
+        artifact = build(str(spec_path), executor="ray", progress=False)
+    elapsed = time.perf_counter() - t0
+    assert ray.is_initialized()
+    assert ray.cluster_resources()["CPU"] == 2  # the executor started a local cluster with the build's 2 workers
+    store = tmp_path / "store"
+    fp = assert_same_store(store, built_store.store)
+    assert artifact["counters"]["records_out"] == fp["artifact"]["counters"]["records_out"] > 0
+    assert sum(len(ids) for ids in fp["cells"].values()) == artifact["counters"]["records_out"]
+    # every stage ran through Ray: datatrove's Ray executor saved its config and a log per task
+    for stage, tasks, per_job in (("prepare", 2, 1), ("minhash_buckets", 14, 7), ("assign", 2, 1)):
+        d = store / "_build" / stage
+        saved = json.loads((d / "executor.json").read_text())
+        assert (saved["stage_name"], saved["local_cpus"], saved["tasks_per_job"]) == (stage, 2, per_job)
+        assert len(list((d / "completions").iterdir())) == tasks
+        assert len(list((d / "logs").glob("task_*.log"))) == tasks
+    assert elapsed < 120, elapsed

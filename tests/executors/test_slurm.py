@@ -1,0 +1,218 @@
+"""The Slurm executor against fake `sbatch`/`squeue`/`scancel`/`srun` on PATH that record and really run the jobs:
+submitted scripts, arrays, `afterok` chains, waiting at the driver's barriers, failure, resume, restart."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from mixture.spec.models import Execution
+from tests.conftest import small_spec
+from tests.executors import fake_slurm
+from tests.executors.fingerprint import assert_same_store
+
+SETTINGS = {"partition": "cpu", "time": "00:30:00", "poll_seconds": 0.2, "sbatch_args": {"account": "demo"},
+            "stages": {"minhash_buckets": {"tasks_per_job": 7}, "fit": {"mem_per_cpu_gb": 6, "time": "01:00:00"}}}
+
+
+@pytest.fixture
+def slurm(tmp_path, monkeypatch):
+    """Fake Slurm commands first on PATH; returns the folder of their state (jobs/<id>.json, scripts/, scancel.log)."""
+    state = tmp_path / "slurm"
+    fake_slurm.install(tmp_path / "bin", state)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_SLURM_DIR", str(state))
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[2]))
+    yield state
+    live = [j["id"] for j in _jobs(state) if j["state"] in ("PENDING", "RUNNING")]
+    if live:  # stop runners left behind by a failing test
+        fake_slurm.scancel(live)
+
+
+def _jobs(state: Path) -> list[dict]:
+    return sorted((json.loads(p.read_text()) for p in (state / "jobs").glob("*.json")), key=lambda j: int(j["id"]))
+
+
+def _settle(state: Path, timeout: float = 90) -> None:
+    """Wait for the fake's jobs to end (the driver goes on once the completion markers exist, before the runners
+    record their end, and the merge_stats jobs run after that)."""
+    end = time.monotonic() + timeout
+
+    def busy(j: dict) -> bool:
+        return j["state"] == "RUNNING" or (j["state"] == "PENDING" and j["reason"] != fake_slurm.NEVER)
+
+    while any(busy(j) for j in _jobs(state)) and time.monotonic() < end:
+        time.sleep(0.2)
+
+
+def _stage_jobs(state: Path) -> dict[str, dict]:
+    """The array job of each stage (by job name demo.<stage>), the last submission winning."""
+    return {j["name"].split(".", 1)[1]: j for j in _jobs(state) if "merge_stats" not in Path(j["script"]).read_text()}
+
+
+def _write_spec(root: Path, corpus: Path) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    spec_path = root / "spec.yaml"
+    spec_path.write_text(yaml.safe_dump(small_spec(str(corpus), "store")))  # the very spec of built_store
+    return spec_path
+
+
+def test_stage_names_match_the_build():
+    """`execution.stages` keys and the Slurm chain are defined on stage names: they must be the build's."""
+    import copy
+
+    from mixture.spec.models import Spec
+    from pipelines.executors import driver_waits_after
+    from pipelines.stages import BuildContext, assign_stage, dedup_stages, fit_stage, sample_stage
+
+    raw = {**small_spec("corpus"), "sources": [{"name": "s", "uri": "/nonexistent", "format": "jsonl"}]}
+    spec = Spec.model_validate(raw)
+    ctx = BuildContext(spec, ".", "/tmp/store", 2)
+    ctx.sources = lambda: []
+    ctx.benchmarks = lambda: []
+    dedup = [s.name for s in dedup_stages(ctx)]
+    names = [*dedup, sample_stage(ctx, 0.5).name, fit_stage(ctx).name, assign_stage(ctx).name]
+    assert names == list(Execution.STAGES)
+    assert [n for n in names if driver_waits_after(spec, n)] == [dedup[-1], "assign"] == ["minhash_filter", "assign"]
+    raw = copy.deepcopy(raw)
+    raw["processing"]["dedup"]["fuzzy"]["enabled"] = False
+    ctx.spec = no_fuzzy = Spec.model_validate(raw)
+    dedup = [s.name for s in dedup_stages(ctx)]
+    assert [n for n in dedup if driver_waits_after(no_fuzzy, n)] == [dedup[-1]] == ["split"]
+
+
+@pytest.mark.slow
+def test_slurm_build_fails_cleanly_then_resumes_to_the_local_store(tmp_path, demo_corpus, built_store, slurm, monkeypatch):
+    from pipelines.build import BuildError, build
+    from pipelines.executors import execution_overrides
+
+    spec_path = _write_spec(tmp_path / "run", demo_corpus)
+    store = tmp_path / "run" / "store"
+
+    # 1. exact_find fails on the "cluster": the jobs queued behind it never start; the driver notices at its first
+    #    barrier (minhash_filter), cancels them and names the stage that failed
+    monkeypatch.setenv("FAKE_SLURM_FAIL", "demo.exact_find")
+    with execution_overrides(**SETTINGS), pytest.raises(BuildError) as failed:
+        build(str(spec_path), executor="slurm", progress=False)
+    msg = str(failed.value)
+    first = _stage_jobs(slurm)
+    assert "stage 'exact_find'" in msg and "1 of 1 tasks did not finish on Slurm" in msg, msg
+    assert list(first) == ["prepare", "id_find", "id_filter", "exact_find", "split", "minhash_buckets",
+                           "minhash_cluster", "minhash_filter"]  # submitted as one chain, nothing after the barrier
+    assert first["prepare"]["state"] == "COMPLETED" and first["exact_find"]["state"] == "FAILED"
+    chained = ["split", "minhash_buckets", "minhash_cluster", "minhash_filter"]
+    assert all(first[s]["state"] == "CANCELLED" for s in chained)
+    cancelled = (slurm / "scancel.log").read_text().split()
+    assert {first[s]["id"] for s in chained} <= set(cancelled)
+    assert "Cancelled the jobs queued behind it: " in msg and f" {first['minhash_filter']['id']}" in msg
+    assert not (store / "store.json").exists()
+
+    # 2. rerun: finished stages are not resubmitted, exact_find and the rest are, and the store equals the local one
+    monkeypatch.delenv("FAKE_SLURM_FAIL")
+    n_before = len(_jobs(slurm))
+    with execution_overrides(**SETTINGS):
+        artifact = build(str(spec_path), executor="slurm", progress=False)
+    fp = assert_same_store(store, built_store.store)
+    _settle(slurm)
+    assert artifact["counters"] == fp["artifact"]["counters"]
+    second = {name: j for name, j in _stage_jobs(slurm).items() if int(j["id"]) > n_before + 1000}
+    assert list(second) == ["exact_find", "split", "minhash_buckets", "minhash_cluster", "minhash_filter", "sample",
+                            "fit", "assign"]
+    assert all(j["state"] == "COMPLETED" for j in second.values())
+
+    # arrays: one element per task, or per tasks_per_job tasks; `%2` = execution.workers
+    arrays = {s: j["directives"]["array"] for s, j in second.items()}
+    assert arrays == {"exact_find": "0-0%2", "split": "0-1%2", "minhash_buckets": "0-1%2", "minhash_cluster": "0-0%2",
+                      "minhash_filter": "0-1%2", "sample": "0-1%2", "fit": "0-0%2", "assign": "0-1%2"}
+    # dependencies: a chain of afterok up to the barrier; sample starts a new chain after the driver counted rows
+    deps = {s: j["dependency"] for s, j in second.items()}
+    ids = {s: j["id"] for s, j in second.items()}
+    assert deps == {"exact_find": "", "split": f"afterok:{ids['exact_find']}", "minhash_buckets": f"afterok:{ids['split']}",
+                    "minhash_cluster": f"afterok:{ids['minhash_buckets']}",
+                    "minhash_filter": f"afterok:{ids['minhash_cluster']}", "sample": "",
+                    "fit": f"afterok:{ids['sample']}", "assign": f"afterok:{ids['fit']}"}
+    marks = list((store / "_build" / "minhash_filter" / "completions").iterdir())
+    assert second["sample"]["submitted_at"] >= max(m.stat().st_mtime for m in marks)  # the driver waited there
+    assert second["assign"]["submitted_at"] < second["sample"]["finished_at"]  # chained ahead, not waited for
+    # merge_stats: one per stage, after its array
+    merges = [j for j in _jobs(slurm) if "merge_stats" in Path(j["script"]).read_text() and int(j["id"]) > n_before + 1000]
+    assert sorted(m["dependency"] for m in merges) == sorted(f"afterok:{i}" for i in ids.values())
+    assert all((store / "_build" / s / "stats.json").exists() for s in second)
+
+    # the submitted scripts
+    venv = sys.prefix
+    for stage, job in second.items():
+        d = job["directives"]
+        assert d["partition"] == "cpu" and d["account"] == "demo" and d["job-name"] == f"demo.{stage}"
+        assert d["time"] == ("01:00:00" if stage == "fit" else "00:30:00")
+        assert d["mem-per-cpu"] == ("6G" if stage == "fit" else "2G") and d["cpus-per-task"] == "1"
+        assert "requeue" in d and "qos" not in d
+        assert d["output"] == f"{store}/_build/{stage}/slurm_logs/%A_%a.out"
+        script = Path(job["script"]).read_text()
+        assert f"source {venv}/bin/activate" in script
+        assert f"launch_pickled_pipeline {store}/_build/{stage}/executor.pik" in script
+        rec = json.loads((store / "_build" / stage / "slurm_jobs.json").read_text())
+        assert rec["arrays"] == [job["id"]] and rec["depends"] == (deps[stage].removeprefix("afterok:") or None)
+    # every task ran inside an array element (RUN_OFFSET exported, SLURM_ARRAY_TASK_ID set by the fake)
+    assert second["minhash_buckets"]["env"] == {"RUN_OFFSET": "0"}
+    assert len(list((store / "_build" / "minhash_buckets" / "completions").iterdir())) == 14
+    logs = sorted((store / "_build" / "minhash_buckets" / "slurm_logs").glob(f"{ids['minhash_buckets']}_*.out"))
+    assert [p.name for p in logs] == [f"{ids['minhash_buckets']}_0.out", f"{ids['minhash_buckets']}_1.out"]
+    assert "Processing done for rank=13" in logs[1].read_text()  # element 1 ran ranks 7..13
+
+
+def test_restarted_driver_adopts_queued_jobs_and_replaces_stuck_ones(tmp_path, slurm):
+    """A driver restarted while its jobs are queued waits for them instead of submitting the stage twice; a job
+    stuck behind a failed dependency is cancelled and the stage submitted again."""
+    from mixture.spec.models import Spec
+    from pipelines.executors import SlurmStageExecutor, make_executor
+    from pipelines.stages import BuildContext, Stage
+
+    spec = Spec.model_validate({**small_spec("corpus"), "execution": {"executor": "slurm", "tasks": 2, **SETTINGS}})
+    ctx = BuildContext(spec, str(tmp_path), str(tmp_path / "store"), 2)
+    stage = Stage("split", [lambda data, rank, world_size: []], 2)
+    logging_dir = tmp_path / "store" / "_build" / "split"
+    logging_dir.mkdir(parents=True)
+
+    def queued(job_id: str, state: str, reason: str) -> None:
+        (slurm / "jobs" / f"{job_id}.json").write_text(json.dumps(
+            {"id": job_id, "name": "demo.split", "state": state, "reason": reason, "script": "", "pid": None}))
+
+    queued("500", "RUNNING", "None")
+    (logging_dir / "slurm_jobs.json").write_text(json.dumps({"arrays": ["500"], "helpers": ["501"]}))
+    ex = make_executor(ctx, stage, "slurm", 2)
+    assert isinstance(ex, SlurmStageExecutor)
+    link = ex._adopt()
+    assert link is not None and link.arrays == ["500"] and link.helpers == ["501"]
+
+    queued("500", "PENDING", "DependencyNeverSatisfied")
+    queued("501", "PENDING", "Dependency")
+    assert ex._adopt() is None  # resubmit instead
+    assert (slurm / "scancel.log").read_text().split() == ["500", "501"]
+    assert json.loads((slurm / "jobs" / "500.json").read_text())["state"] == "CANCELLED"
+
+
+def test_sbatch_arguments_without_partition_or_time(tmp_path):
+    """Unset partition/time are left to the cluster's defaults (no `--partition=None`); fractional memory in MB."""
+    from mixture.spec.models import Spec
+    from pipelines.executors import make_executor, slurm_mem
+    from pipelines.stages import BuildContext, Stage
+
+    spec = Spec.model_validate({**small_spec("corpus"), "execution": {
+        "executor": "slurm", "mem_per_cpu_gb": 1.5, "qos": "high", "slurm_logs_dir": str(tmp_path / "logs"),
+        "env_command": "module load python", "workers": -1}})
+    ctx = BuildContext(spec, str(tmp_path), str(tmp_path / "store"), 4)
+    ex = make_executor(ctx, Stage("prepare", [], 4), "slurm", os.cpu_count() or 1)
+    args = ex.get_sbatch_args(4)
+    assert "partition" not in args and "time" not in args
+    assert args["mem-per-cpu"] == "1536M" == slurm_mem(1.5) and slurm_mem(4.0) == "4G"
+    assert args["qos"] == "high" and args["array"] == "0-3"  # workers -1: no array throttle on a cluster
+    assert args["output"] == f"{tmp_path}/logs/prepare/%A_%a.out"
+    script = ex.get_launch_file_contents(args, "true")
+    assert "module load python" in script and "None" not in script

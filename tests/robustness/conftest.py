@@ -1,0 +1,10 @@
+"""Fixtures of the robustness tests (crash safety, bad input, spec fuzzing); helpers live in helpers.py."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))

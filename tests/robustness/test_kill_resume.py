@@ -1,0 +1,168 @@
+"""SIGKILL the build (and materialize) at seeded random points, rerun: the result equals an uninterrupted run."""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from mixture.accounting import StoreNotReady, StoreReader, audit
+from tests.robustness.helpers import fingerprint, kill_group, partial_parquet, run, start, wait_for
+
+pytestmark = pytest.mark.slow
+
+# kill points in pipeline order: (name, glob under the store whose appearance arms the kill)
+TRIGGERS = [
+    ("prepare", "_build/prepare"),
+    ("prepare-write", "_quarantine/*.parquet"),
+    ("id_find", "_build/id_find"),
+    ("id_filter", "_build/id_filter"),
+    ("exact_find", "_build/exact_find"),
+    ("split", "_build/split"),
+    ("split-write", "_build/work/dedup_in/*/*.parquet"),
+    ("minhash_buckets", "_build/minhash_buckets"),
+    ("minhash_filter", "_build/minhash_filter"),
+    ("sample", "_build/sample"),
+    ("fit", "_build/fit"),
+    ("assign", "_build/assign"),
+    ("assign-write", "cluster=*/quality=*/*.parquet"),
+    ("finalize", "cluster=*/quality=*/_ledger.json"),
+]
+FORCED = ("assign-write", "finalize")
+
+
+def kill_plan(seed: int, n: int = 10) -> list[tuple[str, str, float]]:
+    rng = random.Random(seed)
+    others = [t for t in TRIGGERS if t[0] not in FORCED]
+    chosen = set(rng.sample(range(len(others)), n - len(FORCED)))
+    picked = [t for i, t in enumerate(others) if i in chosen] + [t for t in TRIGGERS if t[0] in FORCED]
+    picked.sort(key=TRIGGERS.index)
+    return [(name, glob, rng.uniform(0.0, 0.5)) for name, glob in picked]
+
+
+def assert_building_and_no_partial_shard(store: Path) -> None:
+    """What a reader sees after a kill: no store.json → "building"; any ledger lists only complete files."""
+    reader = StoreReader(str(store))
+    with pytest.raises(StoreNotReady):
+        reader.artifact  # noqa: B018
+    assert audit(reader).status == "building"
+    for ledger_path in store.glob("cluster=*/quality=*/_ledger.json"):
+        for s in json.loads(ledger_path.read_text())["shards"]:
+            assert not partial_parquet(ledger_path.parent / s["path"]), (ledger_path, s)
+
+
+def plant_stale_task_files(store: Path) -> list[Path]:
+    """A killed assign task whose rerun writes fewer files must not leave its extra files behind: plant a rotated
+    `007_part-<task>` file (and a truncated one under a name the rerun may write) for each unfinished task."""
+    done = store / "_build" / "assign" / "completions"
+    unfinished = [r for r in (0, 1) if not (done / f"{r:05d}").exists()]
+    if not unfinished:  # both tasks finished before the kill: make task 1 unfinished again, as if killed earlier
+        (done / "00001").unlink()
+        unfinished = [1]
+    planted = []
+    for r in unfinished:
+        cell = store / "cluster=00" / "quality=0"
+        cell.mkdir(parents=True, exist_ok=True)
+        for name in (f"007_part-{r:05d}.parquet", f"part-{r:05d}.parquet"):
+            if not (cell / name).exists():
+                (cell / name).write_bytes(b"PAR1\x00partial shard of a killed task")
+                planted.append(cell / name)
+    return planted
+
+
+def test_build_killed_ten_times_resumes_to_the_same_store(built_store, tmp_path: Path):
+    work = tmp_path / "killed"
+    work.mkdir()
+    shutil.copy(built_store.spec_path, work / "spec.yaml")  # same spec text: same corpus, store "store" beside it
+    store = work / "store"
+    kills, planted, t0 = [], [], time.monotonic()
+    for i, (name, glob, delay) in enumerate(kill_plan(seed=6)):
+        p = start(["build", "spec.yaml"], work)
+        if i == 0:
+            # a second build into the same store refuses while the first holds the lock, naming owner and start
+            assert wait_for(lambda: (store / "_build" / "LOCK").exists(), p, timeout=60)
+            holder = json.loads((store / "_build" / "LOCK").read_text())
+            second = run(["build", "spec.yaml"], work, timeout=60)
+            assert second.returncode == 1, second.stderr
+            msg = " ".join(second.stderr.split())
+            assert "is locked by another build" in msg and f"pid {p.pid}" in msg, msg
+            assert holder["owner"] in msg and holder["started"] in msg and "--break-lock" in msg
+            assert p.poll() is None  # the first build is not disturbed
+        fired = wait_for(lambda glob=glob: any(store.glob(glob)), p, timeout=180)
+        if p.poll() is None:
+            time.sleep(delay)
+        if p.poll() is not None:  # finished before the kill point: nothing left to interrupt
+            assert p.returncode == 0, p.communicate()
+            break
+        kill_group(p)
+        kills.append((name, fired, round(delay, 2)))
+        assert not (store / "store.json").exists() or name == "finalize"
+        if not (store / "store.json").exists():
+            assert_building_and_no_partial_shard(store)
+        if name == "assign-write":
+            planted = plant_stale_task_files(store)
+    assert len(kills) >= 8, kills
+    assert {k[0] for k in kills} >= {"assign-write"}
+    # the CLI says "building" for a store without store.json
+    if not (store / "store.json").exists():
+        building = run(["audit", str(store)], work, timeout=60)
+        assert building.returncode == 1 and "building" in building.stdout + building.stderr
+    final = run(["build", "spec.yaml"], work)
+    assert final.returncode == 0, final.stderr[-3000:]
+    assert planted and not any(p.exists() for p in planted if p.name.startswith("007_"))
+    got, want = fingerprint(store), fingerprint(built_store.store)
+    assert got["ids"] == want["ids"]
+    assert got["cell_files"] == want["cell_files"]
+    assert got["side"] == want["side"]
+    assert got["artifact"] == want["artifact"]
+    assert got["ledgers"] == want["ledgers"]  # same files, rows, tokens, bytes and xxh64
+    checked = audit(StoreReader(str(store)))
+    assert checked.ok, checked.messages()
+    assert not (store / "_build" / "LOCK").exists()
+    print(f"kills: {kills} in {time.monotonic() - t0:.0f}s")
+
+
+@pytest.fixture(scope="module")
+def plan_file(built_store, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("plan") / "plan.json"
+    r = run(["plan", str(built_store.spec_path), "--out", str(out), "--scale", "0.1"], built_store.root, timeout=120)
+    assert r.returncode == 0 and out.exists(), r.stdout + r.stderr
+    return out
+
+
+def tree(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_materialize_killed_resumes_to_identical_output(plan_file: Path, tmp_path: Path):
+    from mixture.planner.materialize import materialize
+
+    plan = json.loads(plan_file.read_text())
+    args = ["materialize", str(plan_file), "--out", "mix", "--shard-bytes", "16KB"]
+    materialize(plan, tmp_path / "ref", shard_bytes=16 * 1024)
+    reference = tree(tmp_path / "ref")
+    n_shards = sum(1 for k in reference if k.endswith(".parquet"))
+    assert n_shards > 100
+    out = tmp_path / "mix"
+    rng = random.Random(6)
+    kills = []
+    for _ in range(3):
+        at = rng.randrange(1, int(n_shards * 0.9))  # kill once this many shards exist (mid-write of the next)
+        p = start(args, tmp_path)
+        wait_for(lambda at=at: len(list(out.glob("phase=*/part-*"))) >= at, p, timeout=60, step=0.005)
+        if p.poll() is not None:
+            break
+        kill_group(p)
+        kills.append(at)
+        # a killed run leaves no manifest (readers trust it only) and no partial shard under a final name
+        assert not (out / "manifest.json").exists()
+        for shard in out.glob("phase=*/part-*.parquet"):
+            assert not partial_parquet(shard), shard
+    assert len(kills) >= 2, kills
+    r = run(args, tmp_path, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert tree(out) == reference
