@@ -1,4 +1,6 @@
-"""Explicit Arrow schemas of every Parquet file the build writes (datatrove would infer them from one row)."""
+"""Explicit Arrow schemas of the files the build writes (datatrove would infer them from one row).
+
+The store's own files use `mixture.store.schema`; WORK is the intermediate file between stages."""
 
 from __future__ import annotations
 
@@ -18,53 +20,4 @@ WORK = pa.schema(
     ]
 )
 
-_STORE_FIELDS = [
-    ("id", pa.string()),
-    ("text", pa.string()),
-    ("source", pa.string()),
-    ("category", pa.string()),
-    ("origin", pa.string()),
-    ("n_tokens", pa.int64()),
-    ("n_chars", pa.int64()),
-    ("content_type", pa.string()),
-    ("raw_score", pa.float64()),
-    ("quality_score", pa.float64()),
-    ("cluster", pa.int16()),
-    ("quality", pa.int8()),
-    ("fine_cluster", pa.int32()),
-    ("cluster_distance", pa.float32()),
-]
-
-
-def store_schema(keep_token_ids: bool) -> pa.Schema:
-    fields = list(_STORE_FIELDS)
-    if keep_token_ids:
-        fields.append(("input_ids", pa.list_(pa.int32())))
-    return pa.schema(fields)
-
-
-SAMPLE = pa.schema([("rank", pa.int32()), *_STORE_FIELDS, ("kind", pa.string())])
-
-DROPPED = pa.schema(
-    [
-        ("id", pa.string()),
-        ("source", pa.string()),
-        ("origin", pa.string()),
-        ("reason", pa.string()),
-        ("detail", pa.string()),
-        ("n_chars", pa.int64()),
-        ("text_head", pa.string()),
-    ]
-)
-
-QUARANTINE = pa.schema(
-    [
-        ("source", pa.string()),
-        ("file", pa.string()),
-        ("record", pa.int64()),
-        ("reason", pa.string()),
-        ("detail", pa.string()),
-        ("raw", pa.string()),
-        ("raw_bytes", pa.int64()),
-    ]
-)
+from mixture.store.schema import DROPPED, QUARANTINE, SAMPLE, store_schema  # noqa: E402,F401

@@ -9,6 +9,7 @@ from datatrove.pipeline.writers.parquet import ParquetWriter
 from pipelines import schemas
 
 TEXT_HEAD = 500
+STORE_BATCH = 128
 
 # `_build/work/ids/<rank>.parquet`: every document that reaches the work files, for the duplicate-id check
 IDS = pa.schema([("id", pa.string()), ("source", pa.string()), ("source_order", pa.int32()), ("file", pa.string()),
@@ -134,4 +135,6 @@ def store_writer(store: str, keep_token_ids: bool, shard_bytes: int, compression
         schema=schemas.store_schema(keep_token_ids),
         max_file_size=shard_bytes,
         compression=None if compression == "none" else compression,
+        # one open file per cell and task: a small batch bounds the task's buffered documents (200 cells × batch)
+        batch_size=STORE_BATCH,
     )

@@ -13,9 +13,9 @@ import pyarrow.parquet as pq
 from mixture.accounting.footers import FileFacts, parquet_rows, scan_files
 from mixture.accounting.footers import checksums as file_checksums
 from mixture.accounting.reader import StoreReader
-from mixture.accounting.schema import DROP_COUNTER
 from mixture.accounting.tables import store_k
 from mixture.store import layout
+from mixture.store.schema import DROP_COUNTER
 
 Status = Literal["pass", "fail", "skip"]
 CHECKSUM_ALL_MAX_BYTES = 4 << 30

@@ -17,8 +17,11 @@ import pyarrow.parquet as pq
 import xxhash
 
 from mixture.accounting.reader import open_fs
-from mixture.accounting.schema import DOC_SCHEMA, DROP_COUNTER, DROPPED_SCHEMA, QUARANTINE_SCHEMA
 from mixture.store import layout
+from mixture.store.schema import DOCUMENTS as DOC_SCHEMA
+from mixture.store.schema import DROP_COUNTER
+from mixture.store.schema import DROPPED as DROPPED_SCHEMA
+from mixture.store.schema import QUARANTINE as QUARANTINE_SCHEMA
 
 CONTENT_TYPES = ("agentic", "code", "default", "math", "multilingual", "prose", "structured")
 SOURCES = (("web-crawl", "web"), ("stdlib-code", "code"), ("arxiv-math", "math"), ("wiki-fr", "multilingual"))

@@ -6,9 +6,9 @@ import duckdb
 import pyarrow as pa
 
 from mixture.accounting.reader import StoreNotReady, StoreReader
-from mixture.accounting.schema import DOC_SCHEMA
 from mixture.accounting.tables import cell_table, ledger_shard_table
 from mixture.store import layout
+from mixture.store.schema import DOCUMENTS as DOC_SCHEMA
 
 VIEWS = ("documents", "shards", "cells", "clusters", "sources", "counters")
 

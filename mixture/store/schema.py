@@ -1,0 +1,66 @@
+"""Arrow schemas of the store's Parquet files (docs/store.md): documents, samples, drops, quarantine."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+DOCUMENT_FIELDS = [
+    ("id", pa.string()),
+    ("text", pa.string()),
+    ("source", pa.string()),
+    ("category", pa.string()),
+    ("origin", pa.string()),
+    ("n_tokens", pa.int64()),
+    ("n_chars", pa.int64()),
+    ("content_type", pa.string()),
+    ("raw_score", pa.float64()),
+    ("quality_score", pa.float64()),
+    ("cluster", pa.int16()),
+    ("quality", pa.int8()),
+    ("fine_cluster", pa.int32()),
+    ("cluster_distance", pa.float32()),
+]
+
+
+def store_schema(keep_token_ids: bool) -> pa.Schema:
+    fields = list(DOCUMENT_FIELDS)
+    if keep_token_ids:
+        fields.append(("input_ids", pa.list_(pa.int32())))
+    return pa.schema(fields)
+
+
+DOCUMENTS = store_schema(False)
+SAMPLE = pa.schema([("rank", pa.int32()), *DOCUMENT_FIELDS, ("kind", pa.string())])
+
+DROPPED = pa.schema(
+    [
+        ("id", pa.string()),
+        ("source", pa.string()),
+        ("origin", pa.string()),
+        ("reason", pa.string()),
+        ("detail", pa.string()),
+        ("n_chars", pa.int64()),
+        ("text_head", pa.string()),
+    ]
+)
+
+QUARANTINE = pa.schema(
+    [
+        ("source", pa.string()),
+        ("file", pa.string()),
+        ("record", pa.int64()),
+        ("reason", pa.string()),
+        ("detail", pa.string()),
+        ("raw", pa.string()),
+        ("raw_bytes", pa.int64()),
+    ]
+)
+
+
+# drop folder under _dropped/ -> its counter in store.json
+DROP_COUNTER = {
+    "filtered": "filtered",
+    "exact_duplicate": "exact_duplicate_dropped",
+    "fuzzy_duplicate": "fuzzy_duplicate_dropped",
+    "contaminated": "contaminated_dropped",
+}
