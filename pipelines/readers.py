@@ -231,14 +231,14 @@ class SourceReader(PipelineStep):
                 if src.text_field not in names:
                     # another schema: every row is quarantined (with its values) and the build goes on
                     detail = f"file has no column {src.text_field!r} (columns: {names[:10]}); set text_field"
-                    for batch in pf.iter_batches(batch_size=1024):
+                    for batch in pf.iter_batches(batch_size=128):
                         for rec in batch.to_pylist():
                             yield bad_record(src, rel, idx, "missing_text", detail,
                                              lambda rec=rec: json.dumps(rec, default=str))
                             idx += 1
                     return
                 cols = [c for c in (src.text_field, src.id_field) if c and c in names]
-                for batch in pf.iter_batches(columns=cols, batch_size=1024):
+                for batch in pf.iter_batches(columns=cols, batch_size=128):
                     for rec in batch.to_pylist():
                         yield self._make_doc(src, rel, idx, rec, lambda rec=rec: json.dumps(rec, default=str))
                         idx += 1
@@ -267,7 +267,7 @@ class RankFilesReader(PipelineStep):
             if not fs.exists(path):
                 continue
             with fs.open(path, "rb") as f:
-                for batch in pq.ParquetFile(f).iter_batches(batch_size=1024):
+                for batch in pq.ParquetFile(f).iter_batches(batch_size=128):
                     for rec in batch.to_pylist():
                         text, doc_id = rec.pop("text"), rec.pop("id")
                         rec["group"] = "exempt" if rec.get("exempt") else "fuzzy"

@@ -9,7 +9,7 @@ from datatrove.pipeline.writers.parquet import ParquetWriter
 from pipelines import schemas
 
 TEXT_HEAD = 500
-STORE_BATCH = 128
+STORE_BATCH = 128  # documents buffered per open output file (datatrove's default 1000 lets big documents pile up)
 
 # `_build/work/ids/<rank>.parquet`: every document that reaches the work files, for the duplicate-id check
 IDS = pa.schema([("id", pa.string()), ("source", pa.string()), ("source_order", pa.int32()), ("file", pa.string()),
@@ -107,7 +107,7 @@ def ids_writer(folder: str) -> ParquetWriter:
 def work_writer(folder: str, filename: str = "${rank}.parquet") -> ParquetWriter:
     return ParquetWriter(
         folder, filename, adapter=_work_row, schema=schemas.WORK, max_file_size=-1, compression="zstd",
-        use_content_defined_chunking=False, write_page_index=False,
+        use_content_defined_chunking=False, write_page_index=False, batch_size=STORE_BATCH,
     )
 
 
