@@ -4,12 +4,8 @@ side by side with a naive pandas recount reading every row. Figures go into docs
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
-import platform
-import re
 import statistics
-import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -18,28 +14,12 @@ import duckdb
 import pandas as pd
 import pyarrow as pa
 
+from bench.common import DOC, machine, publish
 from mixture.accounting import StoreReader, audit, report
 from mixture.accounting.synthetic import synthetic_documents, write_synthetic_store
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "performance.md"
 BEGIN, END = "<!-- accounting-bench:begin -->", "<!-- accounting-bench:end -->"
 K, SHARDS_PER_CELL = 40, 50  # 40 clusters x 5 qualities = 200 cells; 200 x 50 = 10,000 shard files
-
-
-def machine() -> str:
-    cpu = "unknown CPU"
-    with contextlib.suppress(OSError, StopIteration):
-        cpu = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                   if line.startswith("model name"))
-    ram = "?"
-    try:
-        kb = int(re.search(r"MemTotal:\s+(\d+)", Path("/proc/meminfo").read_text()).group(1))
-        ram = f"{kb / 2**20:.1f} GiB"
-    except (OSError, AttributeError):
-        pass
-    nproc = subprocess.run(["nproc"], capture_output=True, text=True).stdout.strip() or str(os.cpu_count())
-    return (f"`nproc` = {nproc}, CPU: {cpu}, RAM: {ram}; Python {platform.python_version()}, "
-            f"DuckDB {duckdb.__version__}, pyarrow {pa.__version__}, local disk (page cache warm)")
 
 
 def build(root: Path, docs_per_cell: int) -> Path:
@@ -103,7 +83,7 @@ def markdown(results: dict[str, dict], cmd: str) -> str:
         BEGIN,
         "## Accounting: audit and report (`bench/accounting_bench.py`)",
         "",
-        f"Machine: {machine()}. Load average when the run started: {results['load']} (other jobs shared the "
+        f"Machine: {machine(f'DuckDB {duckdb.__version__}, pyarrow {pa.__version__}, local disk (page cache warm)')}. Load average when the run started: {results['load']} (other jobs shared the "
         "2 cores, so these are upper bounds).",
         "",
         f"Reproduce: `{cmd}` (writes the synthetic stores under a temporary folder; `--dir D --keep` reuses them).",
@@ -148,17 +128,6 @@ def markdown(results: dict[str, dict], cmd: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def publish(section: str) -> None:
-    text = DOC.read_text() if DOC.exists() else "# Performance\n\nFigures written by `make bench` (`python -m bench.run`).\n\n"
-    if BEGIN in text and END in text:
-        text = text[: text.index(BEGIN)] + section + text[text.index(END) + len(END) + 1 :]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    tmp = DOC.with_suffix(".md.tmp")
-    tmp.write_text(text)
-    tmp.replace(DOC)
-
-
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--dir", help="where to write the stores (default: a temporary folder)")
@@ -181,7 +150,7 @@ def main(argv: list[str] | None = None) -> None:
             f" --rows {args.rows}" if args.rows != 20 else ""))
         print(section)
         if not args.no_publish:
-            publish(section)
+            publish(section, BEGIN, END)
             print(f"  wrote {DOC}")
     finally:
         if tmp is not None and not args.keep:

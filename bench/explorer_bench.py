@@ -18,10 +18,10 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.common import publish  # noqa: E402
 from tests.explorer.synthstore import build_store  # noqa: E402
 
 APP = str(ROOT / "app" / "main.py")
-PERF = ROOT / "docs" / "performance.md"
 START, END = "<!-- explorer-bench:start -->", "<!-- explorer-bench:end -->"
 
 
@@ -77,18 +77,6 @@ def markdown(r: dict) -> str:
     return "\n".join(lines)
 
 
-def write_section(text: str) -> None:
-    """Replace this benchmark's section of docs/performance.md (append it when absent)."""
-    old = PERF.read_text() if PERF.exists() else "# Performance\n"
-    if START in old and END in old:
-        new = old[:old.index(START)] + text + old[old.index(END) + len(END):]
-    else:
-        new = old.rstrip("\n") + "\n\n" + text + "\n"
-    tmp = PERF.with_suffix(".md.tmp")
-    tmp.write_text(new)
-    tmp.replace(PERF)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
@@ -99,7 +87,7 @@ def main() -> None:
     text = markdown(r)
     print(text)
     if not args.no_write:
-        write_section(text)
+        publish(text, START, END)
 
 
 if __name__ == "__main__":

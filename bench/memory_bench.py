@@ -13,7 +13,8 @@ import threading
 import time
 from pathlib import Path
 
-from bench.build_bench import REPO, demo_corpus, demo_spec, load, machine, publish, write_spec
+from bench.build_bench import REPO, demo_corpus, demo_spec, load, write_spec
+from bench.common import machine, publish
 
 BEGIN, END = "<!-- memory-bench:begin -->", "<!-- memory-bench:end -->"
 STAGES = ["prepare", "id_find", "id_filter", "exact_find", "split", "minhash_buckets", "minhash_cluster",
@@ -114,7 +115,7 @@ def markdown(results: list[dict], args, cmd: str) -> str:
         BEGIN,
         "## Peak memory of the build as the input grows (`bench/memory_bench.py`)",
         "",
-        f"Machine: {machine()}. Load average (1/5/15 min) when each build started: "
+        f"Machine: {machine('local disk')}. Load average (1/5/15 min) when each build started: "
         + "; ".join(f"{r['copies']}×: {r['load']}" for r in results) + ".",
         "",
         f"Reproduce: `{cmd}` (writes the corpora and stores under a temporary folder; `--dir D --keep` keeps them).",

@@ -1,0 +1,41 @@
+"""What every benchmark shares: the machine description and publishing its own section of docs/performance.md."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import re
+import subprocess
+from pathlib import Path
+
+DOC = Path(__file__).resolve().parent.parent / "docs" / "performance.md"
+HEADER = "# Performance\n\nFigures written by `make bench` (`python -m bench.run`).\n\n"
+
+
+def machine(libraries: str = "") -> str:
+    """`nproc`, CPU model, RAM and Python version (plus the given library versions)."""
+    cpu = "unknown CPU"
+    with contextlib.suppress(OSError, StopIteration):
+        cpu = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                   if line.startswith("model name"))
+    ram = "?"
+    with contextlib.suppress(OSError, AttributeError):
+        kb = int(re.search(r"MemTotal:\s+(\d+)", Path("/proc/meminfo").read_text()).group(1))
+        ram = f"{kb / 2**20:.1f} GiB"
+    nproc = subprocess.run(["nproc"], capture_output=True, text=True).stdout.strip() or str(os.cpu_count())
+    extra = f", {libraries}" if libraries else ""
+    return f"`nproc` = {nproc}, CPU: {cpu}, RAM: {ram}; Python {platform.python_version()}{extra}"
+
+
+def publish(section: str, begin: str, end: str) -> None:
+    """Replace the section between `begin` and `end` in docs/performance.md (or append it), atomically."""
+    text = DOC.read_text() if DOC.exists() else HEADER
+    section = section.strip("\n")  # runs from `begin` to `end`, markers included
+    if begin in text and end in text:
+        text = text[: text.index(begin)] + section + text[text.index(end) + len(end):]
+    else:
+        text = text.rstrip("\n") + "\n\n" + section + "\n"
+    tmp = DOC.with_suffix(f".md.tmp-{os.getpid()}")
+    tmp.write_text(text)
+    tmp.replace(DOC)
