@@ -15,6 +15,7 @@ import xxhash
 import mixture
 from mixture.fit.model_store import load_model
 from mixture.store import layout
+from mixture.store.io import write_json_atomic
 from pipelines.schemas import SAMPLE
 from pipelines.stages import BuildContext
 
@@ -29,13 +30,6 @@ def file_digest(fs, path: str) -> str:
         while chunk := f.read(CHUNK):
             h.update(chunk)
     return h.hexdigest()
-
-
-def _write_json(fs, path: str, obj: dict) -> None:
-    tmp = path + ".tmp"
-    with fs.open(tmp, "w") as f:
-        json.dump(obj, f, indent=1)
-    fs.mv(tmp, path)
 
 
 def _read_columns(fs, paths: list[str], columns: list[str]) -> pa.Table | None:
@@ -81,7 +75,7 @@ def write_ledgers(ctx: BuildContext, fs, root: str) -> list[dict]:
         ledger = {"format": 1, "cell": layout.cell_name(cluster, quality, k), "cluster": cluster, "quality": quality,
                   "shards": shards, "total_num_rows": sum(s["rows"] for s in shards),
                   "total_tokens": sum(s["tokens"] for s in shards), "is_finished": True}
-        _write_json(fs, f"{cell_dir}/{layout.LEDGER}", ledger)
+        write_json_atomic(fs, f"{cell_dir}/{layout.LEDGER}", ledger)
         ledgers.append(ledger)
     return ledgers
 
@@ -220,5 +214,5 @@ def finalize(ctx: BuildContext, spec_path: str) -> dict:
         "fit": model.fit,
         "samples": samples,
     }
-    _write_json(fs, f"{root}/{layout.STORE_JSON}", artifact)
+    write_json_atomic(fs, f"{root}/{layout.STORE_JSON}", artifact)
     return artifact

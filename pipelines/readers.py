@@ -16,6 +16,8 @@ import zstandard
 from datatrove.data import Document, DocumentsPipeline
 from datatrove.pipeline.base import PipelineStep
 
+from mixture.store.io import write_json_atomic
+
 RAW_KEEP = 1_000_000  # characters of a bad record kept in quarantine (its full size is recorded too)
 
 
@@ -147,11 +149,7 @@ class SourceReader(PipelineStep):
                 yield doc
         # records read per source by this task: the build's `records_in`, saved with the task's outputs
         fs, root = fsspec.core.url_to_fs(self.tally_folder)
-        fs.makedirs(root, exist_ok=True)
-        path = f"{root}/{rank:05d}.json"
-        with fs.open(path + ".tmp", "w") as f:
-            json.dump({"rank": rank, "records": tally}, f)
-        fs.mv(path + ".tmp", path)
+        write_json_atomic(fs, f"{root}/{rank:05d}.json", {"rank": rank, "records": tally}, indent=None)
 
     def read_file(self, src: SourceFiles, rel: str) -> DocumentsPipeline:
         path = f"{src.base}/{rel}"

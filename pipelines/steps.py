@@ -15,6 +15,7 @@ from datatrove.pipeline.base import PipelineStep
 from datatrove.pipeline.filters.base_filter import BaseFilter
 from datatrove.pipeline.writers.disk_base import DiskWriter
 
+from mixture.store.io import write_parquet_atomic
 from mixture.text.content_type import detect_content_type
 from mixture.text.normalize import normalize_text, stable_unit
 from mixture.text.quality import raw_quality_score
@@ -191,14 +192,8 @@ class OnlyFuzzyGroup(PipelineStep):
 def write_parquet_rows(uri: str, rows: list[dict], schema) -> None:
     """Write rows to `uri` through a temporary name, then rename (readers never see a partial file)."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
-    fs, path = fsspec.core.url_to_fs(uri)
-    fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
-    tmp = path + ".tmp"
-    with fs.open(tmp, "wb") as f:
-        pq.write_table(pa.Table.from_pylist(rows, schema=schema), f, compression="zstd")
-    fs.mv(tmp, path)
+    write_parquet_atomic(uri, pa.Table.from_pylist(rows, schema=schema))
 
 
 class SampleForFit(PipelineStep):
@@ -382,7 +377,6 @@ class FindDuplicateIds(PipelineStep):
         import duckdb
         import pyarrow as pa
         import pyarrow.dataset as pads
-        import pyarrow.parquet as pq
 
         from pipelines.writers import IDS
 
@@ -402,11 +396,7 @@ class FindDuplicateIds(PipelineStep):
             FROM ranked WHERE n > 1 ORDER BY rank, source_order, file, record""").to_arrow_table()
         con.close()
         self.stat_update("duplicate_ids", value=table.num_rows)
-        out_fs, out = fsspec.core.url_to_fs(self.output)
-        out_fs.makedirs(out.rsplit("/", 1)[0], exist_ok=True)
-        with out_fs.open(out + ".tmp", "wb") as f:
-            pq.write_table(table.cast(schema), f)
-        out_fs.mv(out + ".tmp", out)
+        write_parquet_atomic(self.output, table.cast(schema), compression="snappy")
         if data:
             yield from data
 

@@ -58,12 +58,10 @@ def _emit(text: str, out: str | None) -> None:
         sys.stdout.write(text)
         return
     from mixture.accounting.reader import open_fs
+    from mixture.store.io import write_atomic
 
     fs, path = open_fs(out)
-    tmp = f"{path}.tmp"
-    with fs.open(tmp, "w") as f:
-        f.write(text)
-    fs.mv(tmp, path)
+    write_atomic(fs, path, text)
     err.print(f"wrote {out}")
 
 

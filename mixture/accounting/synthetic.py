@@ -6,18 +6,17 @@ store.json counters are consistent with the ledgers, `_dropped/` and `_quarantin
 
 from __future__ import annotations
 
-import io
 import json
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 import xxhash
 
 from mixture.accounting.reader import open_fs
 from mixture.store import layout
+from mixture.store.io import parquet_bytes, write_atomic
 from mixture.store.schema import DOCUMENTS as DOC_SCHEMA
 from mixture.store.schema import DROP_COUNTER
 from mixture.store.schema import DROPPED as DROPPED_SCHEMA
@@ -77,19 +76,6 @@ def synthetic_documents(
     )
 
 
-def _parquet_bytes(table: pa.Table) -> bytes:
-    sink = io.BytesIO()
-    pq.write_table(table, sink)
-    return sink.getvalue()
-
-
-def _publish(fs: Any, path: str, data: bytes) -> None:
-    tmp = f"{path}.tmp"
-    with fs.open(tmp, "wb") as f:
-        f.write(data)
-    fs.mv(tmp, path)
-
-
 def shard_name(index: int) -> str:
     """Shard file names as the build writes them: part-TTTTT.parquet, then NNN_part-TTTTT.parquet."""
     task, n = divmod(index, 2)
@@ -143,9 +129,9 @@ def write_synthetic_store(
             if len(idx) == 0:
                 continue
             part = cell_docs.slice(int(idx[0]), len(idx))
-            data = _parquet_bytes(part)
+            data = parquet_bytes(part, "snappy")
             name = shard_name(i)
-            _publish(fs, f"{root}/{rel_dir}/{name}", data)
+            write_atomic(fs, f"{root}/{rel_dir}/{name}", data)
             tokens = int(np.asarray(part.column("n_tokens").to_numpy()).sum())
             shards.append({"path": name, "task": i // 2, "rows": part.num_rows, "tokens": tokens,
                            "bytes": len(data), "xxh64": xxhash.xxh64(data).hexdigest()})
@@ -153,7 +139,7 @@ def write_synthetic_store(
         ledger = {"format": 1, "cell": name, "cluster": c, "quality": q, "shards": shards,
                   "total_num_rows": sum(s["rows"] for s in shards),
                   "total_tokens": sum(s["tokens"] for s in shards), "is_finished": True}
-        _publish(fs, f"{root}/{rel_dir}/{layout.LEDGER}", json.dumps(ledger, indent=1).encode())
+        write_atomic(fs, f"{root}/{rel_dir}/{layout.LEDGER}", json.dumps(ledger, indent=1).encode())
         cells.append({"cell": name, "cluster": c, "quality": q, "path": rel_dir, "docs": ledger["total_num_rows"],
                       "tokens": ledger["total_tokens"], "shards": len(shards)})
         for s, t in zip(cell_docs.column("source").to_pylist(), cell_docs.column("n_tokens").to_pylist(),
@@ -176,7 +162,7 @@ def write_synthetic_store(
                           "detail": ["synthetic"] * n, "n_chars": [10] * n, "text_head": ["dropped text"] * n},
                          schema=DROPPED_SCHEMA)
         fs.makedirs(f"{root}/{layout.dropped_dir(reason)}", exist_ok=True)
-        _publish(fs, f"{root}/{layout.dropped_dir(reason)}/part-00000.parquet", _parquet_bytes(table))
+        write_atomic(fs, f"{root}/{layout.dropped_dir(reason)}/part-00000.parquet", parquet_bytes(table, "snappy"))
     if bad_input:
         src = [sources[i % len(sources)] for i in range(bad_input)]
         for s in src:
@@ -185,11 +171,11 @@ def write_synthetic_store(
                           "reason": ["invalid_json"] * bad_input, "detail": ["synthetic"] * bad_input,
                           "raw": ["{oops"] * bad_input, "raw_bytes": [5] * bad_input}, schema=QUARANTINE_SCHEMA)
         fs.makedirs(f"{root}/{layout.QUARANTINE_DIR}", exist_ok=True)
-        _publish(fs, f"{root}/{layout.QUARANTINE_DIR}/part-00000.parquet", _parquet_bytes(table))
+        write_atomic(fs, f"{root}/{layout.QUARANTINE_DIR}/part-00000.parquet", parquet_bytes(table, "snappy"))
     if sample_parts:
         fs.makedirs(f"{root}/{layout.SAMPLES_DIR}", exist_ok=True)
         uniform = pa.concat_tables(sample_parts)
-        _publish(fs, f"{root}/{layout.UNIFORM_SAMPLES}", _parquet_bytes(uniform))
+        write_atomic(fs, f"{root}/{layout.UNIFORM_SAMPLES}", parquet_bytes(uniform, "snappy"))
 
     counters = {"records_out": sum(c["docs"] for c in cells), "tokens_out": sum(c["tokens"] for c in cells),
                 "bad_input": bad_input, **{DROP_COUNTER[r]: drops.get(r, 0) for r in DROP_COUNTER}}
@@ -225,6 +211,6 @@ def write_synthetic_store(
         "samples": {"uniform": layout.UNIFORM_SAMPLES, "exemplars": layout.EXEMPLAR_SAMPLES,
                     "per_cell": samples_per_cell},
     }
-    _publish(fs, f"{root}/{layout.STORE_JSON}", json.dumps(artifact, indent=1).encode())
+    write_atomic(fs, f"{root}/{layout.STORE_JSON}", json.dumps(artifact, indent=1).encode())
     return artifact
 

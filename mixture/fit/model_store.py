@@ -12,6 +12,7 @@ import numpy as np
 from mixture.fit.calibration import fit_calibration, raw_cutoffs
 from mixture.fit.clusters import ClusterModel, fit_clusters, label_clusters
 from mixture.fit.embed import LexicalEmbedder, SentenceEmbedder, embedder_from_bytes
+from mixture.store.io import write_atomic
 from mixture.text.content_type import CONTENT_TYPES
 
 EMBEDDER, CENTROIDS, CALIBRATION, CLUSTERS, FIT = "embedder.npz", "centroids.npz", "calibration.json", "clusters.json", "fit.json"
@@ -24,13 +25,6 @@ class FrozenModel:
     calibration: dict[str, dict]
     labels: list[dict]
     fit: dict
-
-
-def _write(fs, path: str, data: bytes) -> None:
-    tmp = path + ".tmp"
-    with fs.open(tmp, "wb") as f:
-        f.write(data)
-    fs.mv(tmp, path)
 
 
 def _read_sample(sample_folder: str):
@@ -87,11 +81,11 @@ def fit_and_save(sample_folder: str, model_dir: str, params: dict) -> FrozenMode
     fs.makedirs(root, exist_ok=True)
     buf = io.BytesIO()
     np.savez_compressed(buf, fine_centroids=model.fine_centroids, lookup=model.lookup, centroids=model.centroids)
-    _write(fs, f"{root}/{EMBEDDER}", embedder.to_bytes())
-    _write(fs, f"{root}/{CENTROIDS}", buf.getvalue())
-    _write(fs, f"{root}/{CALIBRATION}", json.dumps(calibration, indent=1).encode())
-    _write(fs, f"{root}/{CLUSTERS}", json.dumps(info, indent=1).encode())
-    _write(fs, f"{root}/{FIT}", json.dumps(fit, indent=1).encode())
+    write_atomic(fs, f"{root}/{EMBEDDER}", embedder.to_bytes())
+    write_atomic(fs, f"{root}/{CENTROIDS}", buf.getvalue())
+    write_atomic(fs, f"{root}/{CALIBRATION}", json.dumps(calibration, indent=1).encode())
+    write_atomic(fs, f"{root}/{CLUSTERS}", json.dumps(info, indent=1).encode())
+    write_atomic(fs, f"{root}/{FIT}", json.dumps(fit, indent=1).encode())
     return FrozenModel(embedder, model, calibration, info, fit)
 
 

@@ -1,0 +1,37 @@
+"""Atomic writes at any fsspec path: write a temporary name, then rename (readers never see a partial file)."""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any
+
+import fsspec
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+
+def write_atomic(fs: fsspec.AbstractFileSystem, path: str, data: bytes | str) -> None:
+    """Write `data` to `path` (parent folders created) through `path.tmp` and a rename."""
+    if "/" in path:
+        fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
+    tmp = path + ".tmp"
+    with fs.open(tmp, "wb") as f:
+        f.write(data.encode("utf-8") if isinstance(data, str) else data)
+    fs.mv(tmp, path)
+
+
+def write_json_atomic(fs: fsspec.AbstractFileSystem, path: str, obj: Any, indent: int | None = 1) -> None:
+    write_atomic(fs, path, json.dumps(obj, indent=indent))
+
+
+def parquet_bytes(table: pa.Table, compression: str | None = "zstd") -> bytes:
+    sink = io.BytesIO()
+    pq.write_table(table, sink, compression=compression)
+    return sink.getvalue()
+
+
+def write_parquet_atomic(uri: str, table: pa.Table, compression: str | None = "zstd") -> None:
+    """Write an Arrow table to a Parquet file at `uri` (any fsspec URI), atomically."""
+    fs, path = fsspec.core.url_to_fs(uri)
+    write_atomic(fs, path, parquet_bytes(table, compression))
