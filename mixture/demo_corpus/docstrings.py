@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import ast
-import warnings
 from dataclasses import dataclass
+
+from .textutil import parse_python
 
 
 @dataclass(frozen=True)
@@ -28,11 +29,8 @@ def module_name(rel_path: str) -> str:
 
 def extract(source: str, module: str) -> list[Docstring]:
     """Docstrings in source order; [] when the source does not parse."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+    tree = parse_python(source)
+    if tree is None:
         return []
     out: list[Docstring] = []
     doc = ast.get_docstring(tree)

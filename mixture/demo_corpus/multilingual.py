@@ -5,11 +5,11 @@ from __future__ import annotations
 import ast
 import random
 import re
-import warnings
 from pathlib import Path
 
 from .local_files import read_text, subset
 from .model import Source
+from .textutil import parse_python
 
 Listing = list[tuple[str, Path]]
 _NON_LATIN_RE = re.compile(r"[^\W\d_\u0000-\u024f]")
@@ -31,11 +31,8 @@ def _non_latin_lines(text: str, min_letters: int = 8) -> list[str]:
 
 def _string_constants(source: str) -> list[str]:
     """Module-level string constants (lists, sets, calls over strings), docstring excluded."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+    tree = parse_python(source)
+    if tree is None:
         return []
     out = []
     for node in tree.body:

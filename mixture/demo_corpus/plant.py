@@ -107,6 +107,31 @@ def _malformed(reason: str, text: str, variant: int) -> Callable[[str], Record]:
     return make
 
 
+def _distinct(make: Callable[[], str], n: int) -> list[str]:
+    """Up to n distinct texts drawn from `make` (at most 20·n draws)."""
+    texts: list[str] = []
+    seen: set[str] = set()
+    for _ in range(20 * n):
+        if len(texts) >= n:
+            break
+        t = make()
+        if t not in seen:
+            seen.add(t)
+            texts.append(t)
+    return texts
+
+
+def _near_candidates(texts: list[str], need: int) -> list[int]:
+    """Indexes of texts of 300-1000 words (near-copy originals), topped up with the longest others when too few
+    (a small installation has few long texts)."""
+    mid = [i for i, t in enumerate(texts) if 300 <= n_words(t) <= 1000]
+    if len(mid) < need:
+        taken = set(mid)
+        rest = sorted((i for i in range(len(texts)) if i not in taken), key=lambda i: (-n_words(texts[i]), i))
+        mid += rest[: need - len(mid)]
+    return mid
+
+
 def web_like(groups: list[Group], vocab: list[str], bench: list[dict], scale: float, rng: random.Random) -> Planted:
     src = Source(
         name="web-like", category="web", license="PSF-2.0 and package licenses (assembled real paragraphs)",
@@ -116,18 +141,12 @@ def web_like(groups: list[Group], vocab: list[str], bench: list[dict], scale: fl
         bytes_per_file=3_000_000, min_files=3,
     )
     c = Counts.web(scale)
-    texts: list[str] = []
-    seen: set[str] = set()
     cum = group_weights(groups)
-    while len(texts) < c.base:
-        t = web_document(groups, cum, rng, web_length(rng))
-        if t not in seen:
-            seen.add(t)
-            texts.append(t)
+    texts = _distinct(lambda: web_document(groups, cum, rng, web_length(rng)), c.base)
     n = len(texts)
     used: set[int] = set()
-    mid = [i for i, t in enumerate(texts) if 300 <= n_words(t) <= 1000]
-    near_orig = _pick(rng, mid, max(1, round(c.near * 0.8)), used)
+    n_near = max(1, round(c.near * 0.8))
+    near_orig = _pick(rng, _near_candidates(texts, n_near), n_near, used)
     exact_orig = _pick(rng, list(range(n)), max(1, round(c.exact * 0.75)), used)
     cont = _pick(rng, list(range(n)), min(c.contaminated, len(bench)), used)
     bench = rng.sample(bench, len(cont))
@@ -171,22 +190,10 @@ def synthetic_dialogues(modules: list[list[Docstring]], vocab: list[str], scale:
     )
     c = Counts.dialogues(scale)
     weights = [len(m) for m in modules]
-    texts: list[str] = []
-    seen: set[str] = set()
-    attempts = 0
-    while len(texts) < c.base and attempts < 20 * c.base:
-        attempts += 1
-        t = dialogue(rng.choices(modules, weights)[0], rng)
-        if t not in seen:
-            seen.add(t)
-            texts.append(t)
+    texts = _distinct(lambda: dialogue(rng.choices(modules, weights)[0], rng), c.base)
     n = len(texts)
     used: set[int] = set()
-    mid = [i for i, t in enumerate(texts) if 300 <= n_words(t) <= 1000]
-    if len(mid) < c.near:  # few long dialogues (fewer installed packages): top up with the longest others
-        rest = sorted((i for i in range(n) if i not in set(mid)), key=lambda i: (-n_words(texts[i]), i))
-        mid += rest[: c.near - len(mid)]
-    near_orig = _pick(rng, mid, c.near, used)
+    near_orig = _pick(rng, _near_candidates(texts, c.near), c.near, used)
     exact_orig = _pick(rng, list(range(n)), c.exact, used)
     items = [_Item(float(i), _doc(t), base=i) for i, t in enumerate(texts)]
     for o in near_orig:

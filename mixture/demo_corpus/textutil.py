@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import unicodedata
+import warnings
 
 _WORD_RE = re.compile(r"\w+")
 _TRAILING_WS_RE = re.compile(r"[ \t]+$", re.MULTILINE)
@@ -75,3 +77,13 @@ def dumps_line(record: dict) -> str:
 def letter_share(text: str) -> float:
     """Share of letters and whitespace among the characters of text."""
     return 1 - len(_NON_LETTER_RE.findall(text)) / max(1, len(text))
+
+
+def parse_python(source: str) -> ast.Module | None:
+    """The module's syntax tree, or None when it does not parse (warnings about the source silenced)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
