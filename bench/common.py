@@ -28,14 +28,14 @@ def machine(libraries: str = "") -> str:
     return f"`nproc` = {nproc}, CPU: {cpu}, RAM: {ram}; Python {platform.python_version()}{extra}"
 
 
-def publish(section: str, begin: str, end: str) -> None:
-    """Replace the section between `begin` and `end` in docs/performance.md (or append it), atomically."""
-    text = DOC.read_text() if DOC.exists() else HEADER
+def publish(section: str, begin: str, end: str, doc: Path = DOC) -> None:
+    """Replace the section between `begin` and `end` in `doc` (docs/performance.md; or append it), atomically."""
+    text = doc.read_text() if doc.exists() else HEADER
     section = section.strip("\n")  # runs from `begin` to `end`, markers included
     if begin in text and end in text:
         text = text[: text.index(begin)] + section + text[text.index(end) + len(end):]
     else:
         text = text.rstrip("\n") + "\n\n" + section + "\n"
-    tmp = DOC.with_suffix(f".md.tmp-{os.getpid()}")
+    tmp = doc.with_suffix(f".md.tmp-{os.getpid()}")
     tmp.write_text(text)
-    tmp.replace(DOC)
+    tmp.replace(doc)

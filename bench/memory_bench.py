@@ -15,10 +15,10 @@ from pathlib import Path
 
 from bench.build_bench import REPO, demo_corpus, demo_spec, load, write_spec
 from bench.common import machine, publish
+from mixture.spec.models import Execution
 
 BEGIN, END = "<!-- memory-bench:begin -->", "<!-- memory-bench:end -->"
-STAGES = ["prepare", "id_find", "id_filter", "exact_find", "split", "minhash_buckets", "minhash_cluster",
-          "minhash_filter", "sample", "fit", "assign"]
+STAGES = list(Execution.STAGES)
 MIB = 2**20
 
 

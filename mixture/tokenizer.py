@@ -21,8 +21,9 @@ class TiktokenCounter:
         self._enc = tiktoken.get_encoding(encoding)
 
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
-        # ordinary: special-token text inside a document is encoded as text, never as a control token
-        return self._enc.encode_ordinary_batch(texts, num_threads=1)
+        # ordinary: special-token text inside a document is encoded as text, never as a control token; one text at a
+        # time in this thread (encode_ordinary_batch starts a thread pool per call, each thread a new malloc arena)
+        return [self._enc.encode_ordinary(t) for t in texts]
 
 
 class HFCounter:

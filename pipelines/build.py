@@ -112,14 +112,18 @@ def store_lock(store: str, break_lock: bool = False):
             fs.rm(path)
 
 
-def count_rows(folders: list[str]) -> int:
+def count_kept(ctx: BuildContext) -> int:
+    """Documents dedup keeps: prepared rows (Parquet footers) minus the drop list and the MinHash removals."""
+    fs, root = fsspec.core.url_to_fs(ctx.work)
+    fs.invalidate_cache(root)  # written by the stage's workers (other processes)
     total = 0
-    for folder in folders:
-        fs, root = fsspec.core.url_to_fs(folder)
-        fs.invalidate_cache(root)  # written by the stage's workers (other processes)
-        for p in fs.glob(f"{root}/*.parquet"):
-            with fs.open(p, "rb") as f:
-                total += pq.ParquetFile(f).metadata.num_rows
+    for p in fs.glob(f"{root}/prepared/*.parquet"):
+        with fs.open(p, "rb") as f:
+            total += pq.ParquetFile(f).metadata.num_rows
+    with fs.open(f"{root}/drops.parquet", "rb") as f:
+        total -= pq.ParquetFile(f).metadata.num_rows
+    if ctx.fuzzy_removals:
+        total -= sum(fs.size(p) for p in fs.glob(f"{root}/mh_remove/*.remove")) // 4  # uint32 document indexes
     return total
 
 
@@ -189,7 +193,7 @@ def build(spec_path: str, *, executor: str | None = None, tasks: int | None = No
 
         for stage in dedup_stages(ctx):
             run(stage)
-        total = count_rows(ctx.kept_folders)
+        total = count_kept(ctx)
         if total == 0:
             raise BuildError("no document survived cleaning, filtering and dedup; check the sources and filters")
         run(sample_stage(ctx, min(1.0, spec.partition.clusters.sample_docs / total)))

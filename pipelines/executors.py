@@ -22,6 +22,7 @@ from datatrove.utils.logging import logger
 
 from mixture.spec.models import Execution, Spec
 from mixture.store import layout
+from pipelines.memory import configure_memory
 from pipelines.stages import BuildContext, Stage
 
 EXECUTORS = ("local", "ray", "slurm")
@@ -58,6 +59,18 @@ def quiet_datatrove_console(level: str = "WARNING") -> None:
 
     logger.remove()
     logger.add(sys.stderr, level=level, format="<level>{level}</level> {message}")
+    _cache_loguru_lib_dirs()
+
+
+def _cache_loguru_lib_dirs() -> None:
+    """datatrove adds two loguru handlers per task; each builds an exception formatter that asks sysconfig for
+    ~70 library paths (~20 ms). Computing them once per process takes that off every task."""
+    import functools
+
+    from loguru._better_exceptions import ExceptionFormatter
+
+    if not hasattr(ExceptionFormatter._get_lib_dirs, "cache_info"):
+        ExceptionFormatter._get_lib_dirs = staticmethod(functools.cache(ExceptionFormatter._get_lib_dirs))
 
 
 @contextlib.contextmanager
@@ -81,16 +94,18 @@ def effective_execution(execution: Execution, stage: str | None = None) -> Execu
 
 # stages followed at once by another cluster stage (no driver-side step in between); any other stage, including one
 # added later, is a barrier where a Slurm driver waits: the safe default
-CHAINED_STAGES = frozenset({"prepare", "id_find", "id_filter", "exact_find", "split", "minhash_buckets",
-                            "minhash_cluster", "sample", "fit"})
+CHAINED_STAGES = frozenset({"prepare", "find_duplicates", "minhash_sigs", "minhash_buckets", "minhash_cluster",
+                            "sample", "fit"})
 
 
 def driver_waits_after(spec: Spec, stage: str) -> bool:
     """True for stages after which the driver reads results: the last dedup stage (row count → sample rate) and
     `assign` (finalize). A Slurm build waits there; the stages in between are chained with `afterok` dependencies."""
-    if stage == "split" and not spec.processing.dedup.fuzzy.enabled:
-        return True
-    return stage not in CHAINED_STAGES
+    last_dedup = "minhash_cluster" if spec.processing.dedup.fuzzy.enabled else "find_duplicates"
+    return stage == last_dedup or stage not in CHAINED_STAGES
+
+
+LOCAL_START_METHOD = os.environ.get("MIXTURE_START_METHOD", "fork")
 
 
 def _cluster_workers(ex: Execution, workers: int) -> int:
@@ -103,7 +118,7 @@ def make_executor(ctx: BuildContext, stage: Stage, executor: str, workers: int):
     ex = effective_execution(ctx.spec.execution, stage.name)
     if executor == "local":
         return _quiet_local_executor()(pipeline=stage.pipeline, tasks=stage.tasks, workers=min(workers, stage.tasks),
-                                       logging_dir=logging_dir)
+                                       logging_dir=logging_dir, start_method=LOCAL_START_METHOD)
     if executor == "ray":
         address = ex.address or os.environ.get("RAY_ADDRESS")
         with _quiet_unless(address, "datatrove.executor.ray"):  # its "local logging dir" warning is moot on one host
@@ -141,6 +156,7 @@ def _quiet_local_executor():
         """Task logs go to _build/<stage>/logs only; the console keeps errors (the build shows progress bars)."""
 
         def _run_for_rank(self, rank: int, local_rank: int = 0, node_rank: int = -1):
+            configure_memory()
             try:
                 return super()._run_for_rank(rank, local_rank + 1, node_rank)
             finally:
@@ -217,6 +233,10 @@ class RayStageExecutor(RayPipelineExecutor):
         super().run()
         if self.get_incomplete_ranks():
             raise _missing(self, self.stage_name, "Ray")
+
+    def _run_for_rank(self, rank: int, local_rank: int = 0, node_rank: int = -1):
+        configure_memory()
+        return super()._run_for_rank(rank, local_rank, node_rank)
 
 
 # --------------------------------------------------------------------------------------------------------- Slurm
@@ -310,6 +330,10 @@ class SlurmStageExecutor(SlurmPipelineExecutor):
     def launch_merge_stats(self):
         self._array_ids = list(self.job_id_retriever.ids)
         super().launch_merge_stats()
+
+    def _run_for_rank(self, rank: int, local_rank: int = 0, node_rank: int = -1):
+        configure_memory()
+        return super()._run_for_rank(rank, local_rank, node_rank)
 
     # ---- driver side
     def run(self):

@@ -8,28 +8,19 @@ import re
 from collections import Counter, defaultdict
 
 import fsspec
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-import xxhash
 
 import mixture
 from mixture.fit.model_store import load_model
 from mixture.store import layout
-from mixture.store.io import write_json_atomic
+from mixture.store.io import write_json_atomic, write_parquet_atomic
 from pipelines.schemas import SAMPLE
+from pipelines.shard_facts import read_task_facts, shard_facts
 from pipelines.stages import BuildContext
 
 _TASK_RE = re.compile(r"part-(\d+)\.parquet$")
-CHUNK = 8 * 2**20
-WHOLE_READ = 256 * 2**20  # shards up to this size are read in one request for their ledger entry
-
-
-def file_digest(fs, path: str) -> str:
-    h = xxhash.xxh64()
-    with fs.open(path, "rb") as f:
-        while chunk := f.read(CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _read_columns(fs, paths: list[str], columns: list[str]) -> pa.Table | None:
@@ -40,65 +31,87 @@ def _read_columns(fs, paths: list[str], columns: list[str]) -> pa.Table | None:
     return pa.concat_tables(tables) if tables else None
 
 
-def _shard_facts(fs, path: str, size: int) -> tuple[int, int, int, str]:
-    """(rows, Σ n_tokens, bytes, xxh64) of a shard; small ones in one read (one GET on an object store)."""
-    if size <= WHOLE_READ:
-        data = fs.cat_file(path)
-        pf = pq.ParquetFile(pa.BufferReader(data))
-        return pf.metadata.num_rows, _tokens(pf), len(data), xxhash.xxh64_hexdigest(data)
-    with fs.open(path, "rb") as f:
-        pf = pq.ParquetFile(f)
-        rows, tokens = pf.metadata.num_rows, _tokens(pf)
-    return rows, tokens, fs.size(path), file_digest(fs, path)
-
-
-def _tokens(pf: pq.ParquetFile) -> int:
-    return int(pa.compute.sum(pf.read(columns=["n_tokens"]).column(0)).as_py() or 0)
-
-
-def write_ledgers(ctx: BuildContext, fs, root: str) -> list[dict]:
-    """One `_ledger.json` per cell: rows (footer), tokens (n_tokens column), bytes and xxh64 of every shard."""
-    by_cell: dict[str, list[str]] = defaultdict(list)
+def write_ledgers(ctx: BuildContext, fs, root: str, facts: list[dict]) -> tuple[list[dict], dict]:
+    """One `_ledger.json` per cell: rows, tokens, bytes and xxh64 of every shard, as measured by the assign task
+    that wrote it (a shard its task did not measure is measured here; facts that no longer match the store stop
+    finalize). Also returns
+    {(cluster, quality): Counter(source → tokens)} and Counters of kept documents and tokens per source."""
+    known = {f"{root}/{s['path']}": s for t in facts for s in t["shards"]}
+    cell_sources: dict[tuple[int, int], Counter] = defaultdict(Counter)
+    kept_docs: Counter = Counter()
+    kept_tokens: Counter = Counter()
     found = fs.glob(f"{root}/cluster=*/quality=*/*.parquet", detail=True)
+    stale = [p for p in known if p not in found]  # measured by a task, gone since
+    for t in facts:
+        for cluster, quality, source, docs, tokens in t["cell_sources"]:
+            cell_sources[(cluster, quality)][source] += tokens
+            kept_docs[source] += docs
+            kept_tokens[source] += tokens
+    by_cell: dict[str, list[dict]] = defaultdict(list)
     for path in sorted(found):
-        by_cell[path.rsplit("/", 1)[0]].append(path)
+        size = int(found[path].get("size") or 0)
+        shard = known.get(path)
+        if shard is not None and shard["bytes"] != size:
+            stale.append(path)
+        if shard is None:  # not measured by its task: measure it here
+            m = _TASK_RE.search(path)
+            shard = {"path": path[len(root) + 1 :], "task": int(m.group(1)) if m else None,
+                     **shard_facts(fs, path, size)}
+            cl, ql = layout.parse_cell_path(path)
+            with fs.open(path, "rb") as f:
+                table = pq.read_table(f, columns=["source", "n_tokens"])
+            for src, n_tokens in zip(*(table.column(c).to_pylist() for c in ("source", "n_tokens")), strict=True):
+                cell_sources[(cl, ql)][src] += n_tokens
+                kept_docs[src] += 1
+                kept_tokens[src] += n_tokens
+        by_cell[path.rsplit("/", 1)[0]].append({**shard, "path": path.rsplit("/", 1)[1]})
+    if stale:  # facts of a shard that is gone or was rewritten: the counts above would be off
+        raise OSError(f"shard facts disagree with the store for {len(stale)} shard(s), e.g. {stale[0]}; "
+                      f"delete {ctx.at(f'{layout.WORK_DIR}/shard_facts')} and rerun to measure them again")
     k = ctx.spec.partition.clusters.k
     ledgers = []
-    for cell_dir, paths in sorted(by_cell.items()):
+    for cell_dir, shards in sorted(by_cell.items()):
         cluster, quality = layout.parse_cell_path(cell_dir)
-        shards = []
-        for p in paths:
-            rows, tokens, size, digest = _shard_facts(fs, p, int(found[p].get("size") or 0))
-            m = _TASK_RE.search(p)
-            shards.append({"path": p.rsplit("/", 1)[1], "task": int(m.group(1)) if m else None, "rows": rows,
-                           "tokens": tokens, "bytes": size, "xxh64": digest})
         ledger = {"format": 1, "cell": layout.cell_name(cluster, quality, k), "cluster": cluster, "quality": quality,
                   "shards": shards, "total_num_rows": sum(s["rows"] for s in shards),
                   "total_tokens": sum(s["tokens"] for s in shards), "is_finished": True}
         write_json_atomic(fs, f"{cell_dir}/{layout.LEDGER}", ledger)
         ledgers.append(ledger)
-    return ledgers
+    return ledgers, {"cell_sources": cell_sources, "docs": kept_docs, "tokens": kept_tokens}
 
 
 def write_samples(ctx: BuildContext, fs, root: str) -> dict:
-    paths = sorted(fs.glob(f"{root}/{layout.WORK_DIR}/samples/*.parquet"))
-    table = _read_columns(fs, paths, None) if paths else pa.Table.from_pylist([], schema=SAMPLE.append(pa.field("key", pa.float64())))
-    rows = table.to_pylist()
+    """The store's sample files: per cell the first `samples_per_cell` uniform draws and `exemplars_per_cell`
+    exemplars over every assign task's candidates, chosen on the key columns; only the chosen rows' text is read."""
     n = {"uniform": ctx.spec.store.samples_per_cell, "exemplar": ctx.spec.store.exemplars_per_cell}
-    groups: dict[tuple, list[dict]] = defaultdict(list)
-    for r in rows:
-        groups[(r["kind"], r["cluster"], r["quality"])].append(r)
-    out: dict[str, list[dict]] = {"uniform": [], "exemplar": []}
-    for (kind, _, _), items in sorted(groups.items()):
-        items.sort(key=lambda r: (r["key"], r["id"]))
-        for i, r in enumerate(items[: n[kind]]):
-            r = {**r, "rank": i}
-            r.pop("key")
-            out[kind].append(r)
+    paths = sorted(fs.glob(f"{root}/{layout.WORK_DIR}/samples/*.parquet"))
+    keys = []
+    for f, p in enumerate(paths):
+        with fs.open(p, "rb") as fh:
+            t = pq.read_table(fh, columns=["kind", "cluster", "quality", "key", "id"])
+        keys.append(t.append_column("file", pa.array(np.full(t.num_rows, f, np.int32)))
+                    .append_column("row", pa.array(np.arange(t.num_rows))))
+    picked: dict[tuple[str, int], list[tuple[int, int]]] = defaultdict(list)  # (kind, file) → [(row, rank)]
+    if keys:
+        table = pa.concat_tables(keys).sort_by([(c, "ascending") for c in ("kind", "cluster", "quality", "key", "id")])
+        last, rank = None, 0
+        for kind, cl, ql, f, row in zip(*(table.column(c).to_pylist() for c in ("kind", "cluster", "quality", "file", "row")),
+                                        strict=True):
+            rank = rank + 1 if (kind, cl, ql) == last else 0
+            last = (kind, cl, ql)
+            if rank < n[kind]:
+                picked[(kind, f)].append((row, rank))
     for kind, rel in (("uniform", layout.UNIFORM_SAMPLES), ("exemplar", layout.EXEMPLAR_SAMPLES)):
-        from pipelines.steps import write_parquet_rows
-
-        write_parquet_rows(f"{ctx.store}/{rel}", out[kind], SAMPLE)
+        parts = []
+        for f, p in enumerate(paths):
+            if rows := picked.get((kind, f)):
+                with fs.open(p, "rb") as fh:
+                    t = pq.read_table(fh).take([r for r, _ in rows])
+                parts.append(t.set_column(t.schema.get_field_index("rank"), "rank",
+                                          pa.array([k for _, k in rows], pa.int32())).drop_columns(["key"]))
+        out = pa.concat_tables(parts).cast(SAMPLE) if parts else SAMPLE.empty_table()
+        write_parquet_atomic(f"{ctx.store}/{rel}", out.sort_by([("cluster", "ascending"), ("quality", "ascending"),
+                                                                ("rank", "ascending")]))
     return {"uniform": layout.UNIFORM_SAMPLES, "exemplars": layout.EXEMPLAR_SAMPLES,
             "per_cell": n["uniform"], "exemplars_per_cell": n["exemplar"]}
 
@@ -117,7 +130,7 @@ def finalize(ctx: BuildContext, spec_path: str) -> dict:
     fs, root = fsspec.core.url_to_fs(ctx.store)
     root = root.rstrip("/")
     fs.invalidate_cache()  # the stages' workers wrote everything below: no listing cached before may be reused
-    ledgers = write_ledgers(ctx, fs, root)
+    ledgers, kept = write_ledgers(ctx, fs, root, read_task_facts(ctx.at(f"{layout.WORK_DIR}/shard_facts")))
     samples = write_samples(ctx, fs, root)
     model = load_model(ctx.at(layout.MODEL_DIR))
     spec, k = ctx.spec, ctx.spec.partition.clusters.k
@@ -146,16 +159,7 @@ def finalize(ctx: BuildContext, spec_path: str) -> dict:
                 per_source[s][key] += 1
             if reason == "filtered":
                 filtered_by_reason.update(t.column("detail").to_pylist())
-    kept = _read_columns(fs, sorted(fs.glob(f"{root}/cluster=*/quality=*/*.parquet")), ["source", "n_tokens", "cluster", "quality"])
-    kept_docs: Counter = Counter()
-    kept_tokens: Counter = Counter()
-    cell_sources: dict[tuple[int, int], Counter] = defaultdict(Counter)
-    if kept:
-        cols = [kept.column(c).to_pylist() for c in ("source", "n_tokens", "cluster", "quality")]
-        for s, t, cl, ql in zip(*cols, strict=True):
-            kept_docs[s] += 1
-            kept_tokens[s] += t
-            cell_sources[(cl, ql)][s] += t
+    kept_docs, kept_tokens, cell_sources = kept["docs"], kept["tokens"], kept["cell_sources"]
 
     cells = [{"cell": lg["cell"], "cluster": lg["cluster"], "quality": lg["quality"],
               "path": layout.cell_path(lg["cluster"], lg["quality"], k), "docs": lg["total_num_rows"],

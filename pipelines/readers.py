@@ -250,9 +250,9 @@ class RankFilesReader(PipelineStep):
     type = "📖 - READER"
     name = "mixture stage files"
 
-    def __init__(self, folders: list[str]):
+    def __init__(self, folders: list[str], columns: list[str] | None = None):
         super().__init__()
-        self.folders = folders
+        self.folders, self.columns = folders, columns
 
     def run(self, data: DocumentsPipeline = None, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
         import pyarrow.parquet as pq
@@ -265,7 +265,7 @@ class RankFilesReader(PipelineStep):
             if not fs.exists(path):
                 continue
             with fs.open(path, "rb") as f:
-                for batch in pq.ParquetFile(f).iter_batches(batch_size=128):
+                for batch in pq.ParquetFile(f).iter_batches(batch_size=128, columns=self.columns):
                     for rec in batch.to_pylist():
                         text, doc_id = rec.pop("text"), rec.pop("id")
                         rec["group"] = "exempt" if rec.get("exempt") else "fuzzy"

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import heapq
-import json
+import re
 from collections import Counter
 
 import fsspec
 import numpy as np
-import xxhash
 from datatrove.data import Document, DocumentsPipeline
 from datatrove.pipeline.base import PipelineStep
 from datatrove.pipeline.filters.base_filter import BaseFilter
@@ -19,9 +18,17 @@ from mixture.store.io import write_parquet_atomic
 from mixture.text.content_type import detect_content_type
 from mixture.text.normalize import normalize_text, stable_unit
 from mixture.text.quality import raw_quality_score
-from pipelines.words import words as text_words
+from pipelines.memory import release_memory
 
-SYMBOLS_TO_IGNORE = set(" \t\n")
+_SYMBOL = re.compile(r"[^\w \t\n]|_")  # neither alphanumeric (str.isalnum) nor a space, tab or newline
+_ASCII_NOT_SYMBOL = bytes(b for b in range(128) if chr(b).isalnum() or chr(b) in " \t\n")
+
+
+def symbol_count(text: str) -> int:
+    """Characters that are neither alphanumeric nor a space, tab or newline, at C speed."""
+    if text.isascii():
+        return len(text.encode("ascii").translate(None, _ASCII_NOT_SYMBOL))
+    return len(_SYMBOL.findall(text))
 
 
 class Normalize(PipelineStep):
@@ -79,71 +86,17 @@ class Gates(BaseFilter):
             return False, "min_chars"
         if n > self.max_chars:
             return False, "max_chars"
-        if len(text.split()) < self.min_words:
+        if len(text.split(None, self.min_words)) < self.min_words:  # stops splitting after min_words + 1 words
             return False, "min_words"
         head = text[:100_000]
-        symbols = sum(1 for ch in head if not ch.isalnum() and ch not in SYMBOLS_TO_IGNORE)
-        if symbols / max(1, len(head)) > self.max_symbol_ratio:
+        if symbol_count(head) / max(1, len(head)) > self.max_symbol_ratio:
             return False, "symbol_ratio"
-        lines = [ln for ln in head.split("\n") if ln.strip()]
+        lines = list(filter(str.strip, head.split("\n")))
         if len(lines) >= 10:
             counts = Counter(lines)
             dup = sum(c for c in counts.values() if c > 1) / len(lines)
             if dup > self.max_dup_lines:
                 return False, "duplicate_lines"
-        return True
-
-
-def ngram_hashes(text: str, n: int) -> set[int]:
-    """Hashes of the word n-grams of `text` (lower-cased words, punctuation ignored)."""
-    words = text_words(text)
-    return {xxhash.xxh3_64_intdigest(" ".join(words[i : i + n])) for i in range(len(words) - n + 1)}
-
-
-def load_benchmark_index(benchmarks: list[dict], n: int) -> dict[int, str]:
-    """{n-gram hash: 'benchmark:record id'} over the named fields of every benchmark record."""
-    import pyarrow.parquet as pq
-
-    index: dict[int, str] = {}
-    for bench in benchmarks:
-        fs, path = fsspec.core.url_to_fs(bench["uri"])
-        files = sorted(fs.glob(path)) if any(c in path for c in "*?[") else [path]
-        for file in files:
-            if file.endswith(".parquet"):
-                with fs.open(file, "rb") as f:
-                    records = pq.read_table(f).to_pylist()
-            else:
-                with fs.open(file, "rb", compression="infer") as f:
-                    records = [json.loads(line) for line in f if line.strip()]
-            for i, rec in enumerate(records):
-                tag = f"{bench['name']}:{rec.get('id', i)}"
-                texts = [str(rec[k]) for k in bench["fields"] if rec.get(k)]
-                for t in [*texts, " ".join(texts)]:
-                    for h in ngram_hashes(t, n):
-                        index.setdefault(h, tag)
-    return index
-
-
-class Decontaminate(BaseFilter):
-    """Drops documents sharing at least `min_matches` distinct word n-grams with a benchmark record."""
-
-    name = "n-gram decontamination"
-
-    def __init__(self, benchmarks: list[dict], ngram: int, min_matches: int, exclusion_writer: DiskWriter | None = None):
-        super().__init__(exclusion_writer)
-        self.benchmarks, self.ngram, self.min_matches = benchmarks, ngram, min_matches
-        self._index: dict[int, str] | None = None
-
-    def filter(self, doc: Document) -> bool | tuple[bool, str]:
-        if self._index is None:
-            self._index = load_benchmark_index(self.benchmarks, self.ngram)
-        if not self._index:
-            return True
-        hits = [self._index[h] for h in ngram_hashes(doc.text, self.ngram) if h in self._index]
-        if len(hits) >= self.min_matches:
-            tag, count = Counter(hits).most_common(1)[0]
-            doc.metadata["drop_detail"] = f"{tag} ({len(hits)} matching {self.ngram}-grams)"
-            return False, "contaminated"
         return True
 
 
@@ -177,18 +130,6 @@ class Annotate(PipelineStep):
             yield doc
 
 
-class OnlyFuzzyGroup(PipelineStep):
-    """Passes on only documents subject to fuzzy dedup (their order defines MinHash document indexes)."""
-
-    type = "🔻 - FILTER"
-    name = "fuzzy-dedup group"
-
-    def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
-        for doc in data:
-            if not doc.metadata.get("exempt"):
-                yield doc
-
-
 def write_parquet_rows(uri: str, rows: list[dict], schema) -> None:
     """Write rows to `uri` through a temporary name, then rename (readers never see a partial file)."""
     import pyarrow as pa
@@ -197,36 +138,62 @@ def write_parquet_rows(uri: str, rows: list[dict], schema) -> None:
 
 
 class SampleForFit(PipelineStep):
-    """Seeded uniform sample of documents (rate r), plus the first document of every source seen by this task."""
+    """Seeded uniform sample (rate r) of the documents dedup keeps, plus the lowest-draw kept document of every
+    source seen by this task; read column-wise from the prepared file, the text of the picked rows only."""
 
     type = "🎲 - SAMPLE"
     name = "sample for the fit"
 
-    def __init__(self, rate: float, seed: int, output_folder: str):
+    COLUMNS = ["idx", "id", "text", "source", "content_type", "raw_score"]
+
+    def __init__(self, rate: float, seed: int, work: str, fuzzy_removals: str | None, output_folder: str):
         super().__init__()
-        self.rate, self.seed, self.output_folder = rate, seed, output_folder
+        self.rate, self.seed, self.work, self.fuzzy_removals = rate, seed, work, fuzzy_removals
+        self.output_folder = output_folder
 
-    def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
+    def run(self, data: DocumentsPipeline = None, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
         import pyarrow as pa
+        import pyarrow.parquet as pq
 
-        rows, first_by_source = [], {}
-        for doc in data:
-            u = stable_unit(doc.id, self.seed)
-            row = {"id": doc.id, "text": doc.text, "source": doc.metadata["source"],
-                   "content_type": doc.metadata["content_type"], "raw_score": doc.metadata["raw_score"], "u": u}
-            if u < self.rate:
-                rows.append(row)
-            else:
-                src = row["source"]
-                if src not in first_by_source or u < first_by_source[src]["u"]:
-                    first_by_source[src] = row
-        kept_sources = {r["source"] for r in rows}
-        rows += [r for s, r in first_by_source.items() if s not in kept_sources]
+        from pipelines.dedup import load_drops
+
+        drops = load_drops(self.work, rank, self.fuzzy_removals)
+        fs, root = fsspec.core.url_to_fs(f"{self.work}/prepared/{rank:05d}.parquet")
         schema = pa.schema([("id", pa.string()), ("text", pa.string()), ("source", pa.string()),
                             ("content_type", pa.string()), ("raw_score", pa.float64()), ("u", pa.float64())])
-        write_parquet_rows(f"{self.output_folder}/{rank:05d}.parquet", rows, schema)
+        picked: dict[int, float] = {}
+        if fs.exists(root):
+            with fs.open(root, "rb") as f:
+                pf = pq.ParquetFile(f)
+                picked = self._pick(pf, drops)
+                parts = []  # second pass: the text of the picked rows only, batch by batch
+                for batch in pf.iter_batches(columns=self.COLUMNS, batch_size=512):
+                    take = [i for i, x in enumerate(batch.column(0).to_pylist()) if x in picked]
+                    if take:
+                        rows = pa.Table.from_batches([batch]).take(take)
+                        u = pa.array([picked[x] for x in rows.column("idx").to_pylist()], pa.float64())
+                        parts.append(rows.drop_columns(["idx"]).append_column("u", u).cast(schema))
+        out = pa.concat_tables(parts) if picked else schema.empty_table()
+        write_parquet_atomic(f"{self.output_folder}/{rank:05d}.parquet", out)
+        self.stat_update("sampled", value=len(picked))
         return
         yield
+
+    def _pick(self, pf, drops: dict) -> dict[int, float]:
+        """{row index: draw} of the sample: draws below the rate, plus each unsampled source's lowest draw."""
+        picked, first_by_source, sampled_sources = {}, {}, set()
+        for batch in pf.iter_batches(columns=["idx", "id", "source"], batch_size=8192):
+            for idx, doc_id, src in zip(*(c.to_pylist() for c in batch.columns), strict=True):
+                if idx in drops:
+                    continue
+                u = stable_unit(doc_id, self.seed)
+                if u < self.rate:
+                    picked[idx] = u
+                    sampled_sources.add(src)
+                elif src not in first_by_source or u < first_by_source[src][1]:
+                    first_by_source[src] = (idx, u)
+        picked.update((i, u) for s, (i, u) in first_by_source.items() if s not in sampled_sources)
+        return picked
 
 
 class Assign(PipelineStep):
@@ -303,15 +270,17 @@ class Assign(PipelineStep):
         write_parquet_rows(f"{self.samples_folder}/{rank:05d}.parquet", rows, SAMPLE.append(pa.field("key", pa.float64())))
 
     def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
-        from datatrove.utils.batching import batched
+        from pipelines.dedup import text_batches
 
         self._load()
         self._seq = 0
         uniform: dict = {}
         exemplars: dict = {}
-        for batch in batched(data, self.batch_size):
+        for n, batch in enumerate(text_batches(data, self.batch_size)):
             with self.track_time("batch"):
                 self._annotate(batch)
+                if n % 8 == 7:
+                    release_memory()
             for doc in batch:
                 self._collect(doc, uniform, exemplars)
                 self.stat_update("documents")
@@ -360,83 +329,3 @@ class ClearTaskFiles(PipelineStep):
                 self.stat_update("removed_files")
         if data:
             yield from data
-
-
-class FindDuplicateIds(PipelineStep):
-    """One task: ids used by more than one document. The first occurrence (sources in spec order, then file, then
-    record) keeps the id; every later one is listed in `output` (Parquet) with the occurrence that owns the id."""
-
-    type = "🫂 - DEDUP"
-    name = "find duplicate ids"
-
-    def __init__(self, ids_folder: str, output: str):
-        super().__init__()
-        self.ids_folder, self.output = ids_folder, output
-
-    def run(self, data: DocumentsPipeline = None, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
-        import duckdb
-        import pyarrow as pa
-        import pyarrow.dataset as pads
-
-        from pipelines.writers import IDS
-
-        fs, root = fsspec.core.url_to_fs(self.ids_folder)
-        files = sorted(fs.glob(f"{root}/*.parquet"))
-        schema = IDS.append(pa.field("first_source", pa.string())).append(pa.field("first_file", pa.string())) \
-            .append(pa.field("first_record", pa.int64()))
-        con = duckdb.connect()
-        ids = pads.dataset(files, filesystem=fs, format="parquet", schema=IDS)  # streamed, DuckDB spills if needed
-        con.register("ids", ids)
-        table = con.sql("""
-            WITH dup AS (SELECT * FROM ids WHERE id IN (SELECT id FROM ids GROUP BY id HAVING count(*) > 1)),
-            ranked AS (SELECT *, row_number() OVER w AS n, first_value(source) OVER w AS first_source,
-                              first_value(file) OVER w AS first_file, first_value(record) OVER w AS first_record
-                       FROM dup WINDOW w AS (PARTITION BY id ORDER BY source_order, file, record))
-            SELECT id, source, source_order, file, record, rank, first_source, first_file, first_record
-            FROM ranked WHERE n > 1 ORDER BY rank, source_order, file, record""").to_arrow_table()
-        con.close()
-        self.stat_update("duplicate_ids", value=table.num_rows)
-        write_parquet_atomic(self.output, table.cast(schema), compression="snappy")
-        if data:
-            yield from data
-
-
-class DuplicateIds(PipelineStep):
-    """Drops the documents whose id belongs to an earlier occurrence (see FindDuplicateIds); with a writer they are
-    quarantined with reason `duplicate_id`, without one (a later stage repeating the same cut) they vanish quietly."""
-
-    type = "🔻 - FILTER"
-    name = "duplicate ids"
-
-    def __init__(self, dups_file: str, writer: DiskWriter | None = None):
-        super().__init__()
-        self.dups_file, self.writer = dups_file, writer
-
-    def _losers(self, rank: int) -> dict[tuple[str, str], str]:
-        import pyarrow.parquet as pq
-
-        fs, path = fsspec.core.url_to_fs(self.dups_file)
-        with fs.open(path, "rb") as f:
-            rows = pq.read_table(f, filters=[("rank", "=", rank)]).to_pylist()
-        return {(r["source"], f"{r['file']}:{r['record']}"):
-                f"id {r['id']!r} is already used by source {r['first_source']!r} ({r['first_file']}:{r['first_record']})"
-                for r in rows}
-
-    def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
-        from pipelines.readers import RAW_KEEP
-
-        losers = self._losers(rank)
-        with self.writer if self.writer else contextlib.nullcontext() as w:
-            for doc in data:
-                m = doc.metadata
-                detail = losers.get((m["source"], m["origin"])) if losers else None
-                if detail is None:
-                    yield doc
-                    continue
-                self.stat_update("duplicate_id")
-                if w is not None:
-                    file, _, record = m["origin"].rpartition(":")
-                    raw = json.dumps({"id": doc.id, "text": doc.text[:RAW_KEEP]}, ensure_ascii=False)
-                    m.update(_bad="duplicate_id", _detail=detail, _raw=raw, _raw_bytes=len(doc.text.encode()),
-                             _file=file, _record=int(record))
-                    w.write(doc, rank)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pyarrow as pa
 from datatrove.data import Document
 from datatrove.pipeline.writers.parquet import ParquetWriter
 
@@ -10,14 +9,50 @@ from pipelines import schemas
 
 TEXT_HEAD = 500
 STORE_BATCH = 128  # documents buffered per open output file (datatrove's default 1000 lets big documents pile up)
+BUFFER_CHARS = 8 * 2**20  # text buffered over all open files of a writer; above it the largest batches are written
 
-# `_build/work/ids/<rank>.parquet`: every document that reaches the work files, for the duplicate-id check
-IDS = pa.schema([("id", pa.string()), ("source", pa.string()), ("source_order", pa.int32()), ("file", pa.string()),
-                 ("record", pa.int64()), ("rank", pa.int32())])
+
+LONG_TEXT = frozenset({"text", "raw", "text_head", "minhash"})  # columns of long, mostly distinct values
+
+
+class BoundedParquetWriter(ParquetWriter):
+    """datatrove's ParquetWriter with a bound on the text buffered across all its open files (an assign task keeps
+    one file open per cell, 200 in the reference partition, and 200 batches of STORE_BATCH documents would grow
+    with the input until every batch is full), and without dictionary encoding or min/max statistics for long
+    text columns (measured on the demo store: 2.6× faster to write, 22 % smaller)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._chars: dict[str, int] = {}  # characters of text in each open file's pending batch
+
+    def _write(self, document: dict, file_handler, filename: str):
+        import pyarrow.parquet as pq
+
+        name = self._get_filename_with_file_id(filename) if self.max_file_size > 0 else filename
+        if name not in self._writers:
+            short = [f.name for f in self.schema if f.name not in LONG_TEXT]
+            self._writers[name] = pq.ParquetWriter(
+                file_handler, schema=self.schema, compression=self.compression, use_dictionary=short,
+                write_statistics=short, use_content_defined_chunking=self.use_content_defined_chunking,
+                write_page_index=self.write_page_index)
+        super()._write(document, file_handler, filename)
+        pending = self._batches.get(name)  # emptied when the batch reached batch_size and was written
+        size = sum(len(document.get(c) or "") for c in LONG_TEXT if c != "minhash")
+        self._chars[name] = self._chars.get(name, 0) + size if pending else 0
+        if self._pending_chars() > BUFFER_CHARS:  # write the largest batches until half the budget is left
+            for big in sorted(self._chars, key=self._chars.get, reverse=True):
+                self._write_batch(big)
+                self._chars[big] = 0
+                if self._pending_chars() <= BUFFER_CHARS // 2:
+                    break
+
+    def _pending_chars(self) -> int:
+        return sum(c for name, c in self._chars.items() if self._batches.get(name))  # closed files hold none
 
 
 def _work_row(self, doc: Document) -> dict:
     m = doc.metadata
+    self.rows += 1
     return {
         "id": doc.id,
         "text": doc.text,
@@ -28,6 +63,11 @@ def _work_row(self, doc: Document) -> dict:
         "content_type": m.get("content_type"),
         "raw_score": m.get("raw_score"),
         "n_chars": len(doc.text),
+        "rank": self.current_rank,
+        "idx": self.rows - 1,
+        "source_order": m.get("source_order", 0),
+        "exact_hash": m.get("exact_hash"),
+        "minhash": m.get("minhash"),
     }
 
 
@@ -80,39 +120,25 @@ def _store_row(self, doc: Document) -> dict:
     return row
 
 
-def _ids_row(self, doc: Document) -> dict:
-    m = doc.metadata
-    file, _, record = m["origin"].rpartition(":")
-    return {"id": doc.id, "source": m["source"], "source_order": m.get("source_order", 0), "file": file,
-            "record": int(record), "rank": self.current_rank}
+class WorkWriter(BoundedParquetWriter):
+    """`<folder>/<rank>.parquet` of prepared documents; each row records its task and its index in the file."""
+
+    current_rank, rows = 0, 0
+
+    def run(self, data, rank: int = 0, world_size: int = 1):
+        self.current_rank, self.rows = rank, 0
+        return super().run(data, rank, world_size)
 
 
-class IdsWriter(ParquetWriter):
-    """Writes (id, source, source order, file, record, task) of every document passing through."""
-
-    current_rank = 0
-
-    def write(self, document: Document, rank: int = 0, **kwargs):
-        self.current_rank = rank
-        return super().write(document, rank, **kwargs)
-
-
-def ids_writer(folder: str) -> ParquetWriter:
-    return IdsWriter(
-        folder, "${rank}.parquet", adapter=_ids_row, schema=IDS, max_file_size=-1, compression="zstd",
-        use_content_defined_chunking=False, write_page_index=False,
-    )
-
-
-def work_writer(folder: str, filename: str = "${rank}.parquet") -> ParquetWriter:
-    return ParquetWriter(
-        folder, filename, adapter=_work_row, schema=schemas.WORK, max_file_size=-1, compression="zstd",
+def work_writer(folder: str) -> ParquetWriter:
+    return WorkWriter(
+        folder, "${rank}.parquet", adapter=_work_row, schema=schemas.WORK, max_file_size=-1, compression="zstd",
         use_content_defined_chunking=False, write_page_index=False, batch_size=STORE_BATCH,
     )
 
 
 def drop_writer(folder: str, reason: str) -> ParquetWriter:
-    w = ParquetWriter(
+    w = BoundedParquetWriter(
         folder, "part-${rank}.parquet", adapter=_drop_row, schema=schemas.DROPPED, max_file_size=-1,
         compression="zstd", use_content_defined_chunking=False, write_page_index=False,
     )
@@ -121,14 +147,14 @@ def drop_writer(folder: str, reason: str) -> ParquetWriter:
 
 
 def quarantine_writer(folder: str, filename: str = "part-${rank}.parquet") -> ParquetWriter:
-    return ParquetWriter(
+    return BoundedParquetWriter(
         folder, filename, adapter=_quarantine_row, schema=schemas.QUARANTINE, max_file_size=-1,
         compression="zstd", use_content_defined_chunking=False, write_page_index=False,
     )
 
 
 def store_writer(store: str, keep_token_ids: bool, shard_bytes: int, compression: str) -> ParquetWriter:
-    return ParquetWriter(
+    return BoundedParquetWriter(
         store,
         "cluster=${cluster_dir}/quality=${quality}/part-${rank}.parquet",
         adapter=_store_row,

@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.cluster import KMeans
 from sklearn.preprocessing import normalize
 
-from mixture.fit.embed import _counter
+from mixture.fit.embed import TermCounts, min_df_for
 
 
 class ClusteringError(ValueError):
@@ -92,14 +93,23 @@ def fit_clusters(x: np.ndarray, k: int, fine_k: int, min_share: float, seed: int
 
 def label_clusters(texts: list[str], labels: np.ndarray, k: int, top_n: int = 8) -> list[dict]:
     """c-TF-IDF top terms per cluster -> distinct human-readable labels, a summary and a label confidence."""
-    cv = _counter(max_features=50_000, min_df=2 if len(texts) >= 50 else 1)
-    counts = cv.fit_transform([t[:20_000] for t in texts]).tocsr()
-    terms = cv.get_feature_names_out()
-    per_cluster = np.zeros((k, counts.shape[1]), dtype=np.float64)
-    for c in range(k):
-        rows = np.flatnonzero(labels == c)
-        if len(rows):
-            per_cluster[c] = np.asarray(counts[rows].sum(axis=0)).ravel()
+    return label_counted_clusters(TermCounts.of(texts), labels, k, top_n)
+
+
+def _top(scores: np.ndarray, n: int) -> np.ndarray:
+    """Indices of the n highest positive scores, highest first, ties in index order (as a stable sort)."""
+    positive = np.flatnonzero(scores > 0)
+    return positive[np.argsort(-scores[positive], kind="stable")][:n]
+
+
+def label_counted_clusters(counted: TermCounts, labels: np.ndarray, k: int, top_n: int = 8) -> list[dict]:
+    """`label_clusters` of texts already counted: `counted` is TermCounts.of(texts)."""
+    selected = counted.select(max_features=50_000, min_df=min_df_for(counted.n_docs))
+    counts, terms = selected.counts, selected.terms
+    labels = np.asarray(labels)
+    docs = np.flatnonzero((labels >= 0) & (labels < k))
+    member = sp.csr_matrix((np.ones(len(docs)), (labels[docs], docs)), shape=(k, counts.shape[0]))
+    per_cluster = (member @ counts).toarray()  # (k, terms) float64 sums of each cluster's counts
     words = per_cluster.sum(axis=1, keepdims=True)
     tf = per_cluster / np.maximum(words, 1)
     avg_words = words.mean()
@@ -108,7 +118,8 @@ def label_clusters(texts: list[str], labels: np.ndarray, k: int, top_n: int = 8)
     out = []
     binary = counts > 0
     for c in range(k):
-        ranked = [terms[i] for i in np.argsort(-ctfidf[c], kind="stable") if ctfidf[c, i] > 0][: top_n + 6]
+        best = _top(ctfidf[c], top_n + 6)
+        ranked = [terms[i] for i in best]
         top = ranked[:top_n]
         n_label = 3
         label = ", ".join(t.title() for t in ranked[:n_label]) or f"Cluster {c}"
@@ -119,8 +130,8 @@ def label_clusters(texts: list[str], labels: np.ndarray, k: int, top_n: int = 8)
             label = f"{label} ({c})"
         used.add(label)
         rows = np.flatnonzero(labels == c)
-        idx = [cv.vocabulary_[t] for t in ranked[:3]]
-        conf = float(np.asarray(binary[rows][:, idx].sum(axis=1)).ravel().astype(bool).mean()) if len(rows) and idx else 0.0
+        idx = best[:3]
+        conf = float(np.asarray(binary[rows][:, idx].sum(axis=1)).ravel().astype(bool).mean()) if len(rows) and len(idx) else 0.0
         out.append(
             {
                 "id": c,

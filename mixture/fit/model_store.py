@@ -10,8 +10,8 @@ import fsspec
 import numpy as np
 
 from mixture.fit.calibration import fit_calibration, raw_cutoffs
-from mixture.fit.clusters import ClusterModel, fit_clusters, label_clusters
-from mixture.fit.embed import LexicalEmbedder, SentenceEmbedder, embedder_from_bytes
+from mixture.fit.clusters import ClusterModel, fit_clusters, label_counted_clusters
+from mixture.fit.embed import LexicalEmbedder, SentenceEmbedder, TermCounts, embedder_from_bytes
 from mixture.store.io import write_atomic
 from mixture.text.content_type import CONTENT_TYPES
 
@@ -27,7 +27,10 @@ class FrozenModel:
     fit: dict
 
 
-def _read_sample(sample_folder: str):
+def _read_sample(sample_folder: str) -> dict[str, list]:
+    """The sample's columns as lists, rows ordered by (u, id)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     fs, root = fsspec.core.url_to_fs(sample_folder)
@@ -35,10 +38,10 @@ def _read_sample(sample_folder: str):
     for path in sorted(fs.glob(f"{root}/*.parquet")):
         with fs.open(path, "rb") as f:
             tables.append(pq.read_table(f))
-    import pyarrow as pa
-
-    table = pa.concat_tables(tables).sort_by([("u", "ascending"), ("id", "ascending")])
-    return table.to_pydict()
+    table = pa.concat_tables(tables)
+    # the order Table.sort_by gives, applied to the Python lists: sort_by would first copy every text
+    order = pc.sort_indices(table, sort_keys=[("u", "ascending"), ("id", "ascending")]).to_pylist()
+    return {name: [values[i] for i in order] for name, values in table.to_pydict().items()}
 
 
 def fit_and_save(sample_folder: str, model_dir: str, params: dict) -> FrozenModel:
@@ -51,14 +54,15 @@ def fit_and_save(sample_folder: str, model_dir: str, params: dict) -> FrozenMode
             "lower partition.clusters.k or add data"
         )
     seed = params["seed"]
+    counted = TermCounts.of(texts)  # the sample is tokenised once, for the embedder and the cluster labels
     if params.get("embedder") == "sentence":
         embedder = SentenceEmbedder(params["sentence_model"])
+        x = embedder.transform(texts)
     else:
-        embedder = LexicalEmbedder.fit(texts, params["embedding_dim"], seed)
-    x = embedder.transform(texts)
+        embedder, x = LexicalEmbedder.fit_counts(counted, params["embedding_dim"], seed)
     fine_k = min(params["fine_k"], max(params["k"], len(texts) // 5))
     model, labels = fit_clusters(x, params["k"], fine_k, params["min_share"], seed)
-    info = label_clusters(texts, labels, params["k"])
+    info = label_counted_clusters(counted, labels, params["k"])
     raw = np.asarray(sample["raw_score"])
     types = np.asarray(sample["content_type"])
     calibration = fit_calibration({ct: raw[types == ct] for ct in CONTENT_TYPES}, CONTENT_TYPES)

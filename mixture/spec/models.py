@@ -167,8 +167,8 @@ class StoreSection(Strict):
 class Execution(Strict):
     """Where the build's stages run: datatrove's local, Ray or Slurm executor (see docs/scaling.md)."""
 
-    STAGES: ClassVar[tuple[str, ...]] = ("prepare", "id_find", "id_filter", "exact_find", "split", "minhash_buckets",
-                                         "minhash_cluster", "minhash_filter", "sample", "fit", "assign")
+    STAGES: ClassVar[tuple[str, ...]] = ("prepare", "find_duplicates", "minhash_sigs", "minhash_buckets",
+                                         "minhash_cluster", "sample", "fit", "assign")
 
     class StageResources(Strict):
         """Per-stage overrides of the execution settings (e.g. more memory for `fit` and `minhash_cluster`)."""

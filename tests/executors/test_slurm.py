@@ -79,12 +79,12 @@ def test_stage_names_match_the_build():
     dedup = [s.name for s in dedup_stages(ctx)]
     names = [*dedup, sample_stage(ctx, 0.5).name, fit_stage(ctx).name, assign_stage(ctx).name]
     assert names == list(Execution.STAGES)
-    assert [n for n in names if driver_waits_after(spec, n)] == [dedup[-1], "assign"] == ["minhash_filter", "assign"]
+    assert [n for n in names if driver_waits_after(spec, n)] == [dedup[-1], "assign"] == ["minhash_cluster", "assign"]
     raw = copy.deepcopy(raw)
     raw["processing"]["dedup"]["fuzzy"]["enabled"] = False
     ctx.spec = no_fuzzy = Spec.model_validate(raw)
     dedup = [s.name for s in dedup_stages(ctx)]
-    assert [n for n in dedup if driver_waits_after(no_fuzzy, n)] == [dedup[-1]] == ["split"]
+    assert [n for n in dedup if driver_waits_after(no_fuzzy, n)] == [dedup[-1]] == ["find_duplicates"]
 
 
 @pytest.mark.slow
@@ -95,25 +95,25 @@ def test_slurm_build_fails_cleanly_then_resumes_to_the_local_store(tmp_path, dem
     spec_path = _write_spec(tmp_path / "run", demo_corpus)
     store = tmp_path / "run" / "store"
 
-    # 1. exact_find fails on the "cluster": the jobs queued behind it never start; the driver notices at its first
-    #    barrier (minhash_filter), cancels them and names the stage that failed
-    monkeypatch.setenv("FAKE_SLURM_FAIL", "demo.exact_find")
+    # 1. find_duplicates fails on the "cluster": the jobs queued behind it never start; the driver notices at its
+    #    first barrier (minhash_cluster), cancels them and names the stage that failed
+    monkeypatch.setenv("FAKE_SLURM_FAIL", "demo.find_duplicates")
     with execution_overrides(**SETTINGS), pytest.raises(BuildError) as failed:
         build(str(spec_path), executor="slurm", progress=False)
     msg = str(failed.value)
     first = _stage_jobs(slurm)
-    assert "stage 'exact_find'" in msg and "1 of 1 tasks did not finish on Slurm" in msg, msg
-    assert list(first) == ["prepare", "id_find", "id_filter", "exact_find", "split", "minhash_buckets",
-                           "minhash_cluster", "minhash_filter"]  # submitted as one chain, nothing after the barrier
-    assert first["prepare"]["state"] == "COMPLETED" and first["exact_find"]["state"] == "FAILED"
-    chained = ["split", "minhash_buckets", "minhash_cluster", "minhash_filter"]
+    assert "stage 'find_duplicates'" in msg and "1 of 1 tasks did not finish on Slurm" in msg, msg
+    assert list(first) == ["prepare", "find_duplicates", "minhash_sigs", "minhash_buckets",
+                           "minhash_cluster"]  # submitted as one chain, nothing after the barrier
+    assert first["prepare"]["state"] == "COMPLETED" and first["find_duplicates"]["state"] == "FAILED"
+    chained = ["minhash_sigs", "minhash_buckets", "minhash_cluster"]
     assert all(first[s]["state"] == "CANCELLED" for s in chained)
     cancelled = (slurm / "scancel.log").read_text().split()
     assert {first[s]["id"] for s in chained} <= set(cancelled)
-    assert "Cancelled the jobs queued behind it: " in msg and f" {first['minhash_filter']['id']}" in msg
+    assert "Cancelled the jobs queued behind it: " in msg and f" {first['minhash_cluster']['id']}" in msg
     assert not (store / "store.json").exists()
 
-    # 2. rerun: finished stages are not resubmitted, exact_find and the rest are, and the store equals the local one
+    # 2. rerun: finished stages are not resubmitted, find_duplicates and the rest are; the store equals the local one
     monkeypatch.delenv("FAKE_SLURM_FAIL")
     n_before = len(_jobs(slurm))
     with execution_overrides(**SETTINGS):
@@ -122,22 +122,22 @@ def test_slurm_build_fails_cleanly_then_resumes_to_the_local_store(tmp_path, dem
     _settle(slurm)
     assert artifact["counters"] == fp["artifact"]["counters"]
     second = {name: j for name, j in _stage_jobs(slurm).items() if int(j["id"]) > n_before + 1000}
-    assert list(second) == ["exact_find", "split", "minhash_buckets", "minhash_cluster", "minhash_filter", "sample",
-                            "fit", "assign"]
+    assert list(second) == ["find_duplicates", "minhash_sigs", "minhash_buckets", "minhash_cluster", "sample", "fit",
+                            "assign"]
     assert all(j["state"] == "COMPLETED" for j in second.values())
 
     # arrays: one element per task, or per tasks_per_job tasks; `%2` = execution.workers
     arrays = {s: j["directives"]["array"] for s, j in second.items()}
-    assert arrays == {"exact_find": "0-0%2", "split": "0-1%2", "minhash_buckets": "0-1%2", "minhash_cluster": "0-0%2",
-                      "minhash_filter": "0-1%2", "sample": "0-1%2", "fit": "0-0%2", "assign": "0-1%2"}
+    assert arrays == {"find_duplicates": "0-0%2", "minhash_sigs": "0-1%2", "minhash_buckets": "0-1%2",
+                      "minhash_cluster": "0-0%2", "sample": "0-1%2", "fit": "0-0%2", "assign": "0-1%2"}
     # dependencies: a chain of afterok up to the barrier; sample starts a new chain after the driver counted rows
     deps = {s: j["dependency"] for s, j in second.items()}
     ids = {s: j["id"] for s, j in second.items()}
-    assert deps == {"exact_find": "", "split": f"afterok:{ids['exact_find']}", "minhash_buckets": f"afterok:{ids['split']}",
-                    "minhash_cluster": f"afterok:{ids['minhash_buckets']}",
-                    "minhash_filter": f"afterok:{ids['minhash_cluster']}", "sample": "",
+    assert deps == {"find_duplicates": "", "minhash_sigs": f"afterok:{ids['find_duplicates']}",
+                    "minhash_buckets": f"afterok:{ids['minhash_sigs']}",
+                    "minhash_cluster": f"afterok:{ids['minhash_buckets']}", "sample": "",
                     "fit": f"afterok:{ids['sample']}", "assign": f"afterok:{ids['fit']}"}
-    marks = list((store / "_build" / "minhash_filter" / "completions").iterdir())
+    marks = list((store / "_build" / "minhash_cluster" / "completions").iterdir())
     assert second["sample"]["submitted_at"] >= max(m.stat().st_mtime for m in marks)  # the driver waited there
     assert second["assign"]["submitted_at"] < second["sample"]["finished_at"]  # chained ahead, not waited for
     # merge_stats: one per stage, after its array

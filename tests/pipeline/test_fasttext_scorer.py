@@ -24,18 +24,19 @@ def train_model(corpus, path) -> None:
                 lines.append(f"{label} {' '.join(rec[entry['text_field']].split())[:5000]}")
     train = path.parent / "train.txt"
     train.write_text("\n".join(lines) + "\n")
-    # fastText's training is not reproducible here (same seed and one thread give different models, now and then
-    # "Encountered NaN"), so the test checks the plumbing against whatever model was saved, not its quality
+    # fastText's training is not reproducible here: about half of all runs, whatever the seed or learning rate,
+    # stop with "Encountered NaN" (measured: 16 of 30 seeds succeed at lr 0.2, similar at 0.05-0.5). So the test
+    # retries with new seeds and checks the plumbing against whatever model was saved, not its quality.
     model = None
-    for lr in (0.5, 0.2, 0.1):
+    for seed in range(25):
         try:
-            model = fasttext.train_supervised(str(train), epoch=25, lr=lr, wordNgrams=1, dim=16, seed=0, thread=1,
+            model = fasttext.train_supervised(str(train), epoch=25, lr=0.2, wordNgrams=1, dim=16, seed=seed, thread=1,
                                               verbose=0)
             break
         except RuntimeError as exc:
             if "NaN" not in str(exc):
                 raise
-    assert model is not None, "fastText training diverged at every learning rate"
+    assert model is not None, "fastText training diverged with 25 seeds"
     model.save_model(str(path))
 
 

@@ -1,0 +1,125 @@
+"""Word n-gram hashes of a batch of texts, vectorised with numpy, and one-permutation MinHash signatures.
+
+Words are lower-cased runs of word characters (`\\w`, any script; ASCII digits read as `0`); every other character
+separates words. A word hash mixes the word's bytes 8 at a time (splitmix64 finaliser), an n-gram hash mixes its
+words' hashes with position constants. Everything is a pure function of the text: stable across runs and machines."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+_U64 = np.uint64
+_M1, _M2 = _U64(0xBF58476D1CE4E5B9), _U64(0x94D049BB133111EB)
+_GOLDEN = _U64(0x9E3779B97F4A7C15)
+_ASCII_WORD = bytes(
+    ord("0") if chr(b).isdigit() else b if chr(b).isalnum() or chr(b) == "_" or b >= 128 else 32 for b in range(256)
+)
+_NON_ASCII_RUN = re.compile(r"[^\x00-\x7f]+")
+_NON_WORD = re.compile(r"\W+")
+_TAIL_MASKS = np.array([(1 << (8 * r)) - 1 if r < 8 else (1 << 64) - 1 for r in range(9)], dtype=_U64)
+EMPTY = np.iinfo(np.uint64).max  # a MinHash bin no shingle fell into
+
+
+def mix64(x: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser: a bijection of uint64 with full avalanche (x is modified in place and returned)."""
+    x ^= x >> _U64(30)
+    x *= _M1
+    x ^= x >> _U64(27)
+    x *= _M2
+    x ^= x >> _U64(31)
+    return x
+
+
+def simplified_bytes(text: str) -> bytes:
+    """UTF-8 of the lower-cased text with every non-word character made a space and ASCII digits made `0`."""
+    text = text.lower()
+    if not text.isascii():  # only the non-ASCII runs need the (slower) Unicode-aware class
+        text = _NON_ASCII_RUN.sub(lambda m: _NON_WORD.sub(" ", m.group()), text)
+    return text.encode("utf-8", "surrogatepass").translate(_ASCII_WORD)
+
+
+@dataclass
+class WordHashes:
+    """The words of a batch of texts: `hashes[offsets[i]:offsets[i + 1]]` are text i's, in order."""
+
+    hashes: np.ndarray  # uint64
+    offsets: np.ndarray  # int64, len(texts) + 1
+
+    @classmethod
+    def of(cls, texts: list[str]) -> WordHashes:
+        parts = [simplified_bytes(t) for t in texts]
+        buf = b" ".join(parts)  # the separator keeps words of two texts apart
+        starts_of_text = np.cumsum([0] + [len(p) + 1 for p in parts])[:-1]
+        a = np.frombuffer(buf, dtype=np.uint8)
+        edges = np.diff((a != 32).view(np.int8), prepend=np.int8(0), append=np.int8(0))
+        starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+        offsets = np.append(np.searchsorted(starts, starts_of_text), len(starts)).astype(np.int64)
+        return cls(_hash_words(buf, starts, ends - starts), offsets)
+
+    def doc_of(self) -> np.ndarray:
+        """The text index of every word."""
+        return np.repeat(np.arange(len(self.offsets) - 1), np.diff(self.offsets))
+
+    def ngrams(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """Hashes of every run of n consecutive words inside one text, and the text index of each."""
+        h, doc = self.hashes, self.doc_of()
+        m = len(h) - n + 1
+        if m <= 0:
+            return np.empty(0, _U64), np.empty(0, np.int64)
+        acc = h[:m].copy()
+        for t in range(1, n):
+            acc *= _U64((0x9E3779B97F4A7C15 * (2 * t + 1)) & (2**64 - 1) | 1)
+            acc += h[t : t + m]
+        inside = doc[:m] == doc[n - 1 :]
+        return mix64(acc[inside] ^ _U64(n)), doc[:m][inside]
+
+
+def _hash_words(buf: bytes, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """One 64-bit hash per word: its bytes read 8 at a time (the last read masked) and mixed into the length."""
+    padded = buf + bytes(8)
+    at = np.ndarray((len(buf) + 1,), dtype="<u8", buffer=padded, strides=(1,))  # 8 bytes from every offset
+    acc = lengths.astype(_U64) * _GOLDEN
+    idx, pos, rem = np.arange(len(starts)), starts.astype(np.int64), lengths.astype(np.int64)
+    while idx.size:
+        chunk = at[pos] & _TAIL_MASKS[np.minimum(rem, 8)]
+        acc[idx] = mix64(acc[idx] ^ chunk)
+        more = rem > 8
+        idx, pos, rem = idx[more], pos[more] + 8, rem[more] - 8
+    return acc
+
+
+def minhash_signatures(shingles: np.ndarray, doc: np.ndarray, n_docs: int, k: int, seed: int) -> np.ndarray:
+    """One-permutation MinHash with optimal densification (Shrivastava 2017): (n_docs, k) uint64 signatures.
+
+    A shingle's seeded hash picks one of k bins (its high bits) and competes for that bin's minimum; an empty bin
+    takes the value of the first non-empty bin in a fixed seeded order of bins, so two documents agree on each
+    position with probability equal to their Jaccard similarity, at O(shingles) cost instead of O(shingles × k).
+    Rows of documents without shingles are all EMPTY."""
+    h = mix64(shingles ^ mix64(np.array([seed], dtype=_U64) + _GOLDEN)[0])
+    bins = ((h >> _U64(32)) * _U64(k)) >> _U64(32)
+    out = np.full(n_docs * k, EMPTY, dtype=_U64)
+    np.minimum.at(out, doc.astype(_U64) * _U64(k) + bins, h)
+    out = out.reshape(n_docs, k)
+    empty = out == EMPTY
+    partial = np.flatnonzero(empty.any(axis=1) & ~empty.all(axis=1))
+    if partial.size:
+        order = _probe_order(k, seed)
+        for i in partial:
+            row, holes = out[i], np.flatnonzero(empty[i])
+            filled = ~empty[i][order[holes]]  # (holes, k): is the probed bin non-empty
+            row[holes] = row[order[holes, filled.argmax(axis=1)]]
+    return out
+
+
+_PROBES: dict[tuple[int, int], np.ndarray] = {}
+
+
+def _probe_order(k: int, seed: int) -> np.ndarray:
+    """For every bin, a seeded permutation of all bins: where an empty bin looks for a value."""
+    if (k, seed) not in _PROBES:
+        rng = np.random.default_rng([seed, k])
+        _PROBES[(k, seed)] = np.stack([rng.permutation(k) for _ in range(k)])
+    return _PROBES[(k, seed)]

@@ -1,0 +1,308 @@
+"""Fingerprints, decontamination and dedup: one pass computes every document's hashes, later stages only read them.
+
+`prepare` fingerprints each document (exact hash, one-permutation MinHash, benchmark n-gram hits); `find_duplicates`
+(DuckDB) lists repeated ids and exact duplicates; `minhash_sigs` writes the surviving signatures in datatrove's
+format for its MinHash bucket and cluster stages; `assign` routes every listed document to its drop file."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from collections import Counter
+from collections.abc import Iterator
+
+import fsspec
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import xxhash
+from datatrove.data import Document, DocumentsPipeline
+from datatrove.pipeline.base import PipelineStep
+from datatrove.pipeline.filters.base_filter import BaseFilter
+from datatrove.pipeline.writers.disk_base import DiskWriter
+
+from mixture.store.io import write_atomic, write_parquet_atomic
+from mixture.text.shingles import EMPTY, WordHashes, minhash_signatures
+from pipelines.schemas import DROPS
+
+BATCH_DOCS, BATCH_CHARS = 256, 1_000_000  # a batch: bounded in documents and in characters (numpy temporaries
+# take ~40 bytes per character, so the largest batch, not the input size, sets a task's peak memory)
+
+
+def text_batches(data: DocumentsPipeline, max_docs: int = BATCH_DOCS, max_chars: int = BATCH_CHARS
+                 ) -> Iterator[list[Document]]:
+    """Consecutive documents, at most `max_docs` per batch and no more characters than `max_chars` unless a single
+    document is longer."""
+    batch, chars = [], 0
+    for doc in data:
+        if batch and (len(batch) >= max_docs or chars + len(doc.text) > max_chars):
+            yield batch
+            batch, chars = [], 0
+        batch.append(doc)
+        chars += len(doc.text)
+    if batch:
+        yield batch
+
+
+class BenchmarkIndex:
+    """Sorted hashes of every word n-gram of the benchmarks' named fields, each with its first record's tag."""
+
+    def __init__(self, benchmarks: list[dict], n: int):
+        texts, tags = [], []
+        for bench in benchmarks:
+            for i, rec in enumerate(_read_records(bench["uri"])):
+                fields = [str(rec[k]) for k in bench["fields"] if rec.get(k)]
+                for t in [*fields, " ".join(fields)]:
+                    texts.append(t)
+                    tags.append(f"{bench['name']}:{rec.get('id', i)}")
+        grams, doc = WordHashes.of(texts).ngrams(n) if texts else (np.empty(0, np.uint64), np.empty(0, np.int64))
+        self.hashes, first = np.unique(grams, return_index=True)
+        self.tags = [tags[d] for d in doc[first]]
+
+    def hits(self, grams: np.ndarray) -> np.ndarray:
+        """Position in the index of every gram, -1 where the gram is not a benchmark n-gram."""
+        if not len(self.hashes):
+            return np.full(len(grams), -1)
+        pos = np.minimum(np.searchsorted(self.hashes, grams), len(self.hashes) - 1)
+        return np.where(self.hashes[pos] == grams, pos, -1)
+
+
+def _read_records(uri: str) -> list[dict]:
+    fs, path = fsspec.core.url_to_fs(uri)
+    records: list[dict] = []
+    for file in sorted(fs.glob(path)) if any(c in path for c in "*?[") else [path]:
+        if file.endswith(".parquet"):
+            with fs.open(file, "rb") as f:
+                records += pq.read_table(f).to_pylist()
+        else:
+            with fs.open(file, "rb", compression="infer") as f:
+                records += [json.loads(line) for line in f if line.strip()]
+    return records
+
+
+class Fingerprint(PipelineStep):
+    """Per batch of documents: exact hash, MinHash signature (fuzzy group only) and benchmark n-gram matches.
+
+    Sets metadata `exact_hash`, `minhash` (k uint64 as bytes) and, for a contaminated document, `contaminated`
+    (the detail of its drop); the words of the batch are hashed once for both n-gram sizes."""
+
+    type = "🫂 - DEDUP"
+    name = "fingerprint"
+
+    def __init__(self, minhash: dict | None, decontamination: dict | None):
+        super().__init__()
+        self.minhash = minhash  # {"ngram", "permutations", "seed"} or None
+        self.decontamination = decontamination  # {"benchmarks", "ngram", "min_matches"} or None
+        self._index: BenchmarkIndex | None = None
+
+    def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
+        for batch in text_batches(data):
+            with self.track_time("batch"):
+                self._fingerprint(batch)
+            yield from batch
+
+    def _fingerprint(self, batch: list[Document]) -> None:
+        for doc in batch:
+            doc.metadata["exact_hash"] = xxhash.xxh3_64_intdigest(doc.text.encode("utf-8", "surrogatepass"))
+        if not self.minhash and not self.decontamination:
+            return
+        words = WordHashes.of([d.text for d in batch])
+        if self.minhash:
+            k = self.minhash["permutations"]
+            grams, doc = words.ngrams(self.minhash["ngram"])
+            sigs = minhash_signatures(grams, doc, len(batch), k, self.minhash["seed"])
+            for d, sig in zip(batch, sigs, strict=True):
+                if not d.metadata.get("exempt") and sig[0] != EMPTY:
+                    d.metadata["minhash"] = sig.astype("<u8").tobytes()
+        if self.decontamination:
+            self._contamination(batch, words)
+
+    def _contamination(self, batch: list[Document], words: WordHashes) -> None:
+        cfg = self.decontamination
+        if self._index is None:
+            self._index = BenchmarkIndex(cfg["benchmarks"], cfg["ngram"])
+        grams, doc = words.ngrams(cfg["ngram"])
+        pos = self._index.hits(grams)
+        hit = pos >= 0
+        if not hit.any():
+            return
+        for d in np.unique(doc[hit]):
+            mine = np.unique(pos[hit & (doc == d)])  # distinct matching n-grams of document d
+            if len(mine) >= cfg["min_matches"]:
+                tag, _ = Counter(self._index.tags[p] for p in mine).most_common(1)[0]
+                batch[d].metadata["contaminated"] = f"{tag} ({len(mine)} matching {cfg['ngram']}-grams)"
+
+
+class Decontaminate(BaseFilter):
+    """Drops the documents Fingerprint found sharing at least `min_matches` distinct n-grams with a benchmark."""
+
+    name = "n-gram decontamination"
+
+    def filter(self, doc: Document) -> bool | tuple[bool, str]:
+        detail = doc.metadata.pop("contaminated", None)
+        if detail is None:
+            return True
+        doc.metadata["drop_detail"] = detail
+        return False, "contaminated"
+
+
+class FindDuplicates(PipelineStep):
+    """One task: later occurrences of an id (`duplicate_id`), then of a text (`exact_duplicate`), over all prepared
+    files (DuckDB, streamed from Parquet). The first occurrence in (source order, file, record) order is kept."""
+
+    type = "🫂 - DEDUP"
+    name = "find duplicate ids and texts"
+
+    def __init__(self, prepared: str, output: str, exact: bool):
+        super().__init__()
+        self.prepared, self.output, self.exact = prepared, output, exact
+
+    def run(self, data: DocumentsPipeline = None, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
+        import duckdb
+        import pyarrow.dataset as pads
+
+        from pipelines.schemas import WORK
+
+        fs, root = fsspec.core.url_to_fs(self.prepared)
+        spill = tempfile.mkdtemp(prefix="mixture-duckdb-")  # DuckDB spills here past its memory limit
+        con = duckdb.connect(config={"temp_directory": spill, "preserve_insertion_order": False})
+        con.register("prepared", pads.dataset(sorted(fs.glob(f"{root}/*.parquet")), filesystem=fs, format="parquet",
+                                              schema=WORK))  # streamed: DuckDB reads only the columns below
+        con.sql("""CREATE TEMP TABLE d AS SELECT rank, idx, id, source, source_order, exact_hash,
+                   regexp_extract(origin, '^(.*):[0-9]+$', 1) AS file,
+                   CAST(regexp_extract(origin, ':([0-9]+)$', 1) AS BIGINT) AS record FROM prepared""")
+        con.sql(f"CREATE TEMP TABLE later_id AS {_LATER.format(key='id', table='d')}")
+        out = [(r, i, "duplicate_id", f"id {id_!r} is already used by source {src!r} ({file}:{rec})")
+               for r, i, id_, src, file, rec in con.sql("SELECT * FROM later_id").fetchall()]
+        if self.exact:
+            con.sql("CREATE TEMP TABLE kept AS SELECT * FROM d ANTI JOIN later_id USING (rank, idx)")
+            out += [(r, i, "exact_duplicate", f"same text as {id_!r} ({src}, {file}:{rec})")
+                    for r, i, id_, src, file, rec in con.sql(_LATER.format(key="exact_hash", table="kept")).fetchall()]
+        con.close()
+        shutil.rmtree(spill, ignore_errors=True)
+        for reason, n in Counter(o[2] for o in out).items():
+            self.stat_update(reason, value=n)
+        out.sort()
+        table = pa.Table.from_arrays([pa.array([o[j] for o in out], type=f.type) for j, f in enumerate(DROPS)],
+                                     schema=DROPS)
+        write_parquet_atomic(self.output, table, compression="zstd")
+        if data:
+            yield from data
+
+
+# every occurrence of a repeated `key` after the first, with the first occurrence's id, source, file and record
+_LATER = """
+    WITH rep AS (SELECT * FROM {table} WHERE {key} IN (SELECT {key} FROM {table} GROUP BY {key} HAVING count(*) > 1))
+    SELECT rank, idx, first_id, first_source, first_file, first_record FROM (
+        SELECT rank, idx, row_number() OVER w AS n, first_value(id) OVER w AS first_id,
+               first_value(source) OVER w AS first_source, first_value(file) OVER w AS first_file,
+               first_value(record) OVER w AS first_record
+        FROM rep WINDOW w AS (PARTITION BY {key} ORDER BY source_order, file, record, rank, idx))
+    WHERE n > 1"""
+
+
+def load_drops(work: str, rank: int, fuzzy_removals: str | None) -> dict[int, tuple[str, str | None]]:
+    """{document index: (reason, detail)} of the prepared file of task `rank`: `find_duplicates`' list, plus the
+    documents datatrove's MinHash cluster stage removed (`<rank:06d>.remove`, uint32 indexes) when fuzzy dedup ran."""
+    fs, root = fsspec.core.url_to_fs(f"{work}/drops.parquet")
+    with fs.open(root, "rb") as f:
+        rows = pq.read_table(f, filters=[("rank", "=", rank)]).to_pylist()
+    drops = {r["idx"]: (r["reason"], r["detail"]) for r in rows}
+    if fuzzy_removals:
+        fs, root = fsspec.core.url_to_fs(f"{fuzzy_removals}/{rank:06d}.remove")
+        if fs.exists(root):
+            with fs.open(root, "rb") as f:
+                for idx in np.frombuffer(f.read(), dtype="<u4").tolist():
+                    drops[idx] = ("fuzzy_duplicate", "near-duplicate (MinHash LSH) of a kept document")
+    return drops
+
+
+class MinhashSigs(PipelineStep):
+    """Writes the MinHash signatures of task `rank`'s surviving fuzzy-group documents as datatrove signature files
+    (`bucket_<b>/<rank>.minhash.sig`: rows of `rows` uint64 and the document index, sorted), read from the prepared
+    file's `minhash` column alone."""
+
+    type = "🫂 - DEDUP"
+    name = "🎯 MinHash signatures"
+
+    def __init__(self, work: str, output_folder: str, bands: int, rows: int):
+        super().__init__()
+        self.work, self.output_folder, self.bands, self.rows = work, output_folder, bands, rows
+
+    def run(self, data: DocumentsPipeline = None, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
+        drops = load_drops(self.work, rank, None)
+        dtype = np.dtype([(f"h{j}", "<u8") for j in range(self.rows)] + [("doc", "<u4")])
+        fs, root = fsspec.core.url_to_fs(f"{self.work}/prepared/{rank:05d}.parquet")
+        out_fs, out_root = fsspec.core.url_to_fs(self.output_folder)
+        n = 0
+        with tempfile.TemporaryDirectory(prefix="mixture-sigs-") as tmp:
+            # one unsorted local file per band, written batch by batch; then each band alone is sorted and published
+            bands = [open(f"{tmp}/{b}", "wb") for b in range(self.bands)]  # noqa: SIM115 - closed below
+            try:
+                if fs.exists(root):
+                    with fs.open(root, "rb") as f:
+                        for batch in pq.ParquetFile(f).iter_batches(columns=["idx", "minhash"], batch_size=4096):
+                            n += self._spill(batch, drops, bands, dtype)
+            finally:
+                for band in bands:
+                    band.close()
+            for b in range(self.bands):
+                records = np.fromfile(f"{tmp}/{b}", dtype=dtype)
+                records.sort(order=dtype.names)  # datatrove's bucket stage merges files sorted by signature
+                out_fs.makedirs(f"{out_root}/bucket_{b:03d}", exist_ok=True)
+                write_atomic(out_fs, f"{out_root}/bucket_{b:03d}/{rank:05d}.minhash.sig", records.tobytes())
+        self.stat_update("signatures", value=n)
+        if data:
+            yield from data
+
+    def _spill(self, batch: pa.RecordBatch, drops: dict, bands: list, dtype: np.dtype) -> int:
+        keep = [(i, sig) for i, sig in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True)
+                if sig is not None and i not in drops]
+        if not keep:
+            return 0
+        matrix = np.frombuffer(b"".join(sig for _, sig in keep), dtype="<u8").reshape(len(keep), -1)
+        for b, band in enumerate(bands):
+            records = np.empty(len(keep), dtype=dtype)
+            for j in range(self.rows):
+                records[f"h{j}"] = matrix[:, b * self.rows + j]
+            records["doc"] = [i for i, _ in keep]
+            band.write(records.tobytes())
+        return len(keep)
+
+
+class RouteDrops(PipelineStep):
+    """Passes on the documents dedup keeps; writes the others to their drop files (`_dropped/<reason>/`) or, for a
+    repeated id, to `_quarantine/` as bad input."""
+
+    type = "🔻 - FILTER"
+    name = "route duplicates"
+
+    def __init__(self, work: str, fuzzy_removals: str | None, writers: dict[str, DiskWriter]):
+        super().__init__()
+        self.work, self.fuzzy_removals, self.writers = work, fuzzy_removals, writers
+
+    def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
+        from contextlib import ExitStack
+
+        from pipelines.readers import RAW_KEEP
+
+        drops = load_drops(self.work, rank, self.fuzzy_removals)
+        with ExitStack() as stack:
+            open_writers = {reason: stack.enter_context(w) for reason, w in self.writers.items()}
+            for doc in data:
+                drop = drops.get(doc.metadata["idx"])
+                if drop is None:
+                    yield doc
+                    continue
+                reason, detail = drop
+                self.stat_update(reason)
+                m = doc.metadata
+                if reason == "duplicate_id":
+                    file, _, record = m["origin"].rpartition(":")
+                    raw = json.dumps({"id": doc.id, "text": doc.text[:RAW_KEEP]}, ensure_ascii=False)
+                    m.update(_bad="duplicate_id", _detail=detail, _raw=raw, _raw_bytes=len(doc.text.encode()),
+                             _file=file, _record=int(record))
+                else:
+                    m["drop_detail"] = detail
+                open_writers[reason].write(doc, rank)
