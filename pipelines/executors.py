@@ -149,11 +149,26 @@ def _quiet_unless(condition, module: str) -> Iterator[None]:
         logger.enable(module)
 
 
+@dataclass
+class FailedTask:
+    """What a failed local task hands back instead of raising, so that the stage's other tasks run to the end (a
+    rerun then redoes only the failed ones). datatrove sums every task's stats once all have ended; reading
+    `stats` there raises the first failure."""
+
+    rank: int
+    error: str
+
+    @property
+    def stats(self):
+        raise ExecutorError(f"task {self.rank} failed: {self.error}")
+
+
 def _quiet_local_executor():
     from datatrove.executor import LocalPipelineExecutor
 
     class QuietLocalExecutor(LocalPipelineExecutor):
-        """Task logs go to _build/<stage>/logs only; the console keeps errors (the build shows progress bars)."""
+        """Task logs go to _build/<stage>/logs only; the console keeps errors (the build shows progress bars).
+        A failed task does not stop the others (see FailedTask)."""
 
         def _run_for_rank(self, rank: int, local_rank: int = 0, node_rank: int = -1):
             configure_memory()
@@ -161,6 +176,12 @@ def _quiet_local_executor():
                 return super()._run_for_rank(rank, local_rank + 1, node_rank)
             finally:
                 quiet_datatrove_console()
+
+        def _launch_run_for_rank(self, rank: int, ranks_q, completed=None, completed_lock=None):
+            try:
+                return super()._launch_run_for_rank(rank, ranks_q, completed, completed_lock)
+            except Exception as exc:  # noqa: BLE001 - reported once every task has ended
+                return FailedTask(rank, f"{type(exc).__name__}: {exc}")
 
         def run(self):
             try:

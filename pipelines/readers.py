@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import heapq
 import io
 import json
 import zlib
@@ -33,6 +34,7 @@ class SourceFiles:
     text_field: str
     id_field: str | None
     exempt: bool
+    sizes: tuple[int | None, ...] = ()  # bytes of each file, from the listing (balances the tasks)
 
 
 def bad_record(src: SourceFiles, rel: str, idx: int, reason: str, detail: str, raw: bytes | str | Callable) -> Document:
@@ -132,8 +134,21 @@ class SourceReader(PipelineStep):
         self.tally_folder = tally_folder
 
     def shard(self, rank: int, world_size: int) -> list[tuple[int, SourceFiles, str]]:
+        """Task `rank`'s files: the largest file goes to the least-loaded task (lowest rank on ties), so tasks get
+        about the same bytes; with a size missing every file counts the same (round robin). Each task reads its
+        files in (source, path) order."""
         files = [(i, s, f) for i, s in enumerate(self.sources) for f in s.files]
-        return files[rank::world_size]
+        sizes = [size for s in self.sources for size in (s.sizes or (None,) * len(s.files))]
+        if any(size is None for size in sizes):
+            sizes = [1] * len(files)
+        load = [(0, r) for r in range(world_size)]  # a heap of (bytes so far, task)
+        mine = []
+        for j in sorted(range(len(files)), key=lambda j: (-sizes[j], j)):
+            total, r = heapq.heappop(load)
+            heapq.heappush(load, (total + sizes[j], r))
+            if r == rank:
+                mine.append(j)
+        return [files[j] for j in sorted(mine)]
 
     def run(self, data: DocumentsPipeline = None, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
         if data:

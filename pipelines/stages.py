@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from datatrove.pipeline.dedup.minhash import MinhashConfig, MinhashDedupBuckets, MinhashDedupCluster
 
-from mixture.spec.load import list_source_files, resolve_uri
+from mixture.spec.load import list_source_files_sized, resolve_uri
 from mixture.spec.models import Spec
 from mixture.store import layout
 from pipelines import dedup, steps, writers
@@ -41,9 +41,9 @@ class BuildContext:
     def sources(self) -> list[SourceFiles]:
         out = []
         for s in self.spec.sources:
-            base, files = list_source_files(resolve_uri(s.uri, self.spec_dir), s.format)
-            out.append(SourceFiles(s.name, s.category, s.format, base, tuple(files), s.text_field, s.id_field,
-                                   s.exempt_from_fuzzy_dedup))
+            base, files = list_source_files_sized(resolve_uri(s.uri, self.spec_dir), s.format)
+            out.append(SourceFiles(s.name, s.category, s.format, base, tuple(f for f, _ in files), s.text_field,
+                                   s.id_field, s.exempt_from_fuzzy_dedup, tuple(size for _, size in files)))
         return out
 
     def benchmarks(self) -> list[dict]:

@@ -85,23 +85,29 @@ def source_extensions(fmt: str) -> tuple[str, ...]:
 
 def list_source_files(uri: str, fmt: str) -> tuple[str, list[str]]:
     """(base folder, sorted files relative to it) for a path, folder or glob at any fsspec URI."""
+    base, files = list_source_files_sized(uri, fmt)
+    return base, [rel for rel, _ in files]
+
+
+def list_source_files_sized(uri: str, fmt: str) -> tuple[str, list[tuple[str, int | None]]]:
+    """Like `list_source_files`, each file with its size in bytes from the same listing (None if not reported)."""
     fs, path = url_to_fs(uri)
     exts = source_extensions(fmt)
     if any(ch in path for ch in "*?["):
         parts = path.split("/")
         idx = next(i for i, p in enumerate(parts) if any(ch in p for ch in "*?["))
         base = "/".join(parts[:idx]) or "/"
-        files = sorted(fs.glob(path))
+        found = fs.glob(path, detail=True)
     elif fs.isdir(path):
         base = path
-        files = sorted(f for f in fs.find(path) if f.endswith(exts))
+        found = {f: info for f, info in fs.find(path, detail=True).items() if f.endswith(exts)}
     else:
         base = os.path.dirname(path) or "."
-        files = [path] if fs.exists(path) else []
+        found = {path: fs.info(path)} if fs.exists(path) else {}
     base = base.rstrip("/")
     protocol = uri.split("://", 1)[0] + "://" if "://" in uri else ""
-    rel = [f[len(base) + 1 :] if f.startswith(base + "/") else f for f in files]
-    return protocol + base, rel
+    files = [(f[len(base) + 1 :] if f.startswith(base + "/") else f, found[f].get("size")) for f in sorted(found)]
+    return protocol + base, files
 
 
 def _check_resources(spec: Spec, base_dir: str) -> list[SpecProblem]:
