@@ -97,11 +97,13 @@ def minhash_signatures(shingles: np.ndarray, doc: np.ndarray, n_docs: int, k: in
     A shingle's seeded hash picks one of k bins (its high bits) and competes for that bin's minimum; an empty bin
     takes the value of the first non-empty bin in a fixed seeded order of bins, so two documents agree on each
     position with probability equal to their Jaccard similarity, at O(shingles) cost instead of O(shingles × k).
-    Rows of documents without shingles are all EMPTY."""
+    Values are below 2**60: datatrove's bucket stage reads 64-bit signatures only up to its Mersenne prime
+    2**61 - 1 (its own values are taken modulo it) and silently skips larger ones. Rows of documents without
+    shingles are all EMPTY."""
     h = mix64(shingles ^ mix64(np.array([seed], dtype=_U64) + _GOLDEN)[0])
     bins = ((h >> _U64(32)) * _U64(k)) >> _U64(32)
     out = np.full(n_docs * k, EMPTY, dtype=_U64)
-    np.minimum.at(out, doc.astype(_U64) * _U64(k) + bins, h)
+    np.minimum.at(out, doc.astype(_U64) * _U64(k) + bins, h >> _U64(4))
     out = out.reshape(n_docs, k)
     empty = out == EMPTY
     partial = np.flatnonzero(empty.any(axis=1) & ~empty.all(axis=1))

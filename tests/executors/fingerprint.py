@@ -1,7 +1,8 @@
 """What must be equal between two builds of one spec: store.json (minus time and spec path), ids per cell, drops.
 
-Float columns are compared to 1e-5: BLAS sums in another thread layout (Ray gives each task OMP_NUM_THREADS=1)
-change the last bits of `cluster_distance`, hence the shard checksums, but never an assignment or a count."""
+Float columns are compared to 1e-4: BLAS sums in another thread layout (Ray gives each task OMP_NUM_THREADS=1)
+change the last bits of the float32 `cluster_distance` (up to 1.4e-5 seen), hence the shard checksums, but never
+an assignment or a count."""
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ def store_fingerprint(store: Path) -> dict:
 
 
 def assert_same_shards(a: Path, b: Path) -> int:
-    """Every shard of `a` has a namesake in `b` with equal rows (floats to 1e-5); returns the number of rows."""
+    """Every shard of `a` has a namesake in `b` with equal rows (floats to 1e-4); returns the number of rows."""
     files = sorted(p.relative_to(a) for p in a.glob("cluster=*/quality=*/*.parquet"))
     assert files == sorted(p.relative_to(b) for p in b.glob("cluster=*/quality=*/*.parquet"))
     rows = 0
@@ -44,7 +45,7 @@ def assert_same_shards(a: Path, b: Path) -> int:
         for name in ta.column_names:
             ca, cb = ta[name], tb[name]
             if pa.types.is_floating(ca.type):
-                np.testing.assert_allclose(ca.to_numpy(), cb.to_numpy(), rtol=1e-5, atol=1e-5, err_msg=f"{rel}:{name}")
+                np.testing.assert_allclose(ca.to_numpy(), cb.to_numpy(), rtol=1e-4, atol=1e-4, err_msg=f"{rel}:{name}")
             else:
                 assert ca.equals(cb), f"{rel}:{name}"
         rows += ta.num_rows

@@ -97,6 +97,14 @@ def test_minhash_densification_fills_every_bin_and_keeps_identical_sets_identica
     assert set(sig[0].tolist()) <= set(minhash_signatures(shingles, np.zeros(3, int), 1, 112, 5)[0].tolist())
 
 
+def test_minhash_values_stay_in_datatroves_signature_range():
+    # datatrove's MinhashDedupBuckets stops reading a sorted signature file at the first value >= 2**61 - 1
+    rng = np.random.default_rng(3)
+    shingles = rng.integers(0, 2**64 - 1, 50_000, dtype=np.uint64)
+    sig = minhash_signatures(shingles, rng.integers(0, 40, 50_000), 40, 112, 9)
+    assert sig.max() < 2**61 - 1 and sig.max() > 2**59  # the whole range below the prime is used
+
+
 def test_minhash_depends_on_the_seed_only():
     sh = WordHashes.of(["the quick brown fox jumps over the lazy dog again and again"]).ngrams(5)
     s1 = minhash_signatures(*sh, 1, 64, 1)
