@@ -162,8 +162,10 @@ def markdown(results: list[dict], args, cmd: str) -> str:
                      + f" | {growth} |")
     top = results[-1]
     ratio = top["pss"] / base["pss"]
-    grow = {s: top["stages"].get(s, [0, 0, 0])[1] - base["stages"].get(s, [0, 0, 0])[1] for s in order}
-    grower = max(order, key=lambda s: grow[s])
+    # stages sampled at both ends only (one shorter than the poll interval has no sample)
+    measured = [s for s in order if base["stages"].get(s, [0, 0])[1] and top["stages"].get(s, [0, 0])[1]]
+    grow = {s: top["stages"][s][1] - base["stages"][s][1] for s in measured}
+    grower = max(measured, key=lambda s: grow[s])
     at_peak = [max(r["stages"], key=lambda s: r["stages"][s][1]) for r in results]
     peak_stage = (f"`{at_peak[0]}` at every size" if len(set(at_peak)) == 1 else
                   ", ".join(f"{r['copies']}×: `{s}`" for r, s in zip(results, at_peak, strict=True)))
