@@ -113,7 +113,7 @@ def store_lock(store: str, break_lock: bool = False):
 
 
 def count_kept(ctx: BuildContext) -> int:
-    """Documents dedup keeps: prepared rows (Parquet footers) minus the drop list and the MinHash removals."""
+    """Documents dedup keeps: prepared rows (Parquet footers) minus the duplicate lists (footers too)."""
     fs, root = fsspec.core.url_to_fs(ctx.work)
     fs.invalidate_cache(root)  # written by the stage's workers (other processes)
     total = 0
@@ -122,8 +122,9 @@ def count_kept(ctx: BuildContext) -> int:
             total += pq.ParquetFile(f).metadata.num_rows
     with fs.open(f"{root}/drops.parquet", "rb") as f:
         total -= pq.ParquetFile(f).metadata.num_rows
-    if ctx.fuzzy_removals:
-        total -= sum(fs.size(p) for p in fs.glob(f"{root}/mh_remove/*.remove")) // 4  # uint32 document indexes
+    if ctx.fuzzy_drops:
+        with fs.open(f"{root}/fuzzy_drops.parquet", "rb") as f:
+            total -= pq.ParquetFile(f).metadata.num_rows
     return total
 
 

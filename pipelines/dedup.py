@@ -184,11 +184,16 @@ class FindDuplicates(PipelineStep):
         for reason, n in Counter(o[2] for o in out).items():
             self.stat_update(reason, value=n)
         out.sort()
-        table = pa.Table.from_arrays([pa.array([o[j] for o in out], type=f.type) for j, f in enumerate(DROPS)],
-                                     schema=DROPS)
-        write_parquet_atomic(self.output, table, compression="zstd")
+        write_drops(self.output, out)
         if data:
             yield from data
+
+
+def write_drops(uri: str, rows: list[tuple]) -> None:
+    """(rank, idx, reason, detail) rows as a DROPS Parquet file, published atomically."""
+    table = pa.Table.from_arrays([pa.array([r[j] for r in rows], type=f.type) for j, f in enumerate(DROPS)],
+                                 schema=DROPS)
+    write_parquet_atomic(uri, table, compression="zstd")
 
 
 # every occurrence of a repeated `key` after the first, with the first occurrence's id, source, file and record
@@ -202,20 +207,91 @@ _LATER = """
     WHERE n > 1"""
 
 
-def load_drops(work: str, rank: int, fuzzy_removals: str | None) -> dict[int, tuple[str, str | None]]:
+def load_drops(work: str, rank: int, fuzzy_drops: str | None) -> dict[int, tuple[str, str | None]]:
     """{document index: (reason, detail)} of the prepared file of task `rank`: `find_duplicates`' list, plus the
-    documents datatrove's MinHash cluster stage removed (`<rank:06d>.remove`, uint32 indexes) when fuzzy dedup ran."""
-    fs, root = fsspec.core.url_to_fs(f"{work}/drops.parquet")
-    with fs.open(root, "rb") as f:
-        rows = pq.read_table(f, filters=[("rank", "=", rank)]).to_pylist()
-    drops = {r["idx"]: (r["reason"], r["detail"]) for r in rows}
-    if fuzzy_removals:
-        fs, root = fsspec.core.url_to_fs(f"{fuzzy_removals}/{rank:06d}.remove")
-        if fs.exists(root):
+    near duplicates `minhash_cluster` listed when fuzzy dedup ran (`fuzzy_drops`, same schema)."""
+    drops: dict[int, tuple[str, str | None]] = {}
+    for path in (f"{work}/drops.parquet", fuzzy_drops):
+        if path:
+            fs, root = fsspec.core.url_to_fs(path)
             with fs.open(root, "rb") as f:
-                for idx in np.frombuffer(f.read(), dtype="<u4").tolist():
-                    drops[idx] = ("fuzzy_duplicate", "near-duplicate (MinHash LSH) of a kept document")
+                for r in pq.read_table(f, filters=[("rank", "=", rank)]).to_pylist():
+                    drops[r["idx"]] = (r["reason"], r["detail"])
     return drops
+
+
+class ResolveNearDuplicates(PipelineStep):
+    """One task, in place of datatrove's MinhashDedupCluster: union-find over the candidate pairs of datatrove's
+    bucket stage (`*.dups`), then in every cluster the first document in spec order (source, file, record, as
+    for exact duplicates) is kept and the others are listed as `fuzzy_duplicate`, naming the kept one."""
+
+    type = "🫂 - DEDUP"
+    name = "🎯 MinHash clusters"
+
+    def __init__(self, pairs_folder: str, prepared: str, output: str):
+        super().__init__()
+        self.pairs_folder, self.prepared, self.output = pairs_folder, prepared, output
+
+    def _components(self) -> dict[tuple[int, int], tuple[int, int]]:
+        """{(task, index): root} of every document in a candidate pair."""
+        parent: dict[tuple[int, int], tuple[int, int]] = {}
+
+        def find(x):
+            root = x
+            while parent.setdefault(root, root) != root:
+                root = parent[root]
+            while parent[x] != root:  # path compression
+                parent[x], x = root, parent[x]
+            return root
+
+        fs, root = fsspec.core.url_to_fs(self.pairs_folder)
+        for path in sorted(fs.glob(f"{root}/*.dups")):
+            with fs.open(path, "rb") as f:
+                pairs = np.frombuffer(f.read(), dtype="<u4").reshape(-1, 4)
+            for f1, d1, f2, d2 in pairs.tolist():
+                a, b = find((f1, d1)), find((f2, d2))
+                if a != b:
+                    parent[max(a, b)] = min(a, b)
+        return {x: find(x) for x in parent}
+
+    def run(self, data: DocumentsPipeline = None, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
+        import duckdb
+        import pyarrow.dataset as pads
+
+        from pipelines.schemas import WORK
+
+        comp = self._components()
+        members = pa.table({"rank": pa.array([k[0] for k in comp], pa.int32()),
+                            "idx": pa.array([k[1] for k in comp], pa.int64()),
+                            "component": pa.array([hash_pair(v) for v in comp.values()], pa.uint64())})
+        fs, root = fsspec.core.url_to_fs(self.prepared)
+        con = duckdb.connect()
+        con.register("prepared", pads.dataset(sorted(fs.glob(f"{root}/*.parquet")), filesystem=fs, format="parquet",
+                                              schema=WORK))
+        con.register("members", members)
+        rows = con.sql("""
+            WITH m AS (SELECT p.rank, p.idx, p.id, p.source, p.source_order, members.component,
+                              regexp_extract(p.origin, '^(.*):[0-9]+$', 1) AS file,
+                              CAST(regexp_extract(p.origin, ':([0-9]+)$', 1) AS BIGINT) AS record
+                       FROM prepared p JOIN members USING (rank, idx))
+            SELECT rank, idx, first_id, first_source, first_file, first_record FROM (
+                SELECT rank, idx, row_number() OVER w AS n, first_value(id) OVER w AS first_id,
+                       first_value(source) OVER w AS first_source, first_value(file) OVER w AS first_file,
+                       first_value(record) OVER w AS first_record
+                FROM m WINDOW w AS (PARTITION BY component ORDER BY source_order, file, record, rank, idx))
+            WHERE n > 1 ORDER BY rank, idx""").fetchall()
+        con.close()
+        out = [(r, i, "fuzzy_duplicate", f"near duplicate of {id_!r} ({src}, {file}:{rec})")
+               for r, i, id_, src, file, rec in rows]
+        self.stat_update("clusters", value=len(set(comp.values())))
+        self.stat_update("fuzzy_duplicate", value=len(out))
+        write_drops(self.output, out)
+        if data:
+            yield from data
+
+
+def hash_pair(x: tuple[int, int]) -> int:
+    return (x[0] << 32) | x[1]
 
 
 class MinhashSigs(PipelineStep):
@@ -278,16 +354,16 @@ class RouteDrops(PipelineStep):
     type = "🔻 - FILTER"
     name = "route duplicates"
 
-    def __init__(self, work: str, fuzzy_removals: str | None, writers: dict[str, DiskWriter]):
+    def __init__(self, work: str, fuzzy_drops: str | None, writers: dict[str, DiskWriter]):
         super().__init__()
-        self.work, self.fuzzy_removals, self.writers = work, fuzzy_removals, writers
+        self.work, self.fuzzy_drops, self.writers = work, fuzzy_drops, writers
 
     def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
         from contextlib import ExitStack
 
         from pipelines.readers import RAW_KEEP
 
-        drops = load_drops(self.work, rank, self.fuzzy_removals)
+        drops = load_drops(self.work, rank, self.fuzzy_drops)
         with ExitStack() as stack:
             open_writers = {reason: stack.enter_context(w) for reason, w in self.writers.items()}
             for doc in data:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from datatrove.pipeline.dedup.minhash import MinhashConfig, MinhashDedupBuckets, MinhashDedupCluster
+from datatrove.pipeline.dedup.minhash import MinhashConfig, MinhashDedupBuckets
 
 from mixture.spec.load import list_source_files_sized, resolve_uri
 from mixture.spec.models import Spec
@@ -56,9 +56,9 @@ class BuildContext:
         return MinhashConfig(n_grams=f.ngram, num_buckets=f.bands, hashes_per_bucket=f.rows_per_band, seed=f.seed)
 
     @property
-    def fuzzy_removals(self) -> str | None:
-        """Folder of datatrove's MinHash cluster output (`<task:06d>.remove`), None without fuzzy dedup."""
-        return f"{self.work}/mh_remove" if self.spec.processing.dedup.fuzzy.enabled else None
+    def fuzzy_drops(self) -> str | None:
+        """The near duplicates `minhash_cluster` lists (DROPS schema), None without fuzzy dedup."""
+        return f"{self.work}/fuzzy_drops.parquet" if self.spec.processing.dedup.fuzzy.enabled else None
 
     def task_side_files(self, stage: str) -> list[str]:
         """Globs ({rank} = the task) of the files a task of `stage` writes under names it may not rewrite on a rerun."""
@@ -107,7 +107,8 @@ def dedup_stages(ctx: BuildContext) -> list[Stage]:
         stages += [
             Stage("minhash_sigs", [dedup.MinhashSigs(ctx.work, f"{ctx.work}/mh_sigs", fz.bands, fz.rows_per_band)], ctx.tasks),
             Stage("minhash_buckets", [MinhashDedupBuckets(f"{ctx.work}/mh_sigs", f"{ctx.work}/mh_buckets", config=mh)], fz.bands),
-            Stage("minhash_cluster", [MinhashDedupCluster(f"{ctx.work}/mh_buckets", ctx.fuzzy_removals, config=mh)], 1),
+            Stage("minhash_cluster", [dedup.ResolveNearDuplicates(f"{ctx.work}/mh_buckets", f"{ctx.work}/prepared",
+                                                                  ctx.fuzzy_drops)], 1),
         ]
     return stages
 
@@ -119,7 +120,7 @@ def steps_reader(ctx: BuildContext):
 
 
 def sample_stage(ctx: BuildContext, rate: float) -> Stage:
-    return Stage("sample", [steps.SampleForFit(rate, ctx.spec.seed, ctx.work, ctx.fuzzy_removals, f"{ctx.work}/sample")],
+    return Stage("sample", [steps.SampleForFit(rate, ctx.spec.seed, ctx.work, ctx.fuzzy_drops, f"{ctx.work}/sample")],
                  ctx.tasks)
 
 
@@ -135,7 +136,7 @@ def assign_stage(ctx: BuildContext) -> Stage:
     s, c = ctx.spec.store, ctx.spec.partition
     assign = steps.Assign(ctx.at(layout.MODEL_DIR), tokenizer_ref(ctx), list(c.quality.edges), c.clusters.k,
                           s.keep_token_ids, s.samples_per_cell, s.exemplars_per_cell, ctx.spec.seed, f"{ctx.work}/samples")
-    route = dedup.RouteDrops(ctx.work, ctx.fuzzy_removals, {
+    route = dedup.RouteDrops(ctx.work, ctx.fuzzy_drops, {
         "duplicate_id": writers.quarantine_writer(ctx.at(layout.QUARANTINE_DIR), ID_QUARANTINE),
         **{r: writers.drop_writer(ctx.at(layout.dropped_dir(r)), r) for r in ("exact_duplicate", "fuzzy_duplicate")}})
     return Stage("assign", [steps.ClearTaskFiles(ctx.task_side_files("assign")),

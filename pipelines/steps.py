@@ -146,9 +146,9 @@ class SampleForFit(PipelineStep):
 
     COLUMNS = ["idx", "id", "text", "source", "content_type", "raw_score"]
 
-    def __init__(self, rate: float, seed: int, work: str, fuzzy_removals: str | None, output_folder: str):
+    def __init__(self, rate: float, seed: int, work: str, fuzzy_drops: str | None, output_folder: str):
         super().__init__()
-        self.rate, self.seed, self.work, self.fuzzy_removals = rate, seed, work, fuzzy_removals
+        self.rate, self.seed, self.work, self.fuzzy_drops = rate, seed, work, fuzzy_drops
         self.output_folder = output_folder
 
     def run(self, data: DocumentsPipeline = None, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
@@ -157,7 +157,7 @@ class SampleForFit(PipelineStep):
 
         from pipelines.dedup import load_drops
 
-        drops = load_drops(self.work, rank, self.fuzzy_removals)
+        drops = load_drops(self.work, rank, self.fuzzy_drops)
         fs, root = fsspec.core.url_to_fs(f"{self.work}/prepared/{rank:05d}.parquet")
         schema = pa.schema([("id", pa.string()), ("text", pa.string()), ("source", pa.string()),
                             ("content_type", pa.string()), ("raw_score", pa.float64()), ("u", pa.float64())])
