@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 
 import numpy as np
@@ -57,19 +58,33 @@ def test_planted_exact_duplicates_dropped(built_store, kept_ids):
         h = text_hash(normalize_text(texts[dup["duplicate_of"]]))
         assert h == text_hash(normalize_text(texts[dup["id"]])), dup
         assert dup["id"] in exact or dup["duplicate_of"] in exact, dup
-        # the text survives exactly once (its survivor may be a third, natural copy of the same text)
-        assert kept_texts[h] == 1, dup
+        # the text survives once (its survivor may be a third, natural copy of the same text), or not at all when
+        # the copy exact dedup kept is itself a near duplicate of an earlier document
+        assert kept_texts[h] == 1 or {dup["id"], dup["duplicate_of"]} & near_dropped_to_kept(built_store, kept_ids), dup
 
 
 def test_planted_near_duplicates_dropped(built_store, kept_ids):
     fuzzy = drop_ids(built_store, "fuzzy_duplicate")
     planted = built_store.ground_truth["near_duplicates"]
     assert planted
+    dropped_to_kept = near_dropped_to_kept(built_store, kept_ids)
     for dup in planted:
         assert dup["jaccard"] >= 0.9
         pair = {dup["id"], dup["duplicate_of"]}
-        assert len(pair & kept_ids) == 1, dup
-        assert pair & fuzzy, dup
+        assert len(pair & kept_ids) <= 1 and pair & fuzzy, dup  # never both kept; one at least dropped as fuzzy
+        assert pair - kept_ids <= dropped_to_kept | drop_ids(built_store, "exact_duplicate"), dup
+
+
+def near_dropped_to_kept(built_store, kept_ids) -> set[str]:
+    """Ids dropped as near duplicates; asserts that each one's detail names a kept document (the first document in
+    spec order of its MinHash cluster is kept)."""
+    t = table(built_store.store / "_dropped" / "fuzzy_duplicate", ["id", "detail"])
+    out = set()
+    for row in t.to_pylist() if t else []:
+        named = re.match(r"near duplicate of '(.+)' \(", row["detail"]).group(1)
+        assert named in kept_ids, row
+        out.add(row["id"])
+    return out
 
 
 def test_exempt_source_keeps_near_duplicates(built_store, kept_ids):
