@@ -178,8 +178,13 @@ def build(spec_path: str, *, executor: str | None = None, tasks: int | None = No
         with fs.open(f"{root}/{layout.STORE_JSON}") as f:
             artifact = json.load(f)
         if artifact["spec"]["hash"] == spec_hash(ctx):
-            if not keep_work and fs.exists(f"{root}/{layout.WORK_DIR}"):  # left by a kill just before the cleanup
+            # a build killed after publishing store.json may have left its work files and its lock behind
+            if not keep_work and fs.exists(f"{root}/{layout.WORK_DIR}"):
                 fs.rm(f"{root}/{layout.WORK_DIR}", recursive=True)
+            lock = f"{root.rstrip('/')}/{layout.LOCK_FILE}"
+            holder = _read_lock(fs, lock)
+            if holder and "unreadable" not in holder and lock_is_stale(holder):
+                fs.rm(lock)
             return artifact
         raise BuildError(f"{store} holds a finished store of another spec (hash {artifact['spec']['hash'][:12]}); "
                          "point store.uri at a new location or delete the old store")

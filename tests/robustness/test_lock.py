@@ -84,3 +84,23 @@ def test_lock_on_an_fsspec_store(tmp_path: Path):
     import fsspec
 
     assert not fsspec.filesystem("memory").exists("/robustness-lock/store/_build/LOCK")
+
+
+def test_finished_store_clears_the_stale_lock_of_a_build_killed_after_publishing(built_store, tmp_path: Path):
+    """Killed between writing store.json and releasing its lock: the rerun finds the store done and removes the
+    dead build's lock (and work files); a live build's lock would be left alone."""
+    import shutil
+
+    from pipelines.build import build
+
+    shutil.copy(built_store.spec_path, tmp_path / "spec.yaml")
+    shutil.copytree(built_store.store, tmp_path / "store")
+    (tmp_path / "store" / "_build" / "work").mkdir()
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    write_lock(tmp_path / "store", host=socket.gethostname(), pid=dead.pid)
+    assert build(str(tmp_path / "spec.yaml"), progress=False)["counters"] == built_store.artifact["counters"]
+    assert not lock_of(tmp_path / "store").exists() and not (tmp_path / "store" / "_build" / "work").exists()
+    holder = write_lock(tmp_path / "store", host=socket.gethostname(), pid=os.getpid())
+    build(str(tmp_path / "spec.yaml"), progress=False)
+    assert json.loads(lock_of(tmp_path / "store").read_text()) == holder
