@@ -11,6 +11,7 @@ import shutil
 import tempfile
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import fsspec
 import numpy as np
@@ -159,44 +160,56 @@ class FindDuplicates(PipelineStep):
         self.prepared, self.output, self.exact = prepared, output, exact
 
     def run(self, data: DocumentsPipeline = None, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
-        import duckdb
-        import pyarrow.dataset as pads
-
-        from pipelines.schemas import WORK
-
-        fs, root = fsspec.core.url_to_fs(self.prepared)
-        spill = tempfile.mkdtemp(prefix="mixture-duckdb-")  # DuckDB spills here past its memory limit
-        con = duckdb.connect(config={"temp_directory": spill, "preserve_insertion_order": False})
-        con.register("prepared", pads.dataset(sorted(fs.glob(f"{root}/*.parquet")), filesystem=fs, format="parquet",
-                                              schema=WORK))  # streamed: DuckDB reads only the columns below
-        con.sql("""CREATE TEMP TABLE d AS SELECT rank, idx, id, source, source_order, exact_hash,
-                   regexp_extract(origin, '^(.*):[0-9]+$', 1) AS file,
-                   CAST(regexp_extract(origin, ':([0-9]+)$', 1) AS BIGINT) AS record FROM prepared""")
-        con.sql(f"CREATE TEMP TABLE later_id AS {_LATER.format(key='id', table='d')}")
-        out = [(r, i, "duplicate_id", f"id {id_!r} is already used by source {src!r} ({file}:{rec})")
-               for r, i, id_, src, file, rec in con.sql("SELECT * FROM later_id").fetchall()]
-        if self.exact:
-            con.sql("CREATE TEMP TABLE kept AS SELECT * FROM d ANTI JOIN later_id USING (rank, idx)")
-            out += [(r, i, "exact_duplicate", f"same text as {id_!r} ({src}, {file}:{rec})")
-                    for r, i, id_, src, file, rec in con.sql(_LATER.format(key="exact_hash", table="kept")).fetchall()]
-        con.close()
-        shutil.rmtree(spill, ignore_errors=True)
+        with prepared_docs(self.prepared) as con:
+            con.sql(f"CREATE TEMP TABLE later_id AS {_LATER.format(key='id', table='docs')}")
+            out = [(r, i, "duplicate_id", f"id {id_!r} is already used by source {src!r} ({file}:{rec})")
+                   for r, i, id_, src, file, rec in con.sql("SELECT * FROM later_id").fetchall()]
+            if self.exact:
+                con.sql("CREATE TEMP TABLE kept AS SELECT * FROM docs ANTI JOIN later_id USING (rank, idx)")
+                out += [(r, i, "exact_duplicate", f"same text as {id_!r} ({src}, {file}:{rec})")
+                        for r, i, id_, src, file, rec in con.sql(_LATER.format(key="exact_hash", table="kept")).fetchall()]
         for reason, n in Counter(o[2] for o in out).items():
             self.stat_update(reason, value=n)
-        out.sort()
         write_drops(self.output, out)
         if data:
             yield from data
 
 
+@contextmanager
+def prepared_docs(prepared: str):
+    """A DuckDB connection with table `docs`: (rank, idx, id, source, source_order, exact_hash, file, record) of
+    every prepared document, streamed from the Parquet files (only these columns are read); DuckDB spills to a
+    temporary local folder past its memory limit."""
+    import duckdb
+    import pyarrow.dataset as pads
+
+    from pipelines.schemas import WORK
+
+    fs, root = fsspec.core.url_to_fs(prepared)
+    spill = tempfile.mkdtemp(prefix="mixture-duckdb-")
+    con = duckdb.connect(config={"temp_directory": spill, "preserve_insertion_order": False})
+    try:
+        con.register("prepared", pads.dataset(sorted(fs.glob(f"{root}/*.parquet")), filesystem=fs, format="parquet",
+                                              schema=WORK))
+        con.sql("""CREATE TEMP TABLE docs AS SELECT rank, idx, id, source, source_order, exact_hash,
+                   regexp_extract(origin, '^(.*):[0-9]+$', 1) AS file,
+                   CAST(regexp_extract(origin, ':([0-9]+)$', 1) AS BIGINT) AS record FROM prepared""")
+        yield con
+    finally:
+        con.close()
+        shutil.rmtree(spill, ignore_errors=True)
+
+
 def write_drops(uri: str, rows: list[tuple]) -> None:
-    """(rank, idx, reason, detail) rows as a DROPS Parquet file, published atomically."""
+    """(rank, idx, reason, detail) rows as a DROPS Parquet file sorted by task and index, published atomically."""
+    rows = sorted(rows)
     table = pa.Table.from_arrays([pa.array([r[j] for r in rows], type=f.type) for j, f in enumerate(DROPS)],
                                  schema=DROPS)
     write_parquet_atomic(uri, table, compression="zstd")
 
 
-# every occurrence of a repeated `key` after the first, with the first occurrence's id, source, file and record
+# every occurrence of a repeated `key` after the first in spec order (source, file, record), with the first
+# occurrence's id, source, file and record
 _LATER = """
     WITH rep AS (SELECT * FROM {table} WHERE {key} IN (SELECT {key} FROM {table} GROUP BY {key} HAVING count(*) > 1))
     SELECT rank, idx, first_id, first_source, first_file, first_record FROM (
@@ -255,34 +268,15 @@ class ResolveNearDuplicates(PipelineStep):
         return {x: find(x) for x in parent}
 
     def run(self, data: DocumentsPipeline = None, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
-        import duckdb
-        import pyarrow.dataset as pads
-
-        from pipelines.schemas import WORK
-
         comp = self._components()
         members = pa.table({"rank": pa.array([k[0] for k in comp], pa.int32()),
                             "idx": pa.array([k[1] for k in comp], pa.int64()),
                             "component": pa.array([hash_pair(v) for v in comp.values()], pa.uint64())})
-        fs, root = fsspec.core.url_to_fs(self.prepared)
-        con = duckdb.connect()
-        con.register("prepared", pads.dataset(sorted(fs.glob(f"{root}/*.parquet")), filesystem=fs, format="parquet",
-                                              schema=WORK))
-        con.register("members", members)
-        rows = con.sql("""
-            WITH m AS (SELECT p.rank, p.idx, p.id, p.source, p.source_order, members.component,
-                              regexp_extract(p.origin, '^(.*):[0-9]+$', 1) AS file,
-                              CAST(regexp_extract(p.origin, ':([0-9]+)$', 1) AS BIGINT) AS record
-                       FROM prepared p JOIN members USING (rank, idx))
-            SELECT rank, idx, first_id, first_source, first_file, first_record FROM (
-                SELECT rank, idx, row_number() OVER w AS n, first_value(id) OVER w AS first_id,
-                       first_value(source) OVER w AS first_source, first_value(file) OVER w AS first_file,
-                       first_value(record) OVER w AS first_record
-                FROM m WINDOW w AS (PARTITION BY component ORDER BY source_order, file, record, rank, idx))
-            WHERE n > 1 ORDER BY rank, idx""").fetchall()
-        con.close()
-        out = [(r, i, "fuzzy_duplicate", f"near duplicate of {id_!r} ({src}, {file}:{rec})")
-               for r, i, id_, src, file, rec in rows]
+        with prepared_docs(self.prepared) as con:
+            con.register("members", members)
+            con.sql("CREATE TEMP TABLE clustered AS SELECT * FROM docs JOIN members USING (rank, idx)")
+            out = [(r, i, "fuzzy_duplicate", f"near duplicate of {id_!r} ({src}, {file}:{rec})")
+                   for r, i, id_, src, file, rec in con.sql(_LATER.format(key="component", table="clustered")).fetchall()]
         self.stat_update("clusters", value=len(set(comp.values())))
         self.stat_update("fuzzy_duplicate", value=len(out))
         write_drops(self.output, out)

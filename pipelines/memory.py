@@ -1,23 +1,13 @@
-"""Keep a task's memory from creeping up with its input: fewer malloc arenas, Arrow on the system allocator, and
-freed pages given back between batches."""
+"""Keep a task's memory from creeping up with its input: fewer malloc arenas and Arrow on the system allocator."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 from functools import cache
 
 M_ARENA_MAX = -8  # glibc mallopt parameter
-
-
-@cache
-def _libc():
-    name = ctypes.util.find_library("c")
-    try:
-        libc = ctypes.CDLL(name) if name else None
-        return libc if libc is not None and hasattr(libc, "malloc_trim") else None  # glibc only
-    except OSError:
-        return None
 
 
 @cache
@@ -28,17 +18,8 @@ def configure_memory() -> None:
     build's peak memory over 10x the input went from 1.30x to 1.12x (bench/memory_bench.py)."""
     import pyarrow as pa
 
-    libc = _libc()
-    if libc is not None:
-        libc.mallopt(M_ARENA_MAX, 2)
+    name = ctypes.util.find_library("c")
+    with contextlib.suppress(OSError, AttributeError):  # glibc only
+        ctypes.CDLL(name).mallopt(M_ARENA_MAX, 2)
     pa.set_memory_pool(pa.system_memory_pool())
 
-
-def release_memory() -> None:
-    """glibc `malloc_trim(0)` (freed pages inside the heap, not only at its top) and Arrow's `release_unused`."""
-    import pyarrow as pa
-
-    libc = _libc()
-    if libc is not None:
-        libc.malloc_trim(0)
-    pa.default_memory_pool().release_unused()

@@ -283,6 +283,5 @@ class RankFilesReader(PipelineStep):
                 for batch in pq.ParquetFile(f).iter_batches(batch_size=128, columns=self.columns):
                     for rec in batch.to_pylist():
                         text, doc_id = rec.pop("text"), rec.pop("id")
-                        rec["group"] = "exempt" if rec.get("exempt") else "fuzzy"
                         self.stat_update("documents")
                         yield Document(text=text, id=doc_id, metadata=rec)

@@ -18,7 +18,6 @@ from mixture.store.io import write_parquet_atomic
 from mixture.text.content_type import detect_content_type
 from mixture.text.normalize import normalize_text, stable_unit
 from mixture.text.quality import raw_quality_score
-from pipelines.memory import release_memory
 
 _SYMBOL = re.compile(r"[^\w \t\n]|_")  # neither alphanumeric (str.isalnum) nor a space, tab or newline
 _ASCII_NOT_SYMBOL = bytes(b for b in range(128) if chr(b).isalnum() or chr(b) in " \t\n")
@@ -126,7 +125,6 @@ class Annotate(PipelineStep):
             with self.track_time():
                 doc.metadata["content_type"] = detect_content_type(doc.text)
                 doc.metadata["raw_score"] = self.score(doc.text)
-                doc.metadata["group"] = "exempt" if doc.metadata.get("exempt") else "fuzzy"
             yield doc
 
 
@@ -276,11 +274,9 @@ class Assign(PipelineStep):
         self._seq = 0
         uniform: dict = {}
         exemplars: dict = {}
-        for n, batch in enumerate(text_batches(data, self.batch_size)):
+        for batch in text_batches(data, self.batch_size):
             with self.track_time("batch"):
                 self._annotate(batch)
-                if n % 8 == 7:
-                    release_memory()
             for doc in batch:
                 self._collect(doc, uniform, exemplars)
                 self.stat_update("documents")

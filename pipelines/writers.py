@@ -37,7 +37,7 @@ class BoundedParquetWriter(ParquetWriter):
                 write_page_index=self.write_page_index)
         super()._write(document, file_handler, filename)
         pending = self._batches.get(name)  # emptied when the batch reached batch_size and was written
-        size = sum(len(document.get(c) or "") for c in LONG_TEXT if c != "minhash")
+        size = sum(len(document.get(c) or "") for c in LONG_TEXT)
         self._chars[name] = self._chars.get(name, 0) + size if pending else 0
         if self._pending_chars() > BUFFER_CHARS:  # write the largest batches until half the budget is left
             for big in sorted(self._chars, key=self._chars.get, reverse=True):

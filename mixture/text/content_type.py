@@ -33,16 +33,16 @@ def detect_content_type(text: str) -> str:
     n = len(list(filter(str.strip, sample.split("\n"))))
     if not n:
         return "default"
-    lines = "\n" + sample
-    if len(_AGENT_TURN.findall(lines)) >= 3:
+    lined = "\n" + sample  # every line starts with a newline (see above)
+    if len(_AGENT_TURN.findall(lined)) >= 3:
         return "agentic"
     letters = letter_count(sample)
     if letters >= 50 and not sample.isascii() and len(_NON_LATIN_LETTER.findall(sample)) / letters > 0.3:
         return "multilingual"
-    code_lines = len(_CODE_LINE.findall(lines))
+    code_lines = len(_CODE_LINE.findall(lined))
     if code_lines / n > 0.35 and n >= 3:
         return "code"
-    struct_lines = len(_STRUCT_LINE.findall(lines))
+    struct_lines = len(_STRUCT_LINE.findall(lined))
     if struct_lines / n > 0.6 and n >= 3:
         return "structured"
     math_hits = len(_MATH.findall(sample))
