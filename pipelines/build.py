@@ -16,6 +16,7 @@ from datatrove.utils.logging import logger
 
 from mixture.spec.load import load_spec, resolve_uri, spec_dir
 from mixture.store import layout
+from mixture.text import kernel as text_kernel
 from pipelines.executors import make_executor, quiet_datatrove_console
 from pipelines.stages import BuildContext, Stage, assign_stage, dedup_stages, fit_stage, sample_stage
 
@@ -189,6 +190,8 @@ def build(spec_path: str, *, executor: str | None = None, tasks: int | None = No
         raise BuildError(f"{store} holds a finished store of another spec (hash {artifact['spec']['hash'][:12]}); "
                          "point store.uri at a new location or delete the old store")
     quiet_datatrove_console()
+    if text_kernel.kernel is None:
+        logger.warning(text_kernel.MISSING)
     with store_lock(store, break_lock), Progress(
         TextColumn("{task.description:<16}"), BarColumn(), MofNCompleteColumn(), TextColumn("tasks"),
         TimeElapsedColumn(), disable=not progress, transient=False,

@@ -60,13 +60,20 @@ class BenchmarkIndex:
         grams, doc = WordHashes.of(texts).ngrams(n) if texts else (np.empty(0, np.uint64), np.empty(0, np.int64))
         self.hashes, first = np.unique(grams, return_index=True)
         self.tags = [tags[d] for d in doc[first]]
+        # a bit per value of a hash's top bits: nearly every document n-gram is ruled out by one lookup
+        self.bits = max(16, min(28, int(len(self.hashes)).bit_length() + 6))
+        self.prefilter = np.zeros(1 << self.bits, dtype=bool)
+        self.prefilter[self.hashes >> np.uint64(64 - self.bits)] = True
 
     def hits(self, grams: np.ndarray) -> np.ndarray:
         """Position in the index of every gram, -1 where the gram is not a benchmark n-gram."""
+        out = np.full(len(grams), -1)
         if not len(self.hashes):
-            return np.full(len(grams), -1)
-        pos = np.minimum(np.searchsorted(self.hashes, grams), len(self.hashes) - 1)
-        return np.where(self.hashes[pos] == grams, pos, -1)
+            return out
+        maybe = np.flatnonzero(self.prefilter[grams >> np.uint64(64 - self.bits)])
+        pos = np.minimum(np.searchsorted(self.hashes, grams[maybe]), len(self.hashes) - 1)
+        out[maybe] = np.where(self.hashes[pos] == grams[maybe], pos, -1)
+        return out
 
 
 def _read_records(uri: str) -> list[dict]:

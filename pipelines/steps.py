@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import heapq
-import re
-from collections import Counter
 
 import fsspec
 import numpy as np
@@ -16,18 +14,9 @@ from datatrove.pipeline.writers.disk_base import DiskWriter
 
 from mixture.store.io import write_parquet_atomic
 from mixture.text.content_type import detect_content_type
+from mixture.text.gates import gate_counts
 from mixture.text.normalize import normalize_text, stable_unit
 from mixture.text.quality import raw_quality_score
-
-_SYMBOL = re.compile(r"[^\w \t\n]|_")  # neither alphanumeric (str.isalnum) nor a space, tab or newline
-_ASCII_NOT_SYMBOL = bytes(b for b in range(128) if chr(b).isalnum() or chr(b) in " \t\n")
-
-
-def symbol_count(text: str) -> int:
-    """Characters that are neither alphanumeric nor a space, tab or newline, at C speed."""
-    if text.isascii():
-        return len(text.encode("ascii").translate(None, _ASCII_NOT_SYMBOL))
-    return len(_SYMBOL.findall(text))
 
 
 class Normalize(PipelineStep):
@@ -85,17 +74,13 @@ class Gates(BaseFilter):
             return False, "min_chars"
         if n > self.max_chars:
             return False, "max_chars"
-        if len(text.split(None, self.min_words)) < self.min_words:  # stops splitting after min_words + 1 words
+        few_words, symbols, head, lines, repeated = gate_counts(text, self.min_words)
+        if few_words:
             return False, "min_words"
-        head = text[:100_000]
-        if symbol_count(head) / max(1, len(head)) > self.max_symbol_ratio:
+        if symbols / max(1, head) > self.max_symbol_ratio:
             return False, "symbol_ratio"
-        lines = list(filter(str.strip, head.split("\n")))
-        if len(lines) >= 10:
-            counts = Counter(lines)
-            dup = sum(c for c in counts.values() if c > 1) / len(lines)
-            if dup > self.max_dup_lines:
-                return False, "duplicate_lines"
+        if lines >= 10 and repeated / lines > self.max_dup_lines:
+            return False, "duplicate_lines"
         return True
 
 
@@ -172,7 +157,8 @@ class SampleForFit(PipelineStep):
                         u = pa.array([picked[x] for x in rows.column("idx").to_pylist()], pa.float64())
                         parts.append(rows.drop_columns(["idx"]).append_column("u", u).cast(schema))
         out = pa.concat_tables(parts) if picked else schema.empty_table()
-        write_parquet_atomic(f"{self.output_folder}/{rank:05d}.parquet", out)
+        # a work file bounded by sample_docs, read once by `fit`: not compressed (zstd took longer than the read)
+        write_parquet_atomic(f"{self.output_folder}/{rank:05d}.parquet", out, compression=None)
         self.stat_update("sampled", value=len(picked))
         return
         yield

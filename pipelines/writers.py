@@ -24,6 +24,7 @@ class BoundedParquetWriter(ParquetWriter):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._chars: dict[str, int] = {}  # characters of text in each open file's pending batch
+        self._pending = 0  # their sum
 
     def _write(self, document: dict, file_handler, filename: str):
         import pyarrow.parquet as pq
@@ -35,19 +36,19 @@ class BoundedParquetWriter(ParquetWriter):
                 file_handler, schema=self.schema, compression=self.compression, use_dictionary=short,
                 write_statistics=short, use_content_defined_chunking=self.use_content_defined_chunking,
                 write_page_index=self.write_page_index)
-        super()._write(document, file_handler, filename)
-        pending = self._batches.get(name)  # emptied when the batch reached batch_size and was written
         size = sum(len(document.get(c) or "") for c in LONG_TEXT)
-        self._chars[name] = self._chars.get(name, 0) + size if pending else 0
-        if self._pending_chars() > BUFFER_CHARS:  # write the largest batches until half the budget is left
+        self._chars[name] = self._chars.get(name, 0) + size
+        self._pending += size
+        super()._write(document, file_handler, filename)  # writes the batch once it holds batch_size documents
+        if self._pending > BUFFER_CHARS:  # write the largest batches until half the budget is left
             for big in sorted(self._chars, key=self._chars.get, reverse=True):
                 self._write_batch(big)
-                self._chars[big] = 0
-                if self._pending_chars() <= BUFFER_CHARS // 2:
+                if self._pending <= BUFFER_CHARS // 2:
                     break
 
-    def _pending_chars(self) -> int:
-        return sum(c for name, c in self._chars.items() if self._batches.get(name))  # closed files hold none
+    def _write_batch(self, filename: str):
+        self._pending -= self._chars.pop(filename, 0)
+        super()._write_batch(filename)
 
 
 def _work_row(self, doc: Document) -> dict:

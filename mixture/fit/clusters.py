@@ -18,7 +18,7 @@ class ClusteringError(ValueError):
 
 def spherical_kmeans(x: np.ndarray, k: int, seed: int, weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(unit-norm centroids, labels) of k-means on unit vectors (cosine geometry)."""
-    km = KMeans(n_clusters=k, n_init=3, random_state=seed, max_iter=200)
+    km = KMeans(n_clusters=k, n_init=1, random_state=seed, max_iter=200)  # k-means++ seeding: one run (sklearn's "auto")
     labels = km.fit_predict(x, sample_weight=weights)
     return normalize(km.cluster_centers_).astype(np.float32), labels
 

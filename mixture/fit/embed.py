@@ -24,6 +24,8 @@ from sklearn.decomposition import TruncatedSVD
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 from sklearn.preprocessing import normalize
 
+from mixture.text.kernel import kernel
+
 TOKEN_PATTERN = r"(?u)\b[^\W\d_][^\W\d_]{2,}\b"
 EMBED_CHARS = 20_000  # documents are embedded from their head; bounds the cost of very long files
 CHUNK_CHARS = 500_000  # texts are tokenised in chunks of about this many characters; bounds memory
@@ -81,6 +83,21 @@ def _decode(terms: pa.Array) -> list[str]:
     return np.insert(chars, offsets[1:-1] - offsets[0], ord(" ")).tobytes().decode("utf-32-le").split()
 
 
+def _token_runs_py(heads: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """TOKEN_PATTERN tokens of the heads in numpy: (UTF-32 code points of the tokens back to back, their byte
+    offsets, the text of each token); the compiled `term_counts` finds the same tokens."""
+    # one space between texts keeps tokens from running across them
+    cps = np.frombuffer(" ".join(heads).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    starts, ends = _token_spans(cps)
+    text_ends = np.cumsum([len(h) + 1 for h in heads])
+    rows = np.repeat(np.arange(len(heads)), np.diff(np.searchsorted(starts, text_ends), prepend=0))
+    lengths = ends - starts
+    offsets = np.zeros(len(starts) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    chars = cps[np.arange(offsets[-1]) + np.repeat(starts - offsets[:-1], lengths)]
+    return chars, offsets * 4, rows
+
+
 @dataclass
 class _ChunkCounts:
     terms: pa.Array  # the chunk's distinct tokens, UTF-32 encoded
@@ -92,17 +109,14 @@ class _ChunkCounts:
 def _count_chunk(texts: Sequence[str]) -> _ChunkCounts:
     """Token counts of the texts' heads: cut at EMBED_CHARS, lowercased, TOKEN_PATTERN tokens."""
     heads = [t[:EMBED_CHARS].lower() for t in texts]
-    # one space between texts keeps tokens from running across them
-    cps = np.frombuffer(" ".join(heads).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    starts, ends = _token_spans(cps)
-    text_ends = np.cumsum([len(h) + 1 for h in heads])
-    rows = np.repeat(np.arange(len(heads)), np.diff(np.searchsorted(starts, text_ends), prepend=0))
+    if kernel:
+        chars, offsets, rows, term_ids, counts = kernel.term_counts(heads, 3)
+        terms = pa.Array.from_buffers(pa.large_binary(), len(offsets) // 8 - 1, [None, pa.py_buffer(offsets),
+                                                                                 pa.py_buffer(chars)])
+        return _ChunkCounts(terms, *(np.frombuffer(a, dtype=np.int64) for a in (rows, term_ids, counts)))
+    chars, offsets, rows = _token_runs_py(heads)
     # the tokens' characters back to back, as an Arrow binary array that Arrow hashes into distinct terms
-    lengths = ends - starts
-    offsets = np.zeros(len(starts) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    chars = cps[np.arange(offsets[-1]) + np.repeat(starts - offsets[:-1], lengths)]
-    tokens = pa.Array.from_buffers(pa.large_binary(), len(starts), [None, pa.py_buffer(offsets * 4), pa.py_buffer(chars)])
+    tokens = pa.Array.from_buffers(pa.large_binary(), len(rows), [None, pa.py_buffer(offsets), pa.py_buffer(chars)])
     encoded = pc.dictionary_encode(tokens)
     n_terms = max(len(encoded.dictionary), 1)
     pairs, counts = np.unique(rows * n_terms + encoded.indices.to_numpy(), return_counts=True)
@@ -252,14 +266,20 @@ class LexicalEmbedder:
         return self._project(self._weigh(self._vocabulary_counter.count(texts), self.idf))
 
     def to_bytes(self) -> bytes:
+        """npz (not compressed: float components barely compress and zlib took longer than the rest of the save);
+        `terms` is the vocabulary as UTF-8, one term per line (terms are letter runs)."""
         buf = io.BytesIO()
-        np.savez_compressed(buf, vocabulary=np.array(self.vocabulary), idf=self.idf, components=self.components)
+        terms = np.frombuffer("\n".join(self.vocabulary).encode("utf-8"), dtype=np.uint8)
+        np.savez(buf, terms=terms, idf=self.idf, components=self.components)
         return buf.getvalue()
 
     @classmethod
     def from_bytes(cls, data: bytes) -> LexicalEmbedder:
         z = np.load(io.BytesIO(data), allow_pickle=False)
-        return cls(z["vocabulary"].tolist(), z["idf"], z["components"])
+        if "vocabulary" in z:  # stores built before the vocabulary was saved as UTF-8 lines
+            return cls(z["vocabulary"].tolist(), z["idf"], z["components"])
+        terms = z["terms"].tobytes().decode("utf-8")
+        return cls(terms.split("\n") if terms else [], z["idf"], z["components"])
 
 
 @dataclass

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from mixture.text.kernel import kernel
 from mixture.text.quality import letter_count
 
 CONTENT_TYPES = ("agentic", "code", "default", "math", "multilingual", "prose", "structured")
@@ -27,29 +28,47 @@ _STRUCT_LINE = re.compile(
 _NON_LATIN_LETTER = re.compile(r"[^\W\d_\x00-\u024f]")
 
 
+SAMPLE = 20_000  # characters read
+
+
+def content_type_counts_py(text: str, sample_chars: int = SAMPLE) -> tuple:
+    """The counts of the compiled `content_type_counts`, in Python: (non-blank lines, agent turns, letters,
+    non-Latin letters, code lines, structured lines, math hits, at least 21 words, sentence ends, sample is ASCII)."""
+    sample = text[:sample_chars]
+    lined = "\n" + sample  # every line starts with a newline (see above)
+    letters = letter_count(sample)
+    ascii_only = sample.isascii()
+    return (
+        len(list(filter(str.strip, sample.split("\n")))),
+        len(_AGENT_TURN.findall(lined)),
+        letters,
+        0 if ascii_only else len(_NON_LATIN_LETTER.findall(sample)),
+        len(_CODE_LINE.findall(lined)),
+        len(_STRUCT_LINE.findall(lined)),
+        len(_MATH.findall(sample)),
+        len(sample.split(None, 20)) > 20,  # stops splitting after 21 words
+        sample.count(". ") + sample.count(".\n") + sample.count("? ") + sample.count("! "),
+        ascii_only,
+    )
+
+
 def detect_content_type(text: str) -> str:
     """One of CONTENT_TYPES. Rules are ordered from the most to the least specific; see docs/build.md."""
-    sample = text[:20_000]
-    n = len(list(filter(str.strip, sample.split("\n"))))
+    counts = kernel.content_type_counts(text, SAMPLE) if kernel else content_type_counts_py(text)
+    n, agent, letters, non_latin, code, structured, math_hits, many_words, sentences, ascii_only = counts
+    size = min(len(text), SAMPLE)
     if not n:
         return "default"
-    lined = "\n" + sample  # every line starts with a newline (see above)
-    if len(_AGENT_TURN.findall(lined)) >= 3:
+    if agent >= 3:
         return "agentic"
-    letters = letter_count(sample)
-    if letters >= 50 and not sample.isascii() and len(_NON_LATIN_LETTER.findall(sample)) / letters > 0.3:
+    if letters >= 50 and not ascii_only and non_latin / letters > 0.3:
         return "multilingual"
-    code_lines = len(_CODE_LINE.findall(lined))
-    if code_lines / n > 0.35 and n >= 3:
+    if code / n > 0.35 and n >= 3:
         return "code"
-    struct_lines = len(_STRUCT_LINE.findall(lined))
-    if struct_lines / n > 0.6 and n >= 3:
+    if structured / n > 0.6 and n >= 3:
         return "structured"
-    math_hits = len(_MATH.findall(sample))
-    if math_hits >= 3 and math_hits * 200 >= len(sample) / 10:
+    if math_hits >= 3 and math_hits * 200 >= size / 10:
         return "math"
-    if len(sample.split(None, 20)) > 20:  # at least 20 words (stops splitting after 21)
-        sentences = sample.count(". ") + sample.count(".\n") + sample.count("? ") + sample.count("! ")
-        if sentences >= 2 and letters / max(1, len(sample)) > 0.6:
-            return "prose"
+    if many_words and sentences >= 2 and letters / max(1, size) > 0.6:
+        return "prose"
     return "default"

@@ -7,22 +7,36 @@ import unicodedata
 
 import xxhash
 
+from mixture.text.kernel import kernel
+
 _LINE_SPACE = " \t\f\v\u00a0"
 _TRAILING_WS = re.compile(f"[{_LINE_SPACE}]+\n")
 _MANY_BLANK_LINES = re.compile(r"\n{4,}")
 
 
+def rewrite_flags_py(text: str) -> tuple[bool, bool, bool]:
+    """(has "\r", has a line space before a newline, has 4 newlines in a row): which rewrites can change the text."""
+    return "\r" in text, any(f"{c}\n" in text for c in _LINE_SPACE), "\n\n\n\n" in text
+
+
+def rewrite_flags(text: str) -> tuple[bool, bool, bool]:
+    return kernel.normalize_flags(text) if kernel else rewrite_flags_py(text)
+
+
 def normalize_text(text: str) -> str:
     """NFC, LF line ends, no trailing spaces on lines, at most 3 blank lines in a row, outer whitespace stripped.
 
-    Each rewrite runs only when a C-speed substring test shows it can change something (most text needs none)."""
+    Each rewrite runs only when one scan of the text shows it can change something (most text needs none)."""
     if not text.isascii() and not unicodedata.is_normalized("NFC", text):
         text = unicodedata.normalize("NFC", text)
-    if "\r" in text:
+    cr, trailing, blank4 = rewrite_flags(text)
+    if cr:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
-    if any(f"{c}\n" in text for c in _LINE_SPACE):  # the end of the text is covered by strip()
+        _, trailing, blank4 = rewrite_flags(text)
+    if trailing:  # the end of the text is covered by strip()
         text = _TRAILING_WS.sub("\n", text)
-    if "\n\n\n\n" in text:
+        blank4 = "\n\n\n\n" in text
+    if blank4:
         text = _MANY_BLANK_LINES.sub("\n\n\n", text)
     return text.strip()
 

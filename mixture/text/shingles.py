@@ -11,11 +11,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mixture.text.kernel import kernel
+
 _U64 = np.uint64
 _M1, _M2 = _U64(0xBF58476D1CE4E5B9), _U64(0x94D049BB133111EB)
 _GOLDEN = _U64(0x9E3779B97F4A7C15)
-_ASCII_WORD = bytes(
-    ord("0") if chr(b).isdigit() else b if chr(b).isalnum() or chr(b) == "_" or b >= 128 else 32 for b in range(256)
+_ASCII_WORD = bytes(  # UTF-8 bytes >= 128 (parts of non-ASCII characters) are kept as they are
+    b if b >= 128 else ord("0") if chr(b).isdigit() else b if chr(b).isalnum() or chr(b) == "_" else 32 for b in range(256)
 )
 _NON_ASCII_RUN = re.compile(r"[^\x00-\x7f]+")
 _NON_WORD = re.compile(r"\W+")
@@ -50,6 +52,14 @@ class WordHashes:
 
     @classmethod
     def of(cls, texts: list[str]) -> WordHashes:
+        if kernel:  # the same words and hashes, in one pass over each text
+            hashes, offsets = kernel.word_hashes([t.lower() for t in texts])
+            return cls(np.frombuffer(hashes, dtype=_U64), np.frombuffer(offsets, dtype=np.int64))
+        return cls.of_py(texts)
+
+    @classmethod
+    def of_py(cls, texts: list[str]) -> WordHashes:
+        """`of` in numpy: the reference for the compiled `word_hashes`."""
         parts = [simplified_bytes(t) for t in texts]
         buf = b" ".join(parts)  # the separator keeps words of two texts apart
         starts_of_text = np.cumsum([0] + [len(p) + 1 for p in parts])[:-1]

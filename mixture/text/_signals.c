@@ -1,0 +1,566 @@
+/* One pass per signal family over a Python str (any kind), counting exactly what the regular expressions and str
+ * methods of mixture/text/{normalize,gates,content_type,quality}.py count. Those Python definitions stay the
+ * reference: tests/pipeline/test_signals_kernel.py checks that both give equal counts. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Character classes of Python's str methods and re (\s, \w, [^\W\d_]); a table below 256, the Unicode database
+ * above it. */
+static unsigned char SPACE[256], ALNUM[256], LETTER[256];
+static unsigned char ASCII_WORD[128]; /* word_hashes: ASCII digits -> '0', word characters kept, the rest ' ' */
+#define IS_SPACE(c) ((Py_UCS4)(c) < 256 ? SPACE[(Py_UCS4)(c)] : Py_UNICODE_ISSPACE(c))
+#define IS_ALNUM(c) ((Py_UCS4)(c) < 256 ? ALNUM[(Py_UCS4)(c)] : Py_UNICODE_ISALNUM(c))
+#define IS_WORD(c) ((c) == '_' || IS_ALNUM(c))
+#define IS_LETTER(c) ((Py_UCS4)(c) < 256 ? LETTER[(Py_UCS4)(c)] : (Py_UNICODE_ISALNUM(c) && !Py_UNICODE_ISDECIMAL(c)))
+
+static void init_tables(void) {
+    for (Py_UCS4 c = 0; c < 256; c++) {
+        SPACE[c] = Py_UNICODE_ISSPACE(c) != 0;
+        ALNUM[c] = Py_UNICODE_ISALNUM(c) != 0;
+        LETTER[c] = ALNUM[c] && !Py_UNICODE_ISDECIMAL(c);
+        if (c < 128) ASCII_WORD[c] = c >= '0' && c <= '9' ? '0' : (ALNUM[c] || c == '_') ? (unsigned char)c : ' ';
+    }
+}
+
+/* ---- a counting set of spans of one buffer (lines, words), compared by content ---------------------------- */
+
+typedef struct {
+    uint64_t hash;
+    Py_ssize_t start, len, count; /* count 0: an empty slot */
+} Slot;
+
+typedef struct {
+    Slot *slots;
+    size_t cap, used;
+    const char *base;
+    int width; /* bytes per character */
+} SpanSet;
+
+static uint64_t hash_bytes(const unsigned char *p, size_t n) {
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ n;
+    for (; n >= 8; p += 8, n -= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        h = (h ^ w) * 0xFF51AFD7ED558CCDULL;
+        h ^= h >> 32;
+    }
+    uint64_t w = 0;
+    memcpy(&w, p, n);
+    h = (h ^ w ^ ((uint64_t)n << 56)) * 0xC4CEB9FE1A85EC53ULL;
+    return h ^ (h >> 29);
+}
+
+static int spanset_init(SpanSet *s, const void *base, int width, size_t expected) {
+    size_t cap = 64;
+    while (cap < expected * 2) cap <<= 1;
+    s->slots = PyMem_Calloc(cap, sizeof(Slot));
+    s->cap = cap;
+    s->used = 0;
+    s->base = base;
+    s->width = width;
+    if (!s->slots) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
+}
+
+static void spanset_free(SpanSet *s) {
+    PyMem_Free(s->slots);
+    s->slots = NULL;
+}
+
+static int spanset_grow(SpanSet *s) {
+    size_t cap = s->cap * 2;
+    Slot *slots = PyMem_Calloc(cap, sizeof(Slot));
+    if (!slots) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (size_t i = 0; i < s->cap; i++) {
+        if (!s->slots[i].count) continue;
+        size_t j = s->slots[i].hash & (cap - 1);
+        while (slots[j].count) j = (j + 1) & (cap - 1);
+        slots[j] = s->slots[i];
+    }
+    PyMem_Free(s->slots);
+    s->slots = slots;
+    s->cap = cap;
+    return 0;
+}
+
+/* The slot of the span's content (count 0 when absent; its index is where to insert). */
+static Slot *spanset_find(const SpanSet *s, const char *p, Py_ssize_t len, uint64_t h) {
+    size_t bytes = (size_t)len * s->width;
+    for (size_t j = h & (s->cap - 1);; j = (j + 1) & (s->cap - 1)) {
+        Slot *x = &s->slots[j];
+        if (!x->count || (x->hash == h && x->len == len && memcmp(s->base + x->start * s->width, p, bytes) == 0))
+            return x;
+    }
+}
+
+/* Adds one occurrence of the span [start, start + len); returns -1 on a memory error. */
+static int spanset_add(SpanSet *s, Py_ssize_t start, Py_ssize_t len) {
+    if ((s->used + 1) * 2 > s->cap && spanset_grow(s) < 0) return -1;
+    const char *p = s->base + start * s->width;
+    uint64_t h = hash_bytes((const unsigned char *)p, (size_t)len * s->width);
+    Slot *x = spanset_find(s, p, len, h);
+    if (!x->count) {
+        *x = (Slot){h, start, len, 0};
+        s->used++;
+    }
+    x->count++;
+    return 0;
+}
+
+/* ---- stopwords (set once from Python) ------------------------------------------------------------------ */
+
+static SpanSet STOPWORDS;
+static PyObject *STOPWORD_TEXT; /* the bytes the STOPWORDS spans point into */
+static uint32_t STOP_FIRST[33];  /* by length: a bit per first letter a-z of the stopwords of that length */
+
+/* word: lower-case ASCII letters */
+static int is_stopword(const char *word, Py_ssize_t len) {
+    if (len > 32 || !(STOP_FIRST[len] >> (word[0] - 'a') & 1)) return 0;
+    return spanset_find(&STOPWORDS, word, len, hash_bytes((const unsigned char *)word, (size_t)len))->count > 0;
+}
+
+static PyObject *set_stopwords(PyObject *self, PyObject *arg) {
+    if (!PyUnicode_Check(arg) || !PyUnicode_IS_ASCII(arg)) {
+        PyErr_SetString(PyExc_ValueError, "stopwords: an ASCII str of lower-case words separated by spaces");
+        return NULL;
+    }
+    const char *p = (const char *)PyUnicode_1BYTE_DATA(arg);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(arg);
+    for (Py_ssize_t a = 0; a < n;) {  /* check every word before the current set is replaced */
+        Py_ssize_t e = a;
+        while (e < n && p[e] != ' ') e++;
+        for (Py_ssize_t i = a; i < e; i++)
+            if (p[i] < 'a' || p[i] > 'z' || e - a > 32) {
+                PyErr_Format(PyExc_ValueError, "stopwords: '%.*s' is not a lower-case word of at most 32 letters",
+                             (int)(e - a < 40 ? e - a : 40), p + a);
+                return NULL;
+            }
+        a = e + 1;
+    }
+    PyObject *bytes = PyUnicode_AsASCIIString(arg);
+    if (!bytes) return NULL;
+    SpanSet words;
+    if (spanset_init(&words, PyBytes_AS_STRING(bytes), 1, 256) < 0) {
+        Py_DECREF(bytes);
+        return NULL;
+    }
+    uint32_t first[33] = {0};
+    p = PyBytes_AS_STRING(bytes);
+    for (Py_ssize_t a = 0; a < n;) {
+        Py_ssize_t e = a;
+        while (e < n && p[e] != ' ') e++;
+        if (e > a) {
+            if (spanset_add(&words, a, e - a) < 0) {
+                spanset_free(&words);
+                Py_DECREF(bytes);
+                return NULL;
+            }
+            first[e - a] |= 1u << (p[a] - 'a');
+        }
+        a = e + 1;
+    }
+    if (STOPWORDS.slots) spanset_free(&STOPWORDS);
+    STOPWORDS = words;
+    memcpy(STOP_FIRST, first, sizeof STOP_FIRST);
+    Py_XSETREF(STOPWORD_TEXT, bytes);
+    Py_RETURN_NONE;
+}
+
+/* ---- the per-kind counting functions -------------------------------------------------------------------- */
+
+typedef struct {
+    int few_words;
+    Py_ssize_t symbols, lines, repeated;
+} GateCounts;
+
+typedef struct {
+    Py_ssize_t lines, agent, letters, non_latin, code, structured, math, sentences;
+    int many_words, ascii;
+} TypeCounts;
+
+typedef struct {
+    Py_ssize_t lines, long_lines, repeated_long, clause_end, letters;
+} QualityCounts;
+
+typedef struct {
+    Py_ssize_t words, chars, stopwords, first_words, first_distinct;
+} WordCounts;
+
+#define FIRST_WORDS 1000
+
+/* The word hashes of a batch of texts */
+typedef struct {
+    uint64_t *hashes;
+    Py_ssize_t n, cap;
+    unsigned char *scratch; /* the UTF-8 bytes of the word being read */
+    Py_ssize_t cap_scratch;
+} Hashes;
+
+static int grow(void **buf, Py_ssize_t *cap, Py_ssize_t need, size_t size);
+
+static int hashes_scratch(Hashes *h, Py_ssize_t len) { return grow((void **)&h->scratch, &h->cap_scratch, len, 1); }
+
+static int hashes_append(Hashes *h, uint64_t value) {
+    if (grow((void **)&h->hashes, &h->cap, h->n + 1, 8) < 0) return -1;
+    h->hashes[h->n++] = value;
+    return 0;
+}
+
+/* splitmix64's finaliser (mixture/text/shingles.py `mix64`) */
+static inline uint64_t mix64(uint64_t x) {
+    x ^= x >> 30;
+    x *= 0xBF58476D1CE4E5B9ULL;
+    x ^= x >> 27;
+    x *= 0x94D049BB133111EBULL;
+    x ^= x >> 31;
+    return x;
+}
+
+/* `_hash_words` of one word: its bytes read 8 at a time (little-endian, the last read cut short) mixed into the
+ * length times the golden ratio */
+static uint64_t word_hash(const unsigned char *p, size_t n) {
+    uint64_t acc = (uint64_t)n * 0x9E3779B97F4A7C15ULL;
+    for (size_t i = 0; i < n; i += 8) {
+        uint64_t w = 0;
+        size_t k = n - i < 8 ? n - i : 8;
+        for (size_t b = 0; b < k; b++) w |= (uint64_t)p[i + b] << (8 * b);
+        acc = mix64(acc ^ w);
+    }
+    return acc;
+}
+
+/* writes c as UTF-8 at o; returns the bytes written */
+static inline Py_ssize_t utf8(Py_UCS4 c, unsigned char *o) {
+    if (c < 0x80) {
+        o[0] = (unsigned char)c;
+        return 1;
+    }
+    if (c < 0x800) {
+        o[0] = (unsigned char)(0xC0 | (c >> 6));
+        o[1] = (unsigned char)(0x80 | (c & 0x3F));
+        return 2;
+    }
+    if (c < 0x10000) {
+        o[0] = (unsigned char)(0xE0 | (c >> 12));
+        o[1] = (unsigned char)(0x80 | ((c >> 6) & 0x3F));
+        o[2] = (unsigned char)(0x80 | (c & 0x3F));
+        return 3;
+    }
+    o[0] = (unsigned char)(0xF0 | (c >> 18));
+    o[1] = (unsigned char)(0x80 | ((c >> 12) & 0x3F));
+    o[2] = (unsigned char)(0x80 | ((c >> 6) & 0x3F));
+    o[3] = (unsigned char)(0x80 | (c & 0x3F));
+    return 4;
+}
+
+/* Distinct terms of a chunk of texts and, per text, how often each occurs */
+typedef struct {
+    uint32_t *chars; /* the distinct terms' code points, back to back */
+    Py_ssize_t n_chars, cap_chars;
+    int64_t *offsets; /* n_terms + 1 byte offsets into chars */
+    int64_t *last_row, *last_pair; /* per term: the last text it was seen in, and that text's pair */
+    Py_ssize_t n_terms, cap_terms;
+    Py_ssize_t *table; /* open addressing: term id + 1, 0 for an empty slot */
+    uint64_t *table_hash;
+    size_t cap_table;
+    int64_t *rows, *term_ids, *counts; /* (text, term, occurrences) pairs */
+    Py_ssize_t n_pairs, cap_pairs;
+    uint32_t *scratch; /* the token being counted */
+    Py_ssize_t cap_scratch;
+} Terms;
+
+static void terms_free(Terms *t) {
+    void *bufs[] = {t->chars, t->offsets, t->last_row, t->last_pair, t->table, t->table_hash, t->rows,
+                    t->term_ids, t->counts, t->scratch};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) PyMem_Free(bufs[i]);
+}
+
+/* grows *buf (of *cap items of `size` bytes) to hold `need` items */
+static int grow(void **buf, Py_ssize_t *cap, Py_ssize_t need, size_t size) {
+    if (need <= *cap) return 0;
+    Py_ssize_t n = need * 2 > 64 ? need * 2 : 64;
+    void *p = PyMem_Realloc(*buf, (size_t)n * size);
+    if (!p) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    *buf = p;
+    *cap = n;
+    return 0;
+}
+
+static int terms_scratch(Terms *t, Py_ssize_t len) { return grow((void **)&t->scratch, &t->cap_scratch, len, 4); }
+
+static int terms_rehash(Terms *t, size_t cap) {
+    Py_ssize_t *table = PyMem_Calloc(cap, sizeof *table);
+    uint64_t *hashes = PyMem_Calloc(cap, sizeof *hashes);
+    if (!table || !hashes) {
+        PyMem_Free(table);
+        PyMem_Free(hashes);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (size_t i = 0; i < t->cap_table; i++) {
+        if (!t->table[i]) continue;
+        size_t j = t->table_hash[i] & (cap - 1);
+        while (table[j]) j = (j + 1) & (cap - 1);
+        table[j] = t->table[i];
+        hashes[j] = t->table_hash[i];
+    }
+    PyMem_Free(t->table);
+    PyMem_Free(t->table_hash);
+    t->table = table;
+    t->table_hash = hashes;
+    t->cap_table = cap;
+    return 0;
+}
+
+/* one occurrence in text `row` of the token in scratch[0:len] */
+static int terms_count(Terms *t, Py_ssize_t len, int64_t row) {
+    if ((size_t)(t->n_terms + 1) * 2 > t->cap_table && terms_rehash(t, t->cap_table ? t->cap_table * 2 : 1024) < 0)
+        return -1;
+    size_t bytes = (size_t)len * 4;
+    uint64_t h = hash_bytes((const unsigned char *)t->scratch, bytes);
+    size_t j = h & (t->cap_table - 1);
+    Py_ssize_t id = -1;
+    for (; t->table[j]; j = (j + 1) & (t->cap_table - 1)) {
+        Py_ssize_t cand = t->table[j] - 1;
+        if (t->table_hash[j] == h && t->offsets[cand + 1] - t->offsets[cand] == (int64_t)bytes &&
+            memcmp((const char *)t->chars + t->offsets[cand], t->scratch, bytes) == 0) {
+            id = cand;
+            break;
+        }
+    }
+    if (id < 0) {  /* a new term */
+        if (grow((void **)&t->chars, &t->cap_chars, t->n_chars + len, 4) < 0) return -1;
+        Py_ssize_t cap = t->cap_terms;
+        if (grow((void **)&t->offsets, &cap, t->n_terms + 2, 8) < 0) return -1;
+        cap = t->cap_terms;
+        if (grow((void **)&t->last_row, &cap, t->n_terms + 2, 8) < 0) return -1;
+        cap = t->cap_terms;
+        if (grow((void **)&t->last_pair, &cap, t->n_terms + 2, 8) < 0) return -1;
+        t->cap_terms = cap;
+        if (t->n_terms == 0) t->offsets[0] = 0;
+        memcpy(t->chars + t->n_chars, t->scratch, bytes);
+        t->n_chars += len;
+        id = t->n_terms++;
+        t->offsets[id + 1] = (int64_t)t->n_chars * 4;
+        t->last_row[id] = -1;
+        t->table[j] = id + 1;
+        t->table_hash[j] = h;
+    }
+    if (t->last_row[id] == row) {
+        t->counts[t->last_pair[id]]++;
+        return 0;
+    }
+    Py_ssize_t cap = t->cap_pairs;
+    if (grow((void **)&t->rows, &cap, t->n_pairs + 1, 8) < 0) return -1;
+    cap = t->cap_pairs;
+    if (grow((void **)&t->term_ids, &cap, t->n_pairs + 1, 8) < 0) return -1;
+    cap = t->cap_pairs;
+    if (grow((void **)&t->counts, &cap, t->n_pairs + 1, 8) < 0) return -1;
+    t->cap_pairs = cap;
+    t->rows[t->n_pairs] = row;
+    t->term_ids[t->n_pairs] = id;
+    t->counts[t->n_pairs] = 1;
+    t->last_row[id] = row;
+    t->last_pair[id] = t->n_pairs++;
+    return 0;
+}
+
+static const char *AGENT_NAMES[] = {"User", "Assistant", "System", "Human", "AI", "Action", "Observation",
+                                    "Thought", "Tool", NULL};
+static const char *CODE_PREFIXES[] = {"def ", "class ", "import ", "#include", "var ", "let ", "const ", "public ",
+                                      "private ", "}", "{", "try:", "elif ", "else:", "#!", "self.", NULL};
+static const char *MATH_COMMANDS[] = {"frac", "sum", "int", "sqrt", "alpha", "beta", "theta", "cdot", "leq", "geq",
+                                      NULL};
+
+#define CH Py_UCS1
+#define F(name) name##_1
+#include "_signals_impl.h"
+#undef CH
+#undef F
+#define CH Py_UCS2
+#define F(name) name##_2
+#include "_signals_impl.h"
+#undef CH
+#undef F
+#define CH Py_UCS4
+#define F(name) name##_4
+#include "_signals_impl.h"
+#undef CH
+#undef F
+
+/* calls name_1, name_2 or name_4 on the str's characters; the result goes to `result` */
+#define BY_KIND(result, obj, name, ...)                                                                          \
+    switch (PyUnicode_KIND(obj)) {                                                                              \
+    case PyUnicode_1BYTE_KIND: result = name##_1(PyUnicode_1BYTE_DATA(obj), __VA_ARGS__); break;                \
+    case PyUnicode_2BYTE_KIND: result = name##_2(PyUnicode_2BYTE_DATA(obj), __VA_ARGS__); break;                \
+    default: result = name##_4(PyUnicode_4BYTE_DATA(obj), __VA_ARGS__); break;                                  \
+    }
+
+static int check_str(PyObject *obj) {
+    if (PyUnicode_Check(obj)) return 0;
+    PyErr_Format(PyExc_TypeError, "expected a str, not %.100s", Py_TYPE(obj)->tp_name);
+    return -1;
+}
+
+/* a buffer for "y#": an empty one where nothing was allocated (NULL would give None) */
+#define OR_EMPTY(p) ((p) ? (const char *)(p) : "")
+
+static inline Py_ssize_t clip(Py_ssize_t len, Py_ssize_t limit) { return len < limit ? len : limit; }
+
+/* ---- the module's functions ---------------------------------------------------------------------------- */
+
+static PyObject *normalize_flags(PyObject *self, PyObject *obj) {
+    if (check_str(obj) < 0) return NULL;
+    int cr = 0, trailing = 0, blank4 = 0;
+    Py_ssize_t len = PyUnicode_GET_LENGTH(obj);
+    switch (PyUnicode_KIND(obj)) {
+    case PyUnicode_1BYTE_KIND: normalize_flags_1(PyUnicode_1BYTE_DATA(obj), len, &cr, &trailing, &blank4); break;
+    case PyUnicode_2BYTE_KIND: normalize_flags_2(PyUnicode_2BYTE_DATA(obj), len, &cr, &trailing, &blank4); break;
+    default: normalize_flags_4(PyUnicode_4BYTE_DATA(obj), len, &cr, &trailing, &blank4); break;
+    }
+    return Py_BuildValue("(NNN)", PyBool_FromLong(cr), PyBool_FromLong(trailing), PyBool_FromLong(blank4));
+}
+
+static PyObject *gate_counts(PyObject *self, PyObject *args) {
+    PyObject *obj;
+    Py_ssize_t min_words, head_chars;
+    if (!PyArg_ParseTuple(args, "Onn", &obj, &min_words, &head_chars) || check_str(obj) < 0) return NULL;
+    Py_ssize_t len = PyUnicode_GET_LENGTH(obj), head = clip(len, head_chars);
+    GateCounts g = {0};
+    int rc;
+    BY_KIND(rc, obj, gate_counts, len, min_words, head, &g);
+    if (rc < 0) return NULL;
+    return Py_BuildValue("(Nnnnn)", PyBool_FromLong(g.few_words), g.symbols, head, g.lines, g.repeated);
+}
+
+static PyObject *content_type_counts(PyObject *self, PyObject *args) {
+    PyObject *obj;
+    Py_ssize_t sample_chars;
+    if (!PyArg_ParseTuple(args, "On", &obj, &sample_chars) || check_str(obj) < 0) return NULL;
+    TypeCounts c = {0};
+    Py_ssize_t end = clip(PyUnicode_GET_LENGTH(obj), sample_chars);
+    switch (PyUnicode_KIND(obj)) {
+    case PyUnicode_1BYTE_KIND: content_type_counts_1(PyUnicode_1BYTE_DATA(obj), end, &c); break;
+    case PyUnicode_2BYTE_KIND: content_type_counts_2(PyUnicode_2BYTE_DATA(obj), end, &c); break;
+    default: content_type_counts_4(PyUnicode_4BYTE_DATA(obj), end, &c); break;
+    }
+    return Py_BuildValue("(nnnnnnnNnN)", c.lines, c.agent, c.letters, c.non_latin, c.code, c.structured, c.math,
+                         PyBool_FromLong(c.many_words), c.sentences, PyBool_FromLong(c.ascii));
+}
+
+static PyObject *quality_counts(PyObject *self, PyObject *args) {
+    PyObject *obj;
+    Py_ssize_t head_chars;
+    if (!PyArg_ParseTuple(args, "On", &obj, &head_chars) || check_str(obj) < 0) return NULL;
+    QualityCounts q = {0};
+    int rc;
+    BY_KIND(rc, obj, quality_counts, PyUnicode_GET_LENGTH(obj), head_chars, &q);
+    if (rc < 0) return NULL;
+    return Py_BuildValue("(nnnnn)", q.lines, q.long_lines, q.repeated_long, q.clause_end, q.letters);
+}
+
+static PyObject *word_counts(PyObject *self, PyObject *obj) {
+    if (check_str(obj) < 0) return NULL;
+    WordCounts w = {0};
+    int rc;
+    BY_KIND(rc, obj, word_counts, PyUnicode_GET_LENGTH(obj), &w);
+    if (rc < 0) return NULL;
+    return Py_BuildValue("(nnnnn)", w.words, w.chars, w.stopwords, w.first_words, w.first_distinct);
+}
+
+static PyObject *word_hashes(PyObject *self, PyObject *texts) {
+    if (!PyList_Check(texts)) {
+        PyErr_SetString(PyExc_TypeError, "word_hashes: expected a list of str");
+        return NULL;
+    }
+    Py_ssize_t n_texts = PyList_GET_SIZE(texts);
+    Hashes h = {0};
+    PyObject *result = NULL;
+    int64_t *offsets = PyMem_Malloc((size_t)(n_texts + 1) * sizeof(int64_t));
+    if (!offsets) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    offsets[0] = 0;
+    for (Py_ssize_t i = 0; i < n_texts; i++) {
+        PyObject *obj = PyList_GET_ITEM(texts, i);
+        int rc;
+        if (check_str(obj) < 0) goto done;
+        BY_KIND(rc, obj, word_hashes, PyUnicode_GET_LENGTH(obj), &h);
+        if (rc < 0) goto done;
+        offsets[i + 1] = h.n;
+    }
+    result = Py_BuildValue("(y#y#)", OR_EMPTY(h.hashes), h.n * 8, (const char *)offsets, (n_texts + 1) * 8);
+done:
+    PyMem_Free(h.hashes);
+    PyMem_Free(h.scratch);
+    PyMem_Free(offsets);
+    return result;
+}
+
+static PyObject *term_counts(PyObject *self, PyObject *args) {
+    PyObject *texts;
+    Py_ssize_t min_len;
+    if (!PyArg_ParseTuple(args, "O!n", &PyList_Type, &texts, &min_len)) return NULL;
+    Terms t = {0};
+    PyObject *result = NULL;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(texts); i++) {
+        PyObject *obj = PyList_GET_ITEM(texts, i);
+        int rc;
+        if (check_str(obj) < 0) goto done;
+        BY_KIND(rc, obj, term_counts, PyUnicode_GET_LENGTH(obj), min_len, (int64_t)i, &t);
+        if (rc < 0) goto done;
+    }
+    int64_t zero = 0;
+    result = Py_BuildValue("(y#y#y#y#y#)", OR_EMPTY(t.chars), t.n_chars * 4,
+                           t.n_terms ? (const char *)t.offsets : (const char *)&zero, (t.n_terms + 1) * 8,
+                           OR_EMPTY(t.rows), t.n_pairs * 8, OR_EMPTY(t.term_ids), t.n_pairs * 8, OR_EMPTY(t.counts),
+                           t.n_pairs * 8);
+done:
+    terms_free(&t);
+    return result;
+}
+
+static PyMethodDef METHODS[] = {
+    {"normalize_flags", normalize_flags, METH_O,
+     "normalize_flags(text) -> (has '\\r', has a line space before a newline, has 4 newlines in a row)"},
+    {"gate_counts", gate_counts, METH_VARARGS,
+     "gate_counts(text, min_words, head) -> (fewer than min_words words, symbols in the head, head length, "
+     "non-blank head lines, occurrences of head lines that repeat)"},
+    {"content_type_counts", content_type_counts, METH_VARARGS,
+     "content_type_counts(text, sample) -> (non-blank lines, agent turns, letters, non-Latin letters, code lines, "
+     "structured lines, math hits, at least 21 words, sentence ends, sample is ASCII)"},
+    {"quality_counts", quality_counts, METH_VARARGS,
+     "quality_counts(text, head) -> (non-blank stripped lines, long lines, repeated long lines, clause-ending "
+     "lines, letters of the head)"},
+    {"word_counts", word_counts, METH_O,
+     "word_counts(lower-cased text) -> (words, their characters, stopwords, first words, distinct first words)"},
+    {"word_hashes", word_hashes, METH_O,
+     "word_hashes(lower-cased texts) -> (uint64 hash of every word, int64 offsets of each text's words (texts + 1))"},
+    {"term_counts", term_counts, METH_VARARGS,
+     "term_counts(texts, min_len) -> (UTF-32LE code points of the distinct terms in order of first occurrence, "
+     "their int64 byte offsets (terms + 1), then int64 arrays of (text, term, occurrences) pairs); terms are "
+     "maximal runs of word characters that are all letters, at least min_len long"},
+    {"set_stopwords", set_stopwords, METH_O, "set_stopwords('a about after ...'): the stopwords word_counts counts"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef MODULE = {
+    PyModuleDef_HEAD_INIT, "_signals", "Text signal counts at C speed (see mixture/text/kernel.py).", -1, METHODS,
+    NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__signals(void) {
+    init_tables();
+    return PyModule_Create(&MODULE);
+}

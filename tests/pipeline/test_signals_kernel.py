@@ -1,0 +1,153 @@
+"""The compiled text kernel (mixture/text/_signals.c) counts exactly what the Python definitions count: every
+function of the kernel against its Python reference, on tricky generated texts and on a demo corpus."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mixture.fit import embed
+from mixture.text.content_type import content_type_counts_py
+from mixture.text.gates import gate_counts_py
+from mixture.text.kernel import kernel
+from mixture.text.normalize import rewrite_flags_py
+from mixture.text.quality import quality_counts_py, word_counts_py
+from mixture.text.shingles import WordHashes
+
+needs_kernel = pytest.mark.skipif(kernel is None, reason="the compiled kernel is not built here")
+
+# pieces the regular expressions, str methods and the kernel could read differently: keywords with and without
+# their word boundary or colon, every kind of whitespace, non-ASCII letters, digits and spaces, the math and
+# structure markers, stopwords in any case, surrogates, astral characters
+FRAGMENTS = [
+    "def ", "class ", "import os", "from a.b import c", "from  x import y", "from x\timport y", "return", "returns",
+    "return;", "function(", "functional", "except:", "excepted", "if x:", "if x: y", "if :", "for i in x:  ",
+    "while 1:\t", "with a as b:", "#include <x>", "var ", "let ", "const ", "public ", "private ", "}", "{", "try:",
+    "elif ", "else:", "#!", "self.x", "@dec", "@ ", "@_", "x = 1", "x=", "x =", "a.b == c", "f(x)", "f (x)",
+    "f(x) ;", "_a(b)", "ä(b)", "9a = 1", "[", "]", ",", '"k": 1', '"k" :', '"k"', "key: value", "key-name = v",
+    "a,b,c,d", "a,b", "|a|b|", "| x", "$x$", "$$", "$" + "y" * 85 + "$", "$" + "z" * 80 + "$", "\\frac", "\\sum",
+    "\\int", "\\in", "\\geq", "^{", "_{", "∑", "≤", "≥", "±", "√", "∫", "User:", "User :", "User\n:", "Users:",
+    "Assistant", "AI:", "Action:", "Tool :", "Thought", "Observation:", " ", "  ", "\t", "\n", "\n\n", "\n\n\n\n",
+    "\r", "\r\n", "\x0b", "\x0c", "\x1c", "\x1f", "\x85", "\xa0", "\u2003", "\u3000", "\u2028", ".", ". ", ".\n",
+    "? ", "! ", "!", "?", ";", ")", "'", "`", '"', ":", "the", "The", "THE", "and", "of", "because", "word",
+    "A longer sentence with several words in it.", "é", "ß", "İ", "K", "ǅ", "Σ", "ς", "ﬁ", "中文", "日本語",
+    "Привет", "١٢٣", "²", "½", "Ⅻ", "_", "-", "0", "123", "x1", "a_b", "ab1cd", "abc", "ab", "\ud800", "😀", "𝔘𝔫𝔦",
+    "x" * 40, "a line that is certainly longer than thirty characters",
+]
+TEXTS = st.one_of(
+    st.lists(st.sampled_from(FRAGMENTS), max_size=80).map("".join),
+    st.text(max_size=300),
+    st.text(st.characters(codec="latin-1"), max_size=300),
+)
+LIMITS = st.sampled_from([1, 7, 50, 20_000])
+SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@needs_kernel
+@SETTINGS
+@given(TEXTS)
+def test_normalize_flags(text: str) -> None:
+    assert kernel.normalize_flags(text) == rewrite_flags_py(text)
+
+
+@needs_kernel
+@SETTINGS
+@given(TEXTS, st.integers(0, 30), LIMITS)
+def test_gate_counts(text: str, min_words: int, head: int) -> None:
+    assert kernel.gate_counts(text, min_words, head) == gate_counts_py(text, min_words, head)
+
+
+@needs_kernel
+@SETTINGS
+@given(TEXTS, LIMITS)
+def test_content_type_counts(text: str, sample: int) -> None:
+    assert kernel.content_type_counts(text, sample) == content_type_counts_py(text, sample)
+
+
+@needs_kernel
+@SETTINGS
+@given(TEXTS, LIMITS)
+def test_quality_counts(text: str, head: int) -> None:
+    assert kernel.quality_counts(text, head) == quality_counts_py(text, head)
+    assert kernel.word_counts(text.lower()) == word_counts_py(text)
+
+
+@needs_kernel
+@SETTINGS
+@given(st.lists(TEXTS, max_size=6))
+def test_word_hashes(texts: list[str]) -> None:
+    ours, reference = WordHashes.of(texts), WordHashes.of_py(texts)
+    assert np.array_equal(ours.hashes, reference.hashes) and np.array_equal(ours.offsets, reference.offsets)
+
+
+def _counts(texts: list[str], monkeypatch, compiled: bool) -> embed.TermCounts:
+    with monkeypatch.context() as m:
+        if not compiled:
+            m.setattr(embed, "kernel", None)
+        return embed.TermCounts.of(texts)
+
+
+@needs_kernel
+@SETTINGS
+@given(st.lists(TEXTS, min_size=1, max_size=6))
+def test_term_counts(texts: list[str]) -> None:
+    with pytest.MonkeyPatch.context() as mp:
+        ours = _counts(texts, mp, True)
+        reference = _counts(texts, mp, False)
+    assert ours.terms == reference.terms
+    assert (ours.counts != reference.counts).nnz == 0
+
+
+@needs_kernel
+def test_equal_on_the_demo_corpus(demo_texts: list[str]) -> None:
+    """Real documents (code, prose, data files, dialogues, many scripts) give the same counts both ways."""
+    for text in demo_texts:
+        assert kernel.content_type_counts(text, 20_000) == content_type_counts_py(text)
+        assert kernel.quality_counts(text, 50_000) == quality_counts_py(text)
+        assert kernel.word_counts(text[:50_000].lower()) == word_counts_py(text[:50_000])
+        assert kernel.gate_counts(text, 5, 100_000) == gate_counts_py(text, 5)
+        assert kernel.normalize_flags(text) == rewrite_flags_py(text)
+    for i in range(0, len(demo_texts), 64):
+        batch = demo_texts[i : i + 64]
+        ours, reference = WordHashes.of(batch), WordHashes.of_py(batch)
+        assert np.array_equal(ours.hashes, reference.hashes) and np.array_equal(ours.offsets, reference.offsets)
+
+
+@pytest.fixture(scope="module")
+def demo_texts(tmp_path_factory) -> list[str]:
+    import pyarrow.parquet as pq
+
+    from mixture.demo_corpus import write_demo_corpus
+
+    root = tmp_path_factory.mktemp("kernel-corpus")
+    write_demo_corpus(root, seed=0, scale=0.05)
+    texts = []
+    for path in sorted(root.rglob("*.parquet")):
+        table = pq.read_table(path)
+        column = "content" if "content" in table.column_names else "text"
+        texts += [t for t in table.column(column).to_pylist() if isinstance(t, str)]
+    assert len(texts) > 100 and any(not t.isascii() for t in texts)
+    return texts
+
+
+def test_the_kernel_is_built_where_a_compiler_is() -> None:
+    """`pip install -e .` compiles the kernel; the pure-Python fallback is for machines without a C compiler."""
+    if os.environ.get("MIXTURE_PURE_PYTHON"):
+        pytest.skip("MIXTURE_PURE_PYTHON is set")
+    if not (shutil.which("cc") or shutil.which("gcc")):
+        pytest.skip("no C compiler on this machine")
+    assert kernel is not None, "reinstall with `pip install -e .` to build mixture/text/_signals.c"
+
+
+@needs_kernel
+def test_wrong_types_are_errors_not_crashes() -> None:
+    for call in (lambda: kernel.normalize_flags(b"x"), lambda: kernel.gate_counts(1, 5, 10),
+                 lambda: kernel.content_type_counts(None, 10), lambda: kernel.word_hashes(["a", 1]),
+                 lambda: kernel.term_counts(("a",), 3), lambda: kernel.set_stopwords("Not lower")):
+        with pytest.raises((TypeError, ValueError)):
+            call()
