@@ -42,29 +42,36 @@ def shard_facts(fs, path: str, size: int) -> dict:
     return {"rows": pf.metadata.num_rows, "tokens": int(pc.sum(tokens).as_py() or 0), "bytes": size, "xxh64": digest}
 
 
-def task_facts(store: str, rank: int, cell_sources: dict[tuple[int, int, str], list[int]]) -> dict:
+def task_facts(store: str, rank: int, cell_sources: dict[tuple[int, int, str], list[int]],
+               written: dict[str, dict] | None = None) -> dict:
     """Facts of every shard `part-<rank>` (and its rotations) in the store's cells, with the task's documents and
-    tokens per (cluster, quality, source)."""
+    tokens per (cluster, quality, source). `written`: facts the writer took as it wrote (by path in the store),
+    used for the shards whose size on storage agrees; any other shard is read."""
     fs, root = fsspec.core.url_to_fs(store)
     root = root.rstrip("/")
     fs.invalidate_cache(root)
     found = fs.glob(f"{root}/cluster=*/quality=*/*part-{rank:05d}.parquet", detail=True)
-    shards = [{"path": p[len(root) + 1 :], "task": rank, **shard_facts(fs, p, int(found[p].get("size") or 0))}
-              for p in sorted(found)]
+    shards = []
+    for p in sorted(found):
+        rel, size = p[len(root) + 1 :], int(found[p].get("size") or 0)
+        known = (written or {}).get(rel)
+        shards.append({"path": rel, "task": rank, **(known if known and known["bytes"] == size else
+                                                      shard_facts(fs, p, size))})
     return {"rank": rank, "shards": shards,
             "cell_sources": [[c, q, s, n, t] for (c, q, s), (n, t) in sorted(cell_sources.items())]}
 
 
 class ShardFacts(PipelineStep):
     """Last step of `assign`: counts the documents the store writer passes on per (cell, source); once the writer
-    has closed the task's shards, measures them; writes both to `<folder>/<rank>.json`."""
+    has closed the task's shards, takes their facts (from the writer, which measured what it wrote, or by reading
+    them); writes both to `<folder>/<rank>.json`."""
 
     type = "📏 - MEASURE"
     name = "shard facts"
 
-    def __init__(self, store: str, folder: str):
+    def __init__(self, store: str, folder: str, writer=None):
         super().__init__()
-        self.store, self.folder = store, folder
+        self.store, self.folder, self.writer = store, folder, writer  # writer: a measuring BoundedParquetWriter
 
     def run(self, data=None, rank: int = 0, world_size: int = 1):
         cell_sources: dict[tuple[int, int, str], list[int]] = defaultdict(lambda: [0, 0])
@@ -73,7 +80,7 @@ class ShardFacts(PipelineStep):
             counts = cell_sources[(m["cluster"], m["quality"], m["source"])]
             counts[0] += 1
             counts[1] += m["n_tokens"]
-        facts = task_facts(self.store, rank, cell_sources)
+        facts = task_facts(self.store, rank, cell_sources, getattr(self.writer, "facts", None))
         fs, root = fsspec.core.url_to_fs(self.folder)
         write_json_atomic(fs, f"{root}/{rank:05d}.json", facts, indent=None)
         self.stat_update("shards", value=len(facts["shards"]))

@@ -139,10 +139,10 @@ def assign_stage(ctx: BuildContext) -> Stage:
     route = dedup.RouteDrops(ctx.work, ctx.fuzzy_drops, {
         "duplicate_id": writers.quarantine_writer(ctx.at(layout.QUARANTINE_DIR), ID_QUARANTINE),
         **{r: writers.drop_writer(ctx.at(layout.dropped_dir(r)), r) for r in ("exact_duplicate", "fuzzy_duplicate")}})
+    store = writers.store_writer(ctx.store, s.keep_token_ids, s.shard_bytes, s.compression)
     return Stage("assign", [steps.ClearTaskFiles(ctx.task_side_files("assign")),
-                            RankFilesReader([f"{ctx.work}/prepared"], columns=ASSIGN_COLUMNS), route, assign,
-                            writers.store_writer(ctx.store, s.keep_token_ids, s.shard_bytes, s.compression),
-                            ShardFacts(ctx.store, f"{ctx.work}/shard_facts")], ctx.tasks)
+                            RankFilesReader([f"{ctx.work}/prepared"], columns=ASSIGN_COLUMNS), route, assign, store,
+                            ShardFacts(ctx.store, f"{ctx.work}/shard_facts", store)], ctx.tasks)
 
 
 ASSIGN_COLUMNS = ["id", "text", "source", "category", "origin", "content_type", "raw_score", "idx"]

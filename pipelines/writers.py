@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import xxhash
 from datatrove.data import Document
 from datatrove.pipeline.writers.parquet import ParquetWriter
 
@@ -15,16 +16,47 @@ BUFFER_CHARS = 8 * 2**20  # text buffered over all open files of a writer; above
 LONG_TEXT = frozenset({"text", "raw", "text_head", "minhash"})  # columns of long, mostly distinct values
 
 
+class DigestingFile:
+    """A write-only file that passes bytes on to another and keeps their count and xxh64 (a shard's checksum
+    without reading it back)."""
+
+    def __init__(self, raw):
+        self.raw, self.size, self.digest = raw, 0, xxhash.xxh64()
+        self.closed = False
+
+    def write(self, data) -> int:
+        self.digest.update(data)
+        self.size += len(data)
+        return self.raw.write(data)
+
+    def tell(self) -> int:
+        return self.size
+
+    def flush(self) -> None:
+        self.raw.flush()
+
+    def writable(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        self.closed = True  # the writer that opened `raw` closes it
+
+
 class BoundedParquetWriter(ParquetWriter):
     """datatrove's ParquetWriter with a bound on the text buffered across all its open files (an assign task keeps
     one file open per cell, 200 in the reference partition, and 200 batches of STORE_BATCH documents would grow
-    with the input until every batch is full), and without dictionary encoding or min/max statistics for long
-    text columns (measured on the demo store: 2.6× faster to write, 22 % smaller)."""
+    with the input until every batch is full), without dictionary encoding or min/max statistics for long
+    text columns (measured on the demo store: 2.6× faster to write, 22 % smaller), batches built column by column
+    (3× faster than row by row), and, with `measure`, the facts of every file it wrote (`facts`: rows, tokens,
+    bytes, xxh64 by path)."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, measure: bool = False, **kwargs):
         super().__init__(*args, **kwargs)
         self._chars: dict[str, int] = {}  # characters of text in each open file's pending batch
         self._pending = 0  # their sum
+        self.measure = measure
+        self._open: dict[str, tuple[DigestingFile, list[int]]] = {}  # file, [rows, tokens]
+        self.facts: dict[str, dict] = {}
 
     def _write(self, document: dict, file_handler, filename: str):
         import pyarrow.parquet as pq
@@ -32,10 +64,18 @@ class BoundedParquetWriter(ParquetWriter):
         name = self._get_filename_with_file_id(filename) if self.max_file_size > 0 else filename
         if name not in self._writers:
             short = [f.name for f in self.schema if f.name not in LONG_TEXT]
+            sink = file_handler
+            if self.measure:
+                sink = DigestingFile(file_handler)
+                self._open[name] = (sink, [0, 0])
             self._writers[name] = pq.ParquetWriter(
-                file_handler, schema=self.schema, compression=self.compression, use_dictionary=short,
+                sink, schema=self.schema, compression=self.compression, use_dictionary=short,
                 write_statistics=short, use_content_defined_chunking=self.use_content_defined_chunking,
                 write_page_index=self.write_page_index)
+        if self.measure:
+            counts = self._open[name][1]
+            counts[0] += 1
+            counts[1] += document.get("n_tokens") or 0
         size = sum(len(document.get(c) or "") for c in LONG_TEXT)
         self._chars[name] = self._chars.get(name, 0) + size
         self._pending += size
@@ -47,8 +87,21 @@ class BoundedParquetWriter(ParquetWriter):
                     break
 
     def _write_batch(self, filename: str):
+        import pyarrow as pa
+
         self._pending -= self._chars.pop(filename, 0)
-        super()._write_batch(filename)
+        rows = self._batches.pop(filename, None)
+        if rows:
+            columns = [pa.array([r.get(f.name) for r in rows], type=f.type) for f in self.schema]
+            self._writers[filename].write_batch(pa.RecordBatch.from_arrays(columns, schema=self.schema))
+
+    def close_file(self, filename: str):
+        name = self._get_filename_with_file_id(filename) if self.max_file_size > 0 and filename not in self._writers \
+            else filename
+        super().close_file(filename)
+        if name in self._open:  # the footer is written: the file is complete
+            sink, (rows, tokens) = self._open.pop(name)
+            self.facts[name] = {"rows": rows, "tokens": tokens, "bytes": sink.size, "xxh64": sink.digest.hexdigest()}
 
 
 def _work_row(self, doc: Document) -> dict:
@@ -164,4 +217,5 @@ def store_writer(store: str, keep_token_ids: bool, shard_bytes: int, compression
         compression=None if compression == "none" else compression,
         # one open file per cell and task: a small batch bounds the task's buffered documents (200 cells × batch)
         batch_size=STORE_BATCH,
+        measure=True,
     )
