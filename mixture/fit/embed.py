@@ -165,18 +165,31 @@ class Vocabulary:
     terms: list[str]
 
     @cached_property
-    def _lookup(self) -> tuple[pa.Array, np.ndarray]:
+    def _lookup(self) -> tuple[object, np.ndarray]:
+        """(the compiled term -> column table, None), or without the kernel (an Arrow value set of the counted
+        terms, their columns followed by -1)."""
         # a stop word is never counted, even when a vocabulary holds it
         cols = np.array([i for i, t in enumerate(self.terms) if t not in ENGLISH_STOP_WORDS], dtype=np.int64)
-        return _utf32([self.terms[i] for i in cols]), np.append(cols, -1)
+        value_set = _utf32([self.terms[i] for i in cols])
+        if kernel:
+            _, offsets, chars = value_set.buffers()
+            return kernel.vocabulary(chars.to_pybytes(), offsets, cols.tobytes()), None
+        return value_set, np.append(cols, -1)
+
+    def __getstate__(self) -> dict:
+        return {"terms": self.terms}  # the lookup table is rebuilt where it is needed
 
     def count(self, texts: Sequence[str]) -> sp.csr_matrix:
         """Float32 counts (texts, terms) of the texts' heads."""
-        value_set, cols = self._lookup
+        table, cols = self._lookup
         counted, terms = _count(texts)
-        # a term's place in the value set; null for none, filled with -1, which picks the -1 that ends cols
-        place = pc.index_in(terms, value_set=value_set).fill_null(-1).to_numpy()
-        return _csr(counted, cols[place], (len(texts), len(self.terms)))
+        if cols is None:
+            _, offsets, chars = terms.buffers()
+            offsets = offsets.slice(terms.offset * 8)
+            columns = np.frombuffer(kernel.term_columns(table, chars, offsets, len(terms)), dtype=np.int64)
+        else:  # a term's place in the value set; null for none, filled with -1, which picks the -1 that ends cols
+            columns = cols[pc.index_in(terms, value_set=table).fill_null(-1).to_numpy()]
+        return _csr(counted, columns, (len(texts), len(self.terms)))
 
 
 @dataclass(frozen=True)

@@ -532,6 +532,101 @@ done:
     return result;
 }
 
+/* ---- a fixed vocabulary: term (UTF-32LE) -> column, held by a capsule --------------------------------- */
+
+typedef struct {
+    SpanSet set; /* Slot.count holds column + 1 */
+    PyObject *chars; /* the bytes the set's spans point into */
+} Vocabulary;
+
+static void vocabulary_free(PyObject *capsule) {
+    Vocabulary *v = PyCapsule_GetPointer(capsule, "mixture.vocabulary");
+    if (!v) return;
+    spanset_free(&v->set);
+    Py_XDECREF(v->chars);
+    PyMem_Free(v);
+}
+
+/* the int64 offsets buffer of n terms: n + 1 entries, increasing, ending within `len` bytes of characters */
+static int check_offsets(const Py_buffer *off, Py_ssize_t n, Py_ssize_t len) {
+    const int64_t *o = off->buf;
+    if (off->len < (n + 1) * 8) goto bad;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (o[i] < 0 || o[i + 1] < o[i] || (o[i + 1] - o[i]) % 4) goto bad;
+    if (o[n] > len) goto bad;
+    return 0;
+bad:
+    PyErr_SetString(PyExc_ValueError, "offsets do not describe UTF-32 terms in the characters given");
+    return -1;
+}
+
+static PyObject *vocabulary(PyObject *self, PyObject *args) {
+    PyObject *chars;
+    Py_buffer off, cols;
+    if (!PyArg_ParseTuple(args, "Sy*y*", &chars, &off, &cols)) return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t n = cols.len / 8;
+    Vocabulary *v = NULL;
+    if (check_offsets(&off, n, PyBytes_GET_SIZE(chars)) < 0) goto done;
+    v = PyMem_Calloc(1, sizeof *v);
+    if (!v || spanset_init(&v->set, PyBytes_AS_STRING(chars), 4, (size_t)n) < 0) {
+        if (!PyErr_Occurred()) PyErr_NoMemory();
+        PyMem_Free(v);
+        goto done;
+    }
+    Py_INCREF(chars);
+    v->chars = chars;
+    const int64_t *o = off.buf, *c = cols.buf;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if ((v->set.used + 1) * 2 > v->set.cap && spanset_grow(&v->set) < 0) break;
+        const char *p = PyBytes_AS_STRING(chars) + o[i];
+        Py_ssize_t len = (Py_ssize_t)((o[i + 1] - o[i]) / 4);
+        uint64_t h = hash_bytes((const unsigned char *)p, (size_t)len * 4);
+        Slot *x = spanset_find(&v->set, p, len, h);
+        if (!x->count) v->set.used++;
+        *x = (Slot){h, o[i] / 4, len, c[i] + 1};
+    }
+    if (PyErr_Occurred()) {
+        spanset_free(&v->set);
+        Py_DECREF(chars);
+        PyMem_Free(v);
+        goto done;
+    }
+    result = PyCapsule_New(v, "mixture.vocabulary", vocabulary_free);
+    if (!result) {
+        spanset_free(&v->set);
+        Py_DECREF(chars);
+        PyMem_Free(v);
+    }
+done:
+    PyBuffer_Release(&off);
+    PyBuffer_Release(&cols);
+    return result;
+}
+
+static PyObject *term_columns(PyObject *self, PyObject *args) {
+    PyObject *capsule;
+    Py_buffer chars, off;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "Oy*y*n", &capsule, &chars, &off, &n)) return NULL;
+    PyObject *result = NULL;
+    Vocabulary *v = PyCapsule_GetPointer(capsule, "mixture.vocabulary");
+    if (!v || check_offsets(&off, n, chars.len) < 0) goto done;
+    result = PyBytes_FromStringAndSize(NULL, n * 8);
+    if (!result) goto done;
+    int64_t *out = (int64_t *)PyBytes_AS_STRING(result);
+    const int64_t *o = off.buf;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const char *p = (const char *)chars.buf + o[i];
+        Py_ssize_t len = (Py_ssize_t)((o[i + 1] - o[i]) / 4);
+        out[i] = spanset_find(&v->set, p, len, hash_bytes((const unsigned char *)p, (size_t)len * 4))->count - 1;
+    }
+done:
+    PyBuffer_Release(&chars);
+    PyBuffer_Release(&off);
+    return result;
+}
+
 static PyMethodDef METHODS[] = {
     {"normalize_flags", normalize_flags, METH_O,
      "normalize_flags(text) -> (has '\\r', has a line space before a newline, has 4 newlines in a row)"},
@@ -552,6 +647,10 @@ static PyMethodDef METHODS[] = {
      "term_counts(texts, min_len) -> (UTF-32LE code points of the distinct terms in order of first occurrence, "
      "their int64 byte offsets (terms + 1), then int64 arrays of (text, term, occurrences) pairs); terms are "
      "maximal runs of word characters that are all letters, at least min_len long"},
+    {"vocabulary", vocabulary, METH_VARARGS,
+     "vocabulary(UTF-32LE terms back to back, int64 byte offsets, int64 columns) -> a capsule for term_columns"},
+    {"term_columns", term_columns, METH_VARARGS,
+     "term_columns(vocabulary, UTF-32LE terms, int64 byte offsets, n) -> int64 column of each term, -1 if absent"},
     {"set_stopwords", set_stopwords, METH_O, "set_stopwords('a about after ...'): the stopwords word_counts counts"},
     {NULL, NULL, 0, NULL},
 };

@@ -4,6 +4,7 @@ function of the kernel against its Python reference, on tricky generated texts a
 from __future__ import annotations
 
 import os
+import re
 import shutil
 
 import numpy as np
@@ -104,6 +105,18 @@ def test_term_counts(texts: list[str]) -> None:
 
 
 @needs_kernel
+@SETTINGS
+@given(st.lists(TEXTS, min_size=1, max_size=6), st.lists(TEXTS, min_size=1, max_size=6))
+def test_vocabulary_counts(fit_texts: list[str], texts: list[str]) -> None:
+    terms = sorted({t for text in fit_texts for t in re.findall(embed.TOKEN_PATTERN, text.lower())} | {"the"})
+    with pytest.MonkeyPatch.context() as mp:
+        ours = embed.Vocabulary(terms).count(texts)
+        mp.setattr(embed, "kernel", None)
+        reference = embed.Vocabulary(terms).count(texts)
+    assert (ours != reference).nnz == 0
+
+
+@needs_kernel
 def test_equal_on_the_demo_corpus(demo_texts: list[str]) -> None:
     """Real documents (code, prose, data files, dialogues, many scripts) give the same counts both ways."""
     for text in demo_texts:
@@ -148,6 +161,8 @@ def test_the_kernel_is_built_where_a_compiler_is() -> None:
 def test_wrong_types_are_errors_not_crashes() -> None:
     for call in (lambda: kernel.normalize_flags(b"x"), lambda: kernel.gate_counts(1, 5, 10),
                  lambda: kernel.content_type_counts(None, 10), lambda: kernel.word_hashes(["a", 1]),
-                 lambda: kernel.term_counts(("a",), 3), lambda: kernel.set_stopwords("Not lower")):
+                 lambda: kernel.term_counts(("a",), 3), lambda: kernel.set_stopwords("Not lower"),
+                 lambda: kernel.vocabulary(b"a\0\0\0", np.array([0, 8]).tobytes(), np.array([0]).tobytes()),
+                 lambda: kernel.term_columns(object(), b"", np.array([0]).tobytes(), 0)):
         with pytest.raises((TypeError, ValueError)):
             call()
