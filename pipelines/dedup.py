@@ -26,6 +26,7 @@ from datatrove.pipeline.writers.disk_base import DiskWriter
 from mixture.store.io import write_atomic, write_parquet_atomic
 from mixture.text.shingles import EMPTY, WordHashes, minhash_signatures
 from pipelines.schemas import DROPS
+from pipelines.threads import duckdb_threads
 
 BATCH_DOCS, BATCH_CHARS = 256, 1_000_000  # a batch: bounded in documents and in characters (numpy temporaries
 # take ~40 bytes per character, so the largest batch, not the input size, sets a task's peak memory)
@@ -194,7 +195,7 @@ def prepared_docs(prepared: str):
 
     fs, root = fsspec.core.url_to_fs(prepared)
     spill = tempfile.mkdtemp(prefix="mixture-duckdb-")
-    con = duckdb.connect(config={"temp_directory": spill, "preserve_insertion_order": False})
+    con = duckdb.connect(config={"temp_directory": spill, "preserve_insertion_order": False, **duckdb_threads()})
     try:
         con.register("prepared", pads.dataset(sorted(fs.glob(f"{root}/*.parquet")), filesystem=fs, format="parquet",
                                               schema=WORK))

@@ -24,6 +24,7 @@ from mixture.spec.models import Execution, Spec
 from mixture.store import layout
 from pipelines.memory import configure_memory
 from pipelines.stages import BuildContext, Stage
+from pipelines.threads import task_threads
 
 EXECUTORS = ("local", "ray", "slurm")
 SLURM_JOBS_FILE = "slurm_jobs.json"  # in _build/<stage>/: the job ids of the stage's last submission
@@ -173,7 +174,8 @@ def _quiet_local_executor():
         def _run_for_rank(self, rank: int, local_rank: int = 0, node_rank: int = -1):
             configure_memory()
             try:
-                return super()._run_for_rank(rank, local_rank + 1, node_rank)
+                with task_threads(1):  # a local worker is one core
+                    return super()._run_for_rank(rank, local_rank + 1, node_rank)
             finally:
                 quiet_datatrove_console()
 
@@ -257,7 +259,8 @@ class RayStageExecutor(RayPipelineExecutor):
 
     def _run_for_rank(self, rank: int, local_rank: int = 0, node_rank: int = -1):
         configure_memory()
-        return super()._run_for_rank(rank, local_rank, node_rank)
+        with task_threads(self.cpus_per_task):
+            return super()._run_for_rank(rank, local_rank, node_rank)
 
 
 # --------------------------------------------------------------------------------------------------------- Slurm
@@ -354,7 +357,8 @@ class SlurmStageExecutor(SlurmPipelineExecutor):
 
     def _run_for_rank(self, rank: int, local_rank: int = 0, node_rank: int = -1):
         configure_memory()
-        return super()._run_for_rank(rank, local_rank, node_rank)
+        with task_threads(self.cpus_per_task):
+            return super()._run_for_rank(rank, local_rank, node_rank)
 
     # ---- driver side
     def run(self):
