@@ -12,6 +12,8 @@ class TokenCounter(Protocol):
 
     def encode_batch(self, texts: list[str]) -> list[list[int]]: ...
 
+    def count_batch(self, texts: list[str]) -> list[int]: ...
+
 
 class TiktokenCounter:
     def __init__(self, encoding: str):
@@ -25,6 +27,10 @@ class TiktokenCounter:
         # time in this thread (encode_ordinary_batch starts a thread pool per call, each thread a new malloc arena)
         return [self._enc.encode_ordinary(t) for t in texts]
 
+    def count_batch(self, texts: list[str]) -> list[int]:
+        # each text's token list is dropped as soon as it is counted (a batch of lists is ~30 bytes per token)
+        return [len(self._enc.encode_ordinary(t)) for t in texts]
+
 
 class HFCounter:
     def __init__(self, ref: str):
@@ -36,6 +42,9 @@ class HFCounter:
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
         return [e.ids for e in self._tok.encode_batch(texts, add_special_tokens=False)]
 
+    def count_batch(self, texts: list[str]) -> list[int]:
+        return [len(ids) for ids in self.encode_batch(texts)]
+
 
 @lru_cache(maxsize=4)
 def load_tokenizer(spec_id: str) -> TokenCounter:
@@ -46,4 +55,4 @@ def load_tokenizer(spec_id: str) -> TokenCounter:
 
 
 def count_tokens(tokenizer: TokenCounter, texts: list[str]) -> list[int]:
-    return [len(ids) for ids in tokenizer.encode_batch(texts)]
+    return tokenizer.count_batch(texts)

@@ -214,14 +214,15 @@ class Assign(PipelineStep):
             idx = [i for i, t in enumerate(types) if t == ct]
             cal[idx] = calibrate(raw[idx], self.model.calibration[ct]["knots"])
         quality = bucket(cal, self.edges)
-        ids = self.tok.encode_batch(texts)
+        ids = self.tok.encode_batch(texts) if self.keep_token_ids else None
+        n_tokens = [len(t) for t in ids] if ids is not None else self.tok.count_batch(texts)
         width = cluster_width(self.k)
         for i, d in enumerate(batch):
             m = d.metadata
             m.update(
                 cluster=int(cluster[i]), cluster_dir=f"{int(cluster[i]):0{width}d}", quality=int(quality[i]),
                 fine_cluster=int(fine[i]), cluster_distance=float(dist[i]), quality_score=float(cal[i]),
-                n_tokens=len(ids[i]),
+                n_tokens=n_tokens[i],
             )
             if self.keep_token_ids:
                 m["input_ids"] = ids[i]
