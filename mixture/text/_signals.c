@@ -472,6 +472,10 @@ static PyObject *quality_counts(PyObject *self, PyObject *args) {
 
 static PyObject *word_counts(PyObject *self, PyObject *obj) {
     if (check_str(obj) < 0) return NULL;
+    if (!STOPWORDS.slots) {  /* mixture.text.quality sets them when it is imported */
+        PyErr_SetString(PyExc_RuntimeError, "word_counts: no stopwords; call set_stopwords first");
+        return NULL;
+    }
     WordCounts w = {0};
     int rc;
     BY_KIND(rc, obj, word_counts, PyUnicode_GET_LENGTH(obj), &w);
