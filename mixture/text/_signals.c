@@ -663,7 +663,12 @@ static struct PyModuleDef MODULE = {
     PyModuleDef_HEAD_INIT, "_signals", "Text signal counts at C speed (see mixture/text/kernel.py).", -1, METHODS,
     NULL, NULL, NULL, NULL};
 
+/* bumped with every change of a function's arguments or results; mixture/text/kernel.py ignores another version */
+#define KERNEL_VERSION 1
+
 PyMODINIT_FUNC PyInit__signals(void) {
     init_tables();
-    return PyModule_Create(&MODULE);
+    PyObject *m = PyModule_Create(&MODULE);
+    if (m && PyModule_AddIntConstant(m, "VERSION", KERNEL_VERSION) < 0) Py_CLEAR(m);
+    return m;
 }

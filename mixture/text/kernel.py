@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 from types import ModuleType
 
+VERSION = 1  # the `VERSION` of _signals.c these modules call; an extension built from other sources is not used
+
 
 def _load() -> ModuleType | None:
     if os.environ.get("MIXTURE_PURE_PYTHON"):
@@ -14,9 +16,9 @@ def _load() -> ModuleType | None:
         from mixture.text import _signals
     except ImportError:
         return None
-    return _signals
+    return _signals if getattr(_signals, "VERSION", None) == VERSION else None
 
 
 kernel = _load()
-MISSING = ("the compiled text kernel (mixture/text/_signals.c) is not built, so text signals are counted in Python "
-           "(about 3x slower); reinstall with a C compiler present: pip install -e .")
+MISSING = ("the compiled text kernel (mixture/text/_signals.c) is not built or is out of date, so text signals are "
+           "counted in Python (about 3x slower); reinstall with a C compiler present: pip install -e .")
