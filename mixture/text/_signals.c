@@ -297,6 +297,14 @@ static int grow(void **buf, Py_ssize_t *cap, Py_ssize_t need, size_t size) {
     return 0;
 }
 
+/* grows three parallel int64 arrays of capacity *cap to hold `need` items each */
+static int grow3(int64_t **a, int64_t **b, int64_t **c, Py_ssize_t *cap, Py_ssize_t need) {
+    Py_ssize_t ca = *cap, cb = *cap;
+    if (grow((void **)a, &ca, need, 8) < 0 || grow((void **)b, &cb, need, 8) < 0 || grow((void **)c, cap, need, 8) < 0)
+        return -1;
+    return 0;
+}
+
 static int terms_scratch(Terms *t, Py_ssize_t len) { return grow((void **)&t->scratch, &t->cap_scratch, len, 4); }
 
 static int terms_rehash(Terms *t, size_t cap) {
@@ -340,14 +348,9 @@ static int terms_count(Terms *t, Py_ssize_t len, int64_t row) {
         }
     }
     if (id < 0) {  /* a new term */
-        if (grow((void **)&t->chars, &t->cap_chars, t->n_chars + len, 4) < 0) return -1;
-        Py_ssize_t cap = t->cap_terms;
-        if (grow((void **)&t->offsets, &cap, t->n_terms + 2, 8) < 0) return -1;
-        cap = t->cap_terms;
-        if (grow((void **)&t->last_row, &cap, t->n_terms + 2, 8) < 0) return -1;
-        cap = t->cap_terms;
-        if (grow((void **)&t->last_pair, &cap, t->n_terms + 2, 8) < 0) return -1;
-        t->cap_terms = cap;
+        if (grow((void **)&t->chars, &t->cap_chars, t->n_chars + len, 4) < 0 ||
+            grow3(&t->offsets, &t->last_row, &t->last_pair, &t->cap_terms, t->n_terms + 2) < 0)
+            return -1;
         if (t->n_terms == 0) t->offsets[0] = 0;
         memcpy(t->chars + t->n_chars, t->scratch, bytes);
         t->n_chars += len;
@@ -361,13 +364,7 @@ static int terms_count(Terms *t, Py_ssize_t len, int64_t row) {
         t->counts[t->last_pair[id]]++;
         return 0;
     }
-    Py_ssize_t cap = t->cap_pairs;
-    if (grow((void **)&t->rows, &cap, t->n_pairs + 1, 8) < 0) return -1;
-    cap = t->cap_pairs;
-    if (grow((void **)&t->term_ids, &cap, t->n_pairs + 1, 8) < 0) return -1;
-    cap = t->cap_pairs;
-    if (grow((void **)&t->counts, &cap, t->n_pairs + 1, 8) < 0) return -1;
-    t->cap_pairs = cap;
+    if (grow3(&t->rows, &t->term_ids, &t->counts, &t->cap_pairs, t->n_pairs + 1) < 0) return -1;
     t->rows[t->n_pairs] = row;
     t->term_ids[t->n_pairs] = id;
     t->counts[t->n_pairs] = 1;
