@@ -28,8 +28,8 @@ from mixture.text.shingles import EMPTY, WordHashes, minhash_signatures
 from pipelines.schemas import DROPS
 from pipelines.threads import duckdb_threads
 
-BATCH_DOCS, BATCH_CHARS = 256, 1_000_000  # a batch: bounded in documents and in characters (numpy temporaries
-# take ~40 bytes per character, so the largest batch, not the input size, sets a task's peak memory)
+BATCH_DOCS, BATCH_CHARS = 256, 1_000_000  # a batch: bounded in documents and in characters (its word hashes,
+# n-grams and signatures grow with its text, so the largest batch, not the input size, sets a task's peak memory)
 
 
 def text_batches(data: DocumentsPipeline, max_docs: int = BATCH_DOCS, max_chars: int = BATCH_CHARS

@@ -3,8 +3,9 @@ r"""Lexical document embedder: TF-IDF over a fitted vocabulary, projected by SVD
 Texts are counted as sklearn's CountVectorizer(token_pattern=TOKEN_PATTERN, lowercase=True, stop_words="english")
 counts their first EMBED_CHARS characters, with its vocabulary rule, but without a Python step per token:
 TOKEN_PATTERN matches exactly the maximal runs of word characters (`\w`) that hold no digit or underscore and are
-at least 3 long (the `\b` at either end makes a match span a whole run), so numpy classes the characters and finds
-the runs, and Arrow hashes the tokens.
+at least 3 long (the `\b` at either end makes a match span a whole run), so the text kernel (`term_counts`,
+`vocabulary`/`term_columns`) finds, counts and looks up the runs; without it numpy classes the characters and
+finds the runs, and Arrow hashes the tokens.
 """
 
 from __future__ import annotations
@@ -165,7 +166,7 @@ class Vocabulary:
     terms: list[str]
 
     @cached_property
-    def _lookup(self) -> tuple[object, np.ndarray]:
+    def _lookup(self) -> tuple[object, np.ndarray | None]:
         """(the compiled term -> column table, None), or without the kernel (an Arrow value set of the counted
         terms, their columns followed by -1)."""
         # a stop word is never counted, even when a vocabulary holds it

@@ -1,4 +1,5 @@
-"""Word n-gram hashes of a batch of texts, vectorised with numpy, and one-permutation MinHash signatures.
+"""Word n-gram hashes of a batch of texts (words hashed by the text kernel, or vectorised with numpy without it)
+and one-permutation MinHash signatures.
 
 Words are lower-cased runs of word characters (`\\w`, any script; ASCII digits read as `0`); every other character
 separates words. A word hash mixes the word's bytes 8 at a time (splitmix64 finaliser), an n-gram hash mixes its
