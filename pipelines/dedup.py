@@ -20,12 +20,12 @@ import pyarrow.parquet as pq
 import xxhash
 from datatrove.data import Document, DocumentsPipeline
 from datatrove.pipeline.base import PipelineStep
-from datatrove.pipeline.filters.base_filter import BaseFilter
 from datatrove.pipeline.writers.disk_base import DiskWriter
 
 from mixture.store.io import write_atomic, write_parquet_atomic
 from mixture.text.shingles import EMPTY, WordHashes, minhash_signatures
 from pipelines.schemas import DROPS
+from pipelines.steps import CountedFilter
 from pipelines.threads import duckdb_threads
 
 BATCH_DOCS, BATCH_CHARS = 256, 1_000_000  # a batch: bounded in documents and in characters (its word hashes,
@@ -143,7 +143,7 @@ class Fingerprint(PipelineStep):
                 batch[d].metadata["contaminated"] = f"{tag} ({len(mine)} matching {cfg['ngram']}-grams)"
 
 
-class Decontaminate(BaseFilter):
+class Decontaminate(CountedFilter):
     """Drops the documents Fingerprint found sharing at least `min_matches` distinct n-grams with a benchmark."""
 
     name = "n-gram decontamination"

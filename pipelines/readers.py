@@ -156,12 +156,13 @@ class SourceReader(PipelineStep):
         tally: dict[str, int] = {}
         for order, src, rel in self.shard(rank, world_size):
             self.stat_update("input_files")
-            for doc in self.read_file(src, rel):
-                tally[src.name] = tally.get(src.name, 0) + 1
-                self.stat_update("records")
+            n = 0
+            for n, doc in enumerate(self.read_file(src, rel), 1):  # noqa: B007 - n counts the file's records
                 if "_bad" not in doc.metadata:
                     doc.metadata["source_order"] = order
                 yield doc
+            tally[src.name] = tally.get(src.name, 0) + n
+            self.stat_update("records", value=n)
         # records read per source by this task: the build's `records_in`, saved with the task's outputs
         fs, root = fsspec.core.url_to_fs(self.tally_folder)
         write_json_atomic(fs, f"{root}/{rank:05d}.json", {"rank": rank, "records": tally}, indent=None)
@@ -281,7 +282,7 @@ class RankFilesReader(PipelineStep):
                 continue
             with fs.open(path, "rb") as f:
                 for batch in pq.ParquetFile(f).iter_batches(batch_size=128, columns=self.columns):
+                    self.stat_update("documents", value=batch.num_rows)
                     for rec in batch.to_pylist():
                         text, doc_id = rec.pop("text"), rec.pop("id")
-                        self.stat_update("documents")
                         yield Document(text=text, id=doc_id, metadata=rec)
