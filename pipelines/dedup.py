@@ -6,6 +6,7 @@ format for its MinHash bucket and cluster stages; `assign` routes every listed d
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import tempfile
@@ -294,6 +295,75 @@ class ResolveNearDuplicates(PipelineStep):
 
 def hash_pair(x: tuple[int, int]) -> int:
     return (x[0] << 32) | x[1]
+
+
+class BandCollisions(PipelineStep):
+    """Task b of the bucket stage, in place of datatrove's MinhashDedupBuckets (same input files, same pairs): merges
+    band b's sorted signature files and writes, for every run of equal band signatures, each record paired with
+    the one before it in (signature, file, document) order, as `<b>_00.dups` (4 uint32 per pair). Records are
+    merged in blocks with numpy instead of one heap step per record; a block of every file is held at a time."""
+
+    type = "🫂 - DEDUP"
+    name = "🎯 MinHash band collisions"
+
+    def __init__(self, input_folder: str, output_folder: str, rows: int, memory: int = 256 * 2**20):
+        super().__init__()
+        self.input_folder, self.output_folder, self.rows, self.memory = input_folder, output_folder, rows, memory
+
+    def run(self, data: DocumentsPipeline = None, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
+        dtype = np.dtype([(f"h{j}", "<u8") for j in range(self.rows)] + [("doc", "<u4")])
+        fs, root = fsspec.core.url_to_fs(f"{self.input_folder}/bucket_{rank:03d}")
+        paths = sorted(fs.glob(f"{root}/*.minhash.sig"))
+        block = max(256, self.memory // (dtype.itemsize * max(1, len(paths))))  # records read per file at a time
+        out: list[np.ndarray] = []
+        with contextlib.ExitStack() as stack:
+            files = [stack.enter_context(fs.open(p, "rb")) for p in paths]
+            stems = [int(p.rsplit("/", 1)[-1].removesuffix(".minhash.sig")) for p in paths]
+            held = [np.zeros(0, dtype) for _ in files]
+            done = [False] * len(files)
+            while True:
+                for i, f in enumerate(files):  # refill every file whose records all went into the last merge
+                    if not done[i] and not len(held[i]):
+                        more = np.frombuffer(f.read(block * dtype.itemsize), dtype=dtype)
+                        done[i] = len(more) < block
+                        held[i] = more
+                live = [i for i in range(len(files)) if len(held[i])]
+                if not live:
+                    break
+                # records whose first hash is below every unfinished file's last held one have all their equals held
+                open_ends = [held[i]["h0"][-1] for i in live if not done[i]]
+                cut = min(open_ends) if open_ends else None
+                parts, ranks = [], []
+                for i in live:
+                    n = len(held[i]) if cut is None else int(np.searchsorted(held[i]["h0"], cut, side="left"))
+                    if n == 0 and cut is not None and held[i]["h0"][-1] == cut and not done[i]:
+                        # a run of equal first hashes longer than the block: read on before cutting
+                        more = np.frombuffer(files[i].read(block * dtype.itemsize), dtype=dtype)
+                        done[i] = len(more) < block
+                        held[i] = np.concatenate([held[i], more])
+                        continue
+                    parts.append(held[i][:n])
+                    ranks.append(np.full(n, stems[i], dtype=np.uint32))
+                    held[i] = held[i][n:]
+                if parts:
+                    out.append(self._pairs(np.concatenate(parts), np.concatenate(ranks)))
+        pairs = np.concatenate(out) if out else np.zeros((0, 4), dtype="<u4")
+        out_fs, out_root = fsspec.core.url_to_fs(self.output_folder)
+        write_atomic(out_fs, f"{out_root}/{rank:05d}_00.dups", pairs.astype("<u4").tobytes())
+        self.stat_update("total_matches", value=len(pairs))
+        if data:
+            yield from data
+
+    def _pairs(self, recs: np.ndarray, ranks: np.ndarray) -> np.ndarray:
+        """(file, doc, file, doc) of every record whose band signature equals the previous record's."""
+        hs = [recs[f"h{j}"] for j in range(self.rows)]
+        order = np.lexsort([recs["doc"], ranks, *hs[::-1]])
+        same = np.ones(len(order) - 1 if len(order) else 0, dtype=bool)
+        for h in hs:
+            h = h[order]
+            same &= h[1:] == h[:-1]
+        i = np.flatnonzero(same) + 1
+        return np.stack([ranks[order[i - 1]], recs["doc"][order[i - 1]], ranks[order[i]], recs["doc"][order[i]]], axis=1)
 
 
 class MinhashSigs(PipelineStep):

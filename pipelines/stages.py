@@ -5,8 +5,6 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from datatrove.pipeline.dedup.minhash import MinhashConfig, MinhashDedupBuckets
-
 from mixture.spec.load import list_source_files_sized, resolve_uri
 from mixture.spec.models import Spec
 from mixture.store import layout
@@ -51,11 +49,6 @@ class BuildContext:
                 for b in self.spec.processing.decontamination.benchmarks]
 
     @property
-    def minhash_config(self) -> MinhashConfig:
-        f = self.spec.processing.dedup.fuzzy
-        return MinhashConfig(n_grams=f.ngram, num_buckets=f.bands, hashes_per_bucket=f.rows_per_band, seed=f.seed)
-
-    @property
     def fuzzy_drops(self) -> str | None:
         """The near duplicates `minhash_cluster` lists (DROPS schema), None without fuzzy dedup."""
         return f"{self.work}/fuzzy_drops.parquet" if self.spec.processing.dedup.fuzzy.enabled else None
@@ -77,7 +70,7 @@ class BuildContext:
 
 def dedup_stages(ctx: BuildContext) -> list[Stage]:
     """read → normalise → quarantine → gates → fingerprint → decontaminate → annotate, then the dedup decisions:
-    repeated ids and exact duplicates (DuckDB), MinHash LSH (datatrove). No stage after `prepare` reads the text."""
+    repeated ids and exact duplicates (DuckDB), MinHash LSH (band collisions). No stage after `prepare` reads the text."""
     p = ctx.spec.processing
     flt, fz, dc = p.filters, p.dedup.fuzzy, p.decontamination
     decontaminate = dc.enabled and bool(dc.benchmarks)
@@ -103,10 +96,10 @@ def dedup_stages(ctx: BuildContext) -> list[Stage]:
               Stage("find_duplicates", [dedup.FindDuplicates(f"{ctx.work}/prepared", f"{ctx.work}/drops.parquet",
                                                              p.dedup.exact.enabled)], 1)]
     if fz.enabled:
-        mh = MinhashConfig(n_grams=fz.ngram, num_buckets=fz.bands, hashes_per_bucket=fz.rows_per_band, seed=fz.seed)
         stages += [
             Stage("minhash_sigs", [dedup.MinhashSigs(ctx.work, f"{ctx.work}/mh_sigs", fz.bands, fz.rows_per_band)], ctx.tasks),
-            Stage("minhash_buckets", [MinhashDedupBuckets(f"{ctx.work}/mh_sigs", f"{ctx.work}/mh_buckets", config=mh)], fz.bands),
+            Stage("minhash_buckets", [dedup.BandCollisions(f"{ctx.work}/mh_sigs", f"{ctx.work}/mh_buckets", fz.rows_per_band)],
+                  fz.bands),
             Stage("minhash_cluster", [dedup.ResolveNearDuplicates(f"{ctx.work}/mh_buckets", f"{ctx.work}/prepared",
                                                                   ctx.fuzzy_drops)], 1),
         ]
