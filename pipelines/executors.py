@@ -6,6 +6,7 @@ Ray runs each stage on a running cluster (or a local one it starts); Slurm submi
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
 import getpass
 import json
@@ -165,7 +166,9 @@ class FailedTask:
 
 
 def _quiet_local_executor():
+    import multiprocess
     from datatrove.executor import LocalPipelineExecutor
+    from datatrove.utils.stats import PipelineStats
 
     class QuietLocalExecutor(LocalPipelineExecutor):
         """Task logs go to _build/<stage>/logs only; the console keeps errors (the build shows progress bars).
@@ -179,18 +182,37 @@ def _quiet_local_executor():
             finally:
                 quiet_datatrove_console()
 
-        def _launch_run_for_rank(self, rank: int, ranks_q, completed=None, completed_lock=None):
+        def _launch_run_for_rank(self, rank: int, ranks_q=None, completed=None, completed_lock=None):
             try:
-                return super()._launch_run_for_rank(rank, ranks_q, completed, completed_lock)
+                return self._run_for_rank(rank)
             except Exception as exc:  # noqa: BLE001 - reported once every task has ended
                 return FailedTask(rank, f"{type(exc).__name__}: {exc}")
 
         def run(self):
+            """datatrove's local run without its multiprocess Manager: a server process started and stopped per
+            stage (~50 ms each) only to hand out the local ranks that choose which task logs to the console, and
+            these tasks never do."""
+            ranks = self.get_incomplete_ranks(range(self.local_rank_offset, self.local_rank_offset + self.local_tasks))
+            if not ranks:
+                return PipelineStats()
+            self.save_executor_as_json()
             try:
                 with silence_tqdm():
-                    return super().run()
+                    if self.workers == 1:
+                        pipeline, stats = self.pipeline, []
+                        for rank in ranks:
+                            self.pipeline = copy.deepcopy(pipeline)  # every task starts from unused steps
+                            stats.append(self._launch_run_for_rank(rank))
+                        self.pipeline = pipeline
+                    else:
+                        with multiprocess.get_context(self.start_method).Pool(self.workers) as pool:
+                            stats = list(pool.imap_unordered(self._launch_run_for_rank, ranks))
             finally:
                 quiet_datatrove_console()
+            merged = sum(stats, start=PipelineStats())  # a FailedTask raises here, once every task has ended
+            with self.logging_dir.open("stats.json", "wt") as f:
+                merged.save_to_disk(f)
+            return merged
 
     return QuietLocalExecutor
 

@@ -155,7 +155,7 @@ class SampleForFit(PipelineStep):
     type = "🎲 - SAMPLE"
     name = "sample for the fit"
 
-    COLUMNS = ["idx", "id", "text", "source", "content_type", "raw_score"]
+    COLUMNS = ["id", "text", "source", "content_type", "raw_score"]
 
     def __init__(self, rate: float, seed: int, work: str, fuzzy_drops: str | None, output_folder: str):
         super().__init__()
@@ -173,18 +173,22 @@ class SampleForFit(PipelineStep):
         schema = pa.schema([("id", pa.string()), ("text", pa.string()), ("source", pa.string()),
                             ("content_type", pa.string()), ("raw_score", pa.float64()), ("u", pa.float64())])
         picked: dict[int, float] = {}
+        parts = []
         if fs.exists(root):
             with fs.open(root, "rb") as f:
                 pf = pq.ParquetFile(f)
                 picked = self._pick(pf, drops)
-                parts = []  # second pass: the text of the picked rows only, batch by batch
-                for batch in pf.iter_batches(columns=self.COLUMNS, batch_size=512):
-                    take = [i for i, x in enumerate(batch.column(0).to_pylist()) if x in picked]
-                    if take:
-                        rows = pa.Table.from_batches([batch]).take(take)
-                        u = pa.array([picked[x] for x in rows.column("idx").to_pylist()], pa.float64())
-                        parts.append(rows.drop_columns(["idx"]).append_column("u", u).cast(schema))
-        out = pa.concat_tables(parts) if picked else schema.empty_table()
+                rows = np.array(sorted(picked), dtype=np.int64)
+                draws = np.array([picked[r] for r in rows], dtype=np.float64)
+                # second pass: only the row groups that hold a picked row (a few at full scale), never the rest's text
+                ends = np.cumsum([pf.metadata.row_group(g).num_rows for g in range(pf.num_row_groups)])
+                group = np.searchsorted(ends, rows, side="right")
+                for g in np.unique(group):
+                    mine = group == g
+                    local = rows[mine] - (ends[g - 1] if g else 0)
+                    table = pf.read_row_group(int(g), columns=self.COLUMNS).take(pa.array(local))
+                    parts.append(table.append_column("u", pa.array(draws[mine], pa.float64())).cast(schema))
+        out = pa.concat_tables(parts) if parts else schema.empty_table()
         # a work file bounded by sample_docs, read once by `fit`: not compressed (zstd took longer than the read)
         write_parquet_atomic(f"{self.output_folder}/{rank:05d}.parquet", out, compression=None)
         self.stat_update("sampled", value=len(picked))
@@ -192,18 +196,20 @@ class SampleForFit(PipelineStep):
         yield
 
     def _pick(self, pf, drops: dict) -> dict[int, float]:
-        """{row index: draw} of the sample: draws below the rate, plus each unsampled source's lowest draw."""
+        """{row of the file: draw} of the sample: draws below the rate, plus each unsampled source's lowest draw."""
         picked, first_by_source, sampled_sources = {}, {}, set()
+        row = -1
         for batch in pf.iter_batches(columns=["idx", "id", "source"], batch_size=8192):
             for idx, doc_id, src in zip(*(c.to_pylist() for c in batch.columns), strict=True):
+                row += 1
                 if idx in drops:
                     continue
                 u = stable_unit(doc_id, self.seed)
                 if u < self.rate:
-                    picked[idx] = u
+                    picked[row] = u
                     sampled_sources.add(src)
                 elif src not in first_by_source or u < first_by_source[src][1]:
-                    first_by_source[src] = (idx, u)
+                    first_by_source[src] = (row, u)
         picked.update((i, u) for s, (i, u) in first_by_source.items() if s not in sampled_sources)
         return picked
 

@@ -207,7 +207,11 @@ class TermCounts:
         counted, terms = _count(texts)
         every = pc.dictionary_encode(terms)
         seen = _decode(every.dictionary)
-        order = sorted((i for i, t in enumerate(seen) if t not in ENGLISH_STOP_WORDS), key=seen.__getitem__)
+        # alphabetical as Python orders str: UTF-8 bytes sort in code point order (terms are letters, no surrogate)
+        strings = pa.array(seen, pa.string())
+        ranked = pc.sort_indices(strings).to_numpy()
+        stop = pc.is_in(strings, value_set=pa.array(sorted(ENGLISH_STOP_WORDS), pa.string())).to_numpy(zero_copy_only=False)
+        order = ranked[~stop[ranked]]
         column = np.full(len(seen), -1, dtype=np.int64)
         column[order] = np.arange(len(order))
         columns = column[every.indices.to_numpy()]
