@@ -129,9 +129,9 @@ def markdown(results: list[dict], args, cmd: str) -> str:
         "(the demo's 50,000 exceeds every input here, which would make the fit stage see the whole input). "
         f"Each build is `mixture build spec.yaml --workers 1` in a fresh process; every {args.interval * 1000:.0f} ms "
         "the benchmark sums VmRSS and PSS (`/proc/<pid>/smaps_rollup`, shared pages split between processes) over "
-        "the whole process tree. With one worker datatrove's local executor runs every task in the driver process; "
-        "the only other process is the multiprocess manager the executor forks for each stage, which shares the "
-        "driver's pages, so Σ RSS counts them twice and Σ PSS is the tree's real footprint. The driver's peak RSS is "
+        "the whole process tree. With one worker the local executor runs every task in the driver process and "
+        "forks no other (datatrove's executor forked a multiprocess manager per stage, which shared the driver's "
+        "pages: Σ RSS counted them twice, Σ PSS is the tree's real footprint either way). The driver's peak RSS is "
         "its `VmHWM` (`/proc/<pid>/status`), read at every poll (`ru_maxrss` would count the benchmark process itself, "
         "which the build is forked from).",
         "",
@@ -148,7 +148,7 @@ def markdown(results: list[dict], args, cmd: str) -> str:
         "| **peak Σ PSS vs 1×** | " + " | ".join(f"**{r['pss'] / base['pss']:.2f}×**" for r in results) + " |",
         "",
         "Peak Σ PSS of the process tree while each stage ran, and in brackets the part of it outside the driver "
-        "(the manager process), in MiB; the stage is the last `_build/<stage>` folder created, "
+        "(any child process), in MiB; the stage is the last `_build/<stage>` folder created, "
         "`finalize` once every assign task is done (a stage shorter than the poll interval has no row or 0):",
         "",
         f"| stage | {heads} | growth of the tree's peak 1× → {results[-1]['copies']}× |",

@@ -2,7 +2,8 @@
 
 `prepare` fingerprints each document (exact hash, one-permutation MinHash, benchmark n-gram hits); `find_duplicates`
 (DuckDB) lists repeated ids and exact duplicates; `minhash_sigs` writes the surviving signatures in datatrove's
-format for its MinHash bucket and cluster stages; `assign` routes every listed document to its drop file."""
+format, `minhash_buckets` finds the pairs that share a band and `minhash_cluster` the near-duplicate clusters;
+`assign` routes every listed document to its drop file."""
 
 from __future__ import annotations
 
@@ -243,8 +244,8 @@ def load_drops(work: str, rank: int, fuzzy_drops: str | None) -> dict[int, tuple
 
 
 class ResolveNearDuplicates(PipelineStep):
-    """One task, in place of datatrove's MinhashDedupCluster: union-find over the candidate pairs of datatrove's
-    bucket stage (`*.dups`), then in every cluster the first document in spec order (source, file, record, as
+    """One task, in place of datatrove's MinhashDedupCluster: union-find over the candidate pairs of the bucket
+    stage (`*.dups`, datatrove's format), then in every cluster the first document in spec order (source, file, record, as
     for exact duplicates) is kept and the others are listed as `fuzzy_duplicate`, naming the kept one."""
 
     type = "🫂 - DEDUP"
@@ -397,7 +398,7 @@ class MinhashSigs(PipelineStep):
                     band.close()
             for b in range(self.bands):
                 records = np.fromfile(f"{tmp}/{b}", dtype=dtype)
-                records.sort(order=dtype.names)  # datatrove's bucket stage merges files sorted by signature
+                records.sort(order=dtype.names)  # the bucket stage merges files sorted by signature
                 out_fs.makedirs(f"{out_root}/bucket_{b:03d}", exist_ok=True)
                 write_atomic(out_fs, f"{out_root}/bucket_{b:03d}/{rank:05d}.minhash.sig", records.tobytes())
         self.stat_update("signatures", value=n)
