@@ -3,9 +3,9 @@ r"""Lexical document embedder: TF-IDF over a fitted vocabulary, projected by SVD
 Texts are counted as sklearn's CountVectorizer(token_pattern=TOKEN_PATTERN, lowercase=True, stop_words="english")
 counts their first EMBED_CHARS characters, with its vocabulary rule, but without a Python step per token:
 TOKEN_PATTERN matches exactly the maximal runs of word characters (`\w`) that hold no digit or underscore and are
-at least 3 long (the `\b` at either end makes a match span a whole run), so the text kernel (`term_counts`,
-`vocabulary`/`term_columns`) finds, counts and looks up the runs; without it numpy classes the characters and
-finds the runs, and Arrow hashes the tokens.
+at least 3 long (the `\b` at either end makes a match span a whole run), so the text kernel (`term_counts`; for a
+fixed vocabulary `vocabulary`/`vocab_counts`) finds, counts and looks up the runs; without it numpy classes the
+characters and finds the runs, and Arrow hashes the tokens.
 """
 
 from __future__ import annotations
@@ -183,13 +183,13 @@ class Vocabulary:
     def count(self, texts: Sequence[str]) -> sp.csr_matrix:
         """Float32 counts (texts, terms) of the texts' heads."""
         table, cols = self._lookup
+        if cols is None:  # one kernel call: tokens looked up as they are found, no term list in between
+            indptr, indices, counts = (np.frombuffer(b, dtype=np.int64)
+                                       for b in kernel.vocab_counts(table, list(texts), EMBED_CHARS, 3))
+            return sp.csr_matrix((counts.astype(np.float32), indices, indptr), shape=(len(texts), len(self.terms)))
         counted, terms = _count(texts)
-        if cols is None:
-            _, offsets, chars = terms.buffers()
-            offsets = offsets.slice(terms.offset * 8)
-            columns = np.frombuffer(kernel.term_columns(table, chars, offsets, len(terms)), dtype=np.int64)
-        else:  # a term's place in the value set; null for none, filled with -1, which picks the -1 that ends cols
-            columns = cols[pc.index_in(terms, value_set=table).fill_null(-1).to_numpy()]
+        # a term's place in the value set; null for none, filled with -1, which picks the -1 that ends cols
+        columns = cols[pc.index_in(terms, value_set=table).fill_null(-1).to_numpy()]
         return _csr(counted, columns, (len(texts), len(self.terms)))
 
 

@@ -380,6 +380,14 @@ static const char *CODE_PREFIXES[] = {"def ", "class ", "import ", "#include", "
 static const char *MATH_COMMANDS[] = {"frac", "sum", "int", "sqrt", "alpha", "beta", "theta", "cdot", "leq", "geq",
                                       NULL};
 
+/* The vocabulary columns of one text's tokens (vocab_counts) */
+typedef struct {
+    int64_t *cols;
+    Py_ssize_t n_cols, cap_cols;
+    uint32_t *scratch; /* the token being looked up */
+    Py_ssize_t cap_scratch;
+} Columns;
+
 #define CH Py_UCS1
 #define F(name) name##_1
 #include "_signals_impl.h"
@@ -605,26 +613,60 @@ done:
     return result;
 }
 
-static PyObject *term_columns(PyObject *self, PyObject *args) {
-    PyObject *capsule;
-    Py_buffer chars, off;
-    Py_ssize_t n;
-    if (!PyArg_ParseTuple(args, "Oy*y*n", &capsule, &chars, &off, &n)) return NULL;
-    PyObject *result = NULL;
+static int cmp_int64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static PyObject *vocab_counts(PyObject *self, PyObject *args) {
+    PyObject *capsule, *texts;
+    Py_ssize_t head_chars, min_len;
+    if (!PyArg_ParseTuple(args, "OO!nn", &capsule, &PyList_Type, &texts, &head_chars, &min_len)) return NULL;
     Vocabulary *v = PyCapsule_GetPointer(capsule, "mixture.vocabulary");
-    if (!v || check_offsets(&off, n, chars.len) < 0) goto done;
-    result = PyBytes_FromStringAndSize(NULL, n * 8);
-    if (!result) goto done;
-    int64_t *out = (int64_t *)PyBytes_AS_STRING(result);
-    const int64_t *o = off.buf;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        const char *p = (const char *)chars.buf + o[i];
-        Py_ssize_t len = (Py_ssize_t)((o[i + 1] - o[i]) / 4);
-        out[i] = spanset_find(&v->set, p, len, hash_bytes((const unsigned char *)p, (size_t)len * 4))->count - 1;
+    if (!v) return NULL;
+    Py_ssize_t n_texts = PyList_GET_SIZE(texts), n_pairs = 0, cap_pairs = 0;
+    Columns c = {0};
+    int64_t *indptr = PyMem_Calloc((size_t)n_texts + 1, 8), *indices = NULL, *counts = NULL;
+    PyObject *result = NULL;
+    if (!indptr) {
+        PyErr_NoMemory();
+        goto done;
     }
+    for (Py_ssize_t i = 0; i < n_texts; i++) {
+        PyObject *obj = PyList_GET_ITEM(texts, i), *head, *text;
+        if (check_str(obj) < 0) goto done;
+        head = PyUnicode_GET_LENGTH(obj) > head_chars ? PyUnicode_Substring(obj, 0, head_chars) : Py_NewRef(obj);
+        if (!head) goto done;
+        int ascii = PyUnicode_IS_ASCII(head), rc;
+        text = ascii ? Py_NewRef(head) : PyObject_CallMethod(head, "lower", NULL);  /* what text[:head].lower() is */
+        Py_DECREF(head);
+        if (!text) goto done;
+        c.n_cols = 0;
+        BY_KIND(rc, text, vocab_columns, PyUnicode_GET_LENGTH(text), min_len, ascii, &v->set, &c);
+        Py_DECREF(text);
+        if (rc < 0) goto done;
+        qsort(c.cols, (size_t)c.n_cols, 8, cmp_int64);
+        for (Py_ssize_t k = 0; k < c.n_cols; k++) {
+            if (k && c.cols[k] == c.cols[k - 1]) {
+                counts[n_pairs - 1]++;
+                continue;
+            }
+            Py_ssize_t cap = cap_pairs;
+            if (grow((void **)&indices, &cap, n_pairs + 1, 8) < 0 || grow((void **)&counts, &cap_pairs, n_pairs + 1, 8) < 0)
+                goto done;
+            indices[n_pairs] = c.cols[k];
+            counts[n_pairs++] = 1;
+        }
+        indptr[i + 1] = n_pairs;
+    }
+    result = Py_BuildValue("(y#y#y#)", (const char *)indptr, (n_texts + 1) * 8, OR_EMPTY(indices), n_pairs * 8,
+                           OR_EMPTY(counts), n_pairs * 8);
 done:
-    PyBuffer_Release(&chars);
-    PyBuffer_Release(&off);
+    PyMem_Free(indptr);
+    PyMem_Free(indices);
+    PyMem_Free(counts);
+    PyMem_Free(c.cols);
+    PyMem_Free(c.scratch);
     return result;
 }
 
@@ -649,9 +691,10 @@ static PyMethodDef METHODS[] = {
      "their int64 byte offsets (terms + 1), then int64 arrays of (text, term, occurrences) pairs); terms are "
      "maximal runs of word characters that are all letters, at least min_len long"},
     {"vocabulary", vocabulary, METH_VARARGS,
-     "vocabulary(UTF-32LE terms back to back, int64 byte offsets, int64 columns) -> a capsule for term_columns"},
-    {"term_columns", term_columns, METH_VARARGS,
-     "term_columns(vocabulary, UTF-32LE terms, int64 byte offsets, n) -> int64 column of each term, -1 if absent"},
+     "vocabulary(UTF-32LE terms back to back, int64 byte offsets, int64 columns) -> a capsule for vocab_counts"},
+    {"vocab_counts", vocab_counts, METH_VARARGS,
+     "vocab_counts(vocabulary, texts, head, min_len) -> int64 (row pointers (texts + 1), columns, counts) of the "
+     "CSR counts of the term_counts tokens of text[:head].lower() over the vocabulary, columns ascending per row"},
     {"set_stopwords", set_stopwords, METH_O, "set_stopwords('a about after ...'): the stopwords word_counts counts"},
     {NULL, NULL, 0, NULL},
 };
@@ -661,7 +704,7 @@ static struct PyModuleDef MODULE = {
     NULL, NULL, NULL, NULL};
 
 /* bumped with every change of a function's arguments or results; mixture/text/kernel.py ignores another version */
-#define KERNEL_VERSION 1
+#define KERNEL_VERSION 2
 
 PyMODINIT_FUNC PyInit__signals(void) {
     init_tables();

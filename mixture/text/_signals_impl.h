@@ -377,3 +377,34 @@ static int F(term_counts)(const CH *s, Py_ssize_t len, Py_ssize_t min_len, int64
     }
     return 0;
 }
+
+/* Appends the vocabulary column of every token of one text to out->cols: the tokens `term_counts` finds, ASCII
+ * upper-case letters read as lower-case when `lower` (only for an ASCII text, where that is str.lower());
+ * a token outside the vocabulary is skipped. */
+static int F(vocab_columns)(const CH *s, Py_ssize_t len, Py_ssize_t min_len, int lower, const SpanSet *vocab,
+                            Columns *out) {
+    for (Py_ssize_t i = 0; i < len;) {
+        if (!IS_WORD(s[i])) {
+            i++;
+            continue;
+        }
+        Py_ssize_t j = i;
+        int letters = 1;
+        for (; j < len && IS_WORD(s[j]); j++) letters &= IS_LETTER(s[j]) != 0;
+        if (letters && j - i >= min_len) {
+            if (grow((void **)&out->scratch, &out->cap_scratch, j - i, 4) < 0) return -1;
+            for (Py_ssize_t k = i; k < j; k++) {
+                uint32_t c = (uint32_t)s[k];
+                out->scratch[k - i] = lower && c >= 'A' && c <= 'Z' ? c + 32 : c;
+            }
+            const char *p = (const char *)out->scratch;
+            Slot *x = spanset_find(vocab, p, j - i, hash_bytes((const unsigned char *)p, (size_t)(j - i) * 4));
+            if (x->count) {
+                if (grow((void **)&out->cols, &out->cap_cols, out->n_cols + 1, 8) < 0) return -1;
+                out->cols[out->n_cols++] = x->count - 1;
+            }
+        }
+        i = j;
+    }
+    return 0;
+}

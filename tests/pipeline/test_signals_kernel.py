@@ -123,6 +123,13 @@ def test_equal_on_the_demo_corpus(demo_texts: list[str]) -> None:
         batch = demo_texts[i : i + 64]
         ours, reference = WordHashes.of(batch), WordHashes.of_py(batch)
         assert np.array_equal(ours.hashes, reference.hashes) and np.array_equal(ours.offsets, reference.offsets)
+    terms = embed.TermCounts.of(demo_texts[::2]).terms  # half the texts' terms: the rest hold unseen ones
+    assert any(len(t) > embed.EMBED_CHARS for t in demo_texts)  # heads are cut
+    with pytest.MonkeyPatch.context() as mp:
+        ours = embed.Vocabulary(terms).count(demo_texts)
+        mp.setattr(embed, "kernel", None)
+        reference = embed.Vocabulary(terms).count(demo_texts)
+    assert ours.nnz > 10_000 and (ours != reference).nnz == 0
 
 
 @pytest.fixture(scope="module")
@@ -157,6 +164,8 @@ def test_wrong_types_are_errors_not_crashes() -> None:
                  lambda: kernel.content_type_counts(None, 10), lambda: kernel.word_hashes(["a", 1]),
                  lambda: kernel.term_counts(("a",), 3), lambda: kernel.set_stopwords("Not lower"),
                  lambda: kernel.vocabulary(b"a\0\0\0", np.array([0, 8]).tobytes(), np.array([0]).tobytes()),
-                 lambda: kernel.term_columns(object(), b"", np.array([0]).tobytes(), 0)):
+                 lambda: kernel.vocab_counts(object(), ["a"], 10, 3),
+                 lambda: kernel.vocab_counts(embed.Vocabulary(["abc"])._lookup[0], ("abc",), 10, 3),
+                 lambda: kernel.vocab_counts(embed.Vocabulary(["abc"])._lookup[0], ["abc", 1], 10, 3)):
         with pytest.raises((TypeError, ValueError)):
             call()
