@@ -9,7 +9,7 @@
 /* Character classes of Python's str methods and re (\s, \w, [^\W\d_]); a table below 256, the Unicode database
  * above it. */
 static unsigned char SPACE[256], ALNUM[256], LETTER[256];
-static unsigned char ASCII_WORD[128]; /* word_hashes: ASCII digits -> '0', word characters kept, the rest ' ' */
+static unsigned char ASCII_WORD[128]; /* word_hashes: ASCII digits -> '0', letters lower-cased, '_' kept, the rest ' ' */
 #define IS_SPACE(c) ((Py_UCS4)(c) < 256 ? SPACE[(Py_UCS4)(c)] : Py_UNICODE_ISSPACE(c))
 #define IS_ALNUM(c) ((Py_UCS4)(c) < 256 ? ALNUM[(Py_UCS4)(c)] : Py_UNICODE_ISALNUM(c))
 #define IS_WORD(c) ((c) == '_' || IS_ALNUM(c))
@@ -20,7 +20,9 @@ static void init_tables(void) {
         SPACE[c] = Py_UNICODE_ISSPACE(c) != 0;
         ALNUM[c] = Py_UNICODE_ISALNUM(c) != 0;
         LETTER[c] = ALNUM[c] && !Py_UNICODE_ISDECIMAL(c);
-        if (c < 128) ASCII_WORD[c] = c >= '0' && c <= '9' ? '0' : (ALNUM[c] || c == '_') ? (unsigned char)c : ' ';
+        if (c < 128)
+            ASCII_WORD[c] = c >= '0' && c <= '9' ? '0' : c >= 'A' && c <= 'Z' ? (unsigned char)(c + 32)
+                          : (ALNUM[c] || c == '_') ? (unsigned char)c : ' ';
     }
 }
 
@@ -506,7 +508,12 @@ static PyObject *word_hashes(PyObject *self, PyObject *texts) {
         PyObject *obj = PyList_GET_ITEM(texts, i);
         int rc;
         if (check_str(obj) < 0) goto done;
-        BY_KIND(rc, obj, word_hashes, PyUnicode_GET_LENGTH(obj), &h);
+        /* an ASCII text is lower-cased by the table as it is read; str.lower() of another can turn a non-ASCII
+         * character into ASCII ones (the Kelvin sign, İ) */
+        PyObject *text = PyUnicode_IS_ASCII(obj) ? Py_NewRef(obj) : PyObject_CallMethod(obj, "lower", NULL);
+        if (!text) goto done;
+        BY_KIND(rc, text, word_hashes, PyUnicode_GET_LENGTH(text), &h);
+        Py_DECREF(text);
         if (rc < 0) goto done;
         offsets[i + 1] = h.n;
     }
@@ -685,7 +692,8 @@ static PyMethodDef METHODS[] = {
     {"word_counts", word_counts, METH_O,
      "word_counts(lower-cased text) -> (words, their characters, stopwords, first words, distinct first words)"},
     {"word_hashes", word_hashes, METH_O,
-     "word_hashes(lower-cased texts) -> (uint64 hash of every word, int64 offsets of each text's words (texts + 1))"},
+     "word_hashes(texts) -> (uint64 hash of every word of each text lower-cased, int64 offsets of each text's words "
+     "(texts + 1))"},
     {"term_counts", term_counts, METH_VARARGS,
      "term_counts(texts, min_len) -> (UTF-32LE code points of the distinct terms in order of first occurrence, "
      "their int64 byte offsets (terms + 1), then int64 arrays of (text, term, occurrences) pairs); terms are "

@@ -326,8 +326,9 @@ static int F(word_counts)(const CH *s, Py_ssize_t len, WordCounts *out) {
 
 /* ---- word hashes for MinHash and decontamination ------------------------------------------------------- */
 
-/* Appends the hash of every word of one lower-cased text: a word is a maximal run of word characters, as UTF-8
- * with ASCII digits read as '0' (the bytes `simplified_bytes` gives it), hashed as `_hash_words` does. */
+/* Appends the hash of every word of one text, ASCII or already lower-cased (ASCII_WORD lower-cases ASCII letters):
+ * a word is a maximal run of word characters, as UTF-8 with ASCII digits read as '0' (the bytes `simplified_bytes`
+ * gives it), hashed as `_hash_words` does. */
 static int F(word_hashes)(const CH *s, Py_ssize_t len, Hashes *out) {
     for (Py_ssize_t i = 0; i < len;) {
         Py_UCS4 c = s[i];

@@ -54,7 +54,7 @@ class WordHashes:
     @classmethod
     def of(cls, texts: list[str]) -> WordHashes:
         if kernel:  # the same words and hashes, in one pass over each text
-            hashes, offsets = kernel.word_hashes([t.lower() for t in texts])
+            hashes, offsets = kernel.word_hashes(texts if isinstance(texts, list) else list(texts))
             return cls(np.frombuffer(hashes, dtype=_U64), np.frombuffer(offsets, dtype=np.int64))
         return cls.of_py(texts)
 
