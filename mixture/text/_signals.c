@@ -620,6 +620,97 @@ done:
     return result;
 }
 
+/* ---- word n-grams and MinHash bins (the numpy definitions in mixture/text/shingles.py are the reference) ---- */
+
+/* the buffer of n uint64 / int64 values, or an error naming what it is */
+static int check_words(const Py_buffer *b, const char *what) {
+    if (b->len % 8 == 0) return 0;
+    PyErr_Format(PyExc_ValueError, "%s: expected 8-byte values, got %zd bytes", what, b->len);
+    return -1;
+}
+
+static PyObject *ngram_hashes(PyObject *self, PyObject *args) {
+    Py_buffer hb, ob;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "y*y*n", &hb, &ob, &n)) return NULL;
+    PyObject *grams = NULL, *docs = NULL, *result = NULL;
+    uint64_t *mult = NULL;
+    if (check_words(&hb, "hashes") < 0 || check_words(&ob, "offsets") < 0) goto done;
+    const uint64_t *h = hb.buf;
+    const int64_t *o = ob.buf;
+    Py_ssize_t n_words = hb.len / 8, n_texts = ob.len / 8 - 1, m = 0;
+    if (n < 1 || n_texts < 0 || o[0] != 0 || o[n_texts] != n_words) {
+        PyErr_SetString(PyExc_ValueError, "ngram_hashes: n must be >= 1 and offsets must span the hashes");
+        goto done;
+    }
+    for (Py_ssize_t d = 0; d < n_texts; d++) {
+        if (o[d + 1] < o[d]) {
+            PyErr_SetString(PyExc_ValueError, "ngram_hashes: offsets must not decrease");
+            goto done;
+        }
+        m += o[d + 1] - o[d] >= n ? o[d + 1] - o[d] - n + 1 : 0;
+    }
+    mult = PyMem_Malloc((size_t)n * 8);  /* the odd multiplier of each position */
+    grams = PyBytes_FromStringAndSize(NULL, m * 8);
+    docs = PyBytes_FromStringAndSize(NULL, m * 8);
+    if (!mult || !grams || !docs) {
+        if (!PyErr_Occurred()) PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t t = 0; t < n; t++) mult[t] = (0x9E3779B97F4A7C15ULL * (uint64_t)(2 * t + 1)) | 1;
+    uint64_t *g = (uint64_t *)PyBytes_AS_STRING(grams);
+    int64_t *doc = (int64_t *)PyBytes_AS_STRING(docs);
+    for (Py_ssize_t d = 0, j = 0; d < n_texts; d++) {
+        for (Py_ssize_t i = o[d]; i + n <= o[d + 1]; i++, j++) {
+            uint64_t acc = h[i];
+            for (Py_ssize_t t = 1; t < n; t++) acc = acc * mult[t] + h[i + t];
+            g[j] = mix64(acc ^ (uint64_t)n);
+            doc[j] = d;
+        }
+    }
+    result = PyTuple_Pack(2, grams, docs);
+done:
+    PyMem_Free(mult);
+    Py_XDECREF(grams);
+    Py_XDECREF(docs);
+    PyBuffer_Release(&hb);
+    PyBuffer_Release(&ob);
+    return result;
+}
+
+static PyObject *minhash_bins(PyObject *self, PyObject *args) {
+    Py_buffer gb, db;
+    Py_ssize_t n_docs, k;
+    unsigned long long seed_mix;
+    if (!PyArg_ParseTuple(args, "y*y*nnK", &gb, &db, &n_docs, &k, &seed_mix)) return NULL;
+    PyObject *out = NULL;
+    if (check_words(&gb, "shingles") < 0 || check_words(&db, "doc") < 0) goto done;
+    if (gb.len != db.len || n_docs < 0 || k < 1 || k > 0xFFFFFFFFLL) {
+        PyErr_SetString(PyExc_ValueError, "minhash_bins: one doc per shingle, n_docs >= 0 and 1 <= k < 2**32");
+        goto done;
+    }
+    out = PyBytes_FromStringAndSize(NULL, n_docs * k * 8);
+    if (!out) goto done;
+    uint64_t *bins = (uint64_t *)PyBytes_AS_STRING(out);
+    for (Py_ssize_t i = 0; i < n_docs * k; i++) bins[i] = UINT64_MAX;
+    const uint64_t *sh = gb.buf;
+    const int64_t *doc = db.buf;
+    for (Py_ssize_t i = 0; i < gb.len / 8; i++) {
+        if (doc[i] < 0 || doc[i] >= n_docs) {
+            PyErr_SetString(PyExc_ValueError, "minhash_bins: a doc index is out of range");
+            Py_CLEAR(out);
+            goto done;
+        }
+        uint64_t h = mix64(sh[i] ^ seed_mix), v = h >> 4;
+        uint64_t *slot = &bins[doc[i] * k + (Py_ssize_t)(((h >> 32) * (uint64_t)k) >> 32)];
+        if (v < *slot) *slot = v;
+    }
+done:
+    PyBuffer_Release(&gb);
+    PyBuffer_Release(&db);
+    return out;
+}
+
 static int cmp_int64(const void *a, const void *b) {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
     return (x > y) - (x < y);
@@ -703,6 +794,12 @@ static PyMethodDef METHODS[] = {
     {"vocab_counts", vocab_counts, METH_VARARGS,
      "vocab_counts(vocabulary, texts, head, min_len) -> int64 (row pointers (texts + 1), columns, counts) of the "
      "CSR counts of the term_counts tokens of text[:head].lower() over the vocabulary, columns ascending per row"},
+    {"ngram_hashes", ngram_hashes, METH_VARARGS,
+     "ngram_hashes(uint64 word hashes, int64 offsets of each text's words (texts + 1), n) -> (uint64 hash of every "
+     "run of n consecutive words inside one text, int64 text of each), as WordHashes.ngrams"},
+    {"minhash_bins", minhash_bins, METH_VARARGS,
+     "minhash_bins(uint64 shingles, int64 doc of each, n_docs, k, seed mix) -> uint64 (n_docs, k): every bin's "
+     "minimum before densification, as minhash_signatures (EMPTY where no shingle fell)"},
     {"set_stopwords", set_stopwords, METH_O, "set_stopwords('a about after ...'): the stopwords word_counts counts"},
     {NULL, NULL, 0, NULL},
 };

@@ -1,5 +1,5 @@
-"""Word n-gram hashes of a batch of texts (words hashed by the text kernel, or vectorised with numpy without it)
-and one-permutation MinHash signatures.
+"""Word n-gram hashes of a batch of texts and one-permutation MinHash signatures (words, n-grams and MinHash bins
+computed by the text kernel, or vectorised with numpy without it).
 
 Words are lower-cased runs of word characters (`\\w`, any script; ASCII digits read as `0`); every other character
 separates words. A word hash mixes the word's bytes 8 at a time (splitmix64 finaliser), an n-gram hash mixes its
@@ -76,6 +76,13 @@ class WordHashes:
 
     def ngrams(self, n: int) -> tuple[np.ndarray, np.ndarray]:
         """Hashes of every run of n consecutive words inside one text, and the text index of each."""
+        if kernel:
+            grams, doc = kernel.ngram_hashes(self.hashes, self.offsets, n)
+            return np.frombuffer(grams, dtype=_U64), np.frombuffer(doc, dtype=np.int64)
+        return self.ngrams_py(n)
+
+    def ngrams_py(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """`ngrams` in numpy: the reference for the compiled `ngram_hashes`."""
         h, doc = self.hashes, self.doc_of()
         m = len(h) - n + 1
         if m <= 0:
@@ -111,11 +118,7 @@ def minhash_signatures(shingles: np.ndarray, doc: np.ndarray, n_docs: int, k: in
     Values are below 2**60: datatrove's bucket stage reads 64-bit signatures only up to its Mersenne prime
     2**61 - 1 (its own values are taken modulo it) and silently skips larger ones. Rows of documents without
     shingles are all EMPTY."""
-    h = mix64(shingles ^ mix64(np.array([seed], dtype=_U64) + _GOLDEN)[0])
-    bins = ((h >> _U64(32)) * _U64(k)) >> _U64(32)
-    out = np.full(n_docs * k, EMPTY, dtype=_U64)
-    np.minimum.at(out, doc.astype(_U64) * _U64(k) + bins, h >> _U64(4))
-    out = out.reshape(n_docs, k)
+    out = minhash_bins(shingles, doc, n_docs, k, seed).reshape(n_docs, k)
     empty = out == EMPTY
     partial = np.flatnonzero(empty.any(axis=1) & ~empty.all(axis=1))
     if partial.size:
@@ -124,6 +127,25 @@ def minhash_signatures(shingles: np.ndarray, doc: np.ndarray, n_docs: int, k: in
             row, holes = out[i], np.flatnonzero(empty[i])
             filled = ~empty[i][order[holes]]  # (holes, k): is the probed bin non-empty
             row[holes] = row[order[holes, filled.argmax(axis=1)]]
+    return out
+
+
+def minhash_bins(shingles: np.ndarray, doc: np.ndarray, n_docs: int, k: int, seed: int) -> np.ndarray:
+    """Every (document, bin)'s minimum (n_docs * k, writable) before densification; EMPTY where no shingle fell."""
+    seed_mix = mix64(np.array([seed], dtype=_U64) + _GOLDEN)[0]
+    if kernel:
+        bins = kernel.minhash_bins(np.ascontiguousarray(shingles, dtype=_U64),
+                                   np.ascontiguousarray(doc, dtype=np.int64), n_docs, k, int(seed_mix))
+        return np.frombuffer(bins, dtype=_U64).copy()
+    return minhash_bins_py(shingles, doc, n_docs, k, seed_mix)
+
+
+def minhash_bins_py(shingles: np.ndarray, doc: np.ndarray, n_docs: int, k: int, seed_mix: np.uint64) -> np.ndarray:
+    """`minhash_bins` in numpy: the reference for the compiled one."""
+    h = mix64(shingles ^ seed_mix)
+    bins = ((h >> _U64(32)) * _U64(k)) >> _U64(32)
+    out = np.full(n_docs * k, EMPTY, dtype=_U64)
+    np.minimum.at(out, doc.astype(_U64) * _U64(k) + bins, h >> _U64(4))
     return out
 
 

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mixture.fit import embed
+from mixture.text import shingles
 from mixture.text.content_type import content_type_counts_py
 from mixture.text.gates import gate_counts_py
 from mixture.text.kernel import kernel
@@ -88,6 +89,20 @@ def test_word_hashes(texts: list[str]) -> None:
 
 @needs_kernel
 @SETTINGS
+@given(st.lists(TEXTS, max_size=6), st.sampled_from([1, 2, 5, 13, 70]), st.sampled_from([1, 7, 112, 300]),
+       st.integers(0, 2**32))
+def test_ngrams_and_minhash_bins(texts: list[str], n: int, k: int, seed: int) -> None:
+    words = WordHashes.of(texts)
+    grams, doc = words.ngrams(n)
+    ref_grams, ref_doc = words.ngrams_py(n)
+    assert np.array_equal(grams, ref_grams) and np.array_equal(doc, ref_doc)
+    seed_mix = shingles.mix64(np.array([seed], dtype=np.uint64) + shingles._GOLDEN)[0]
+    bins = shingles.minhash_bins(grams, doc, len(texts), k, seed)
+    assert np.array_equal(bins, shingles.minhash_bins_py(grams, doc, len(texts), k, seed_mix))
+
+
+@needs_kernel
+@SETTINGS
 @given(st.lists(TEXTS, min_size=1, max_size=6))
 def test_term_counts(texts: list[str]) -> None:
     with pytest.MonkeyPatch.context() as mp:
@@ -123,6 +138,12 @@ def test_equal_on_the_demo_corpus(demo_texts: list[str]) -> None:
         batch = demo_texts[i : i + 64]
         ours, reference = WordHashes.of(batch), WordHashes.of_py(batch)
         assert np.array_equal(ours.hashes, reference.hashes) and np.array_equal(ours.offsets, reference.offsets)
+        for n in (5, 13):
+            assert all(np.array_equal(a, b) for a, b in zip(ours.ngrams(n), ours.ngrams_py(n), strict=True))
+        grams, doc = ours.ngrams(5)
+        seed_mix = shingles.mix64(np.array([3], dtype=np.uint64) + shingles._GOLDEN)[0]
+        assert np.array_equal(shingles.minhash_bins(grams, doc, len(batch), 112, 3),
+                              shingles.minhash_bins_py(grams, doc, len(batch), 112, seed_mix))
     terms = embed.TermCounts.of(demo_texts[::2]).terms  # half the texts' terms: the rest hold unseen ones
     assert any(len(t) > embed.EMBED_CHARS for t in demo_texts)  # heads are cut
     with pytest.MonkeyPatch.context() as mp:
@@ -164,6 +185,11 @@ def test_wrong_types_are_errors_not_crashes() -> None:
                  lambda: kernel.content_type_counts(None, 10), lambda: kernel.word_hashes(["a", 1]),
                  lambda: kernel.term_counts(("a",), 3), lambda: kernel.set_stopwords("Not lower"),
                  lambda: kernel.vocabulary(b"a\0\0\0", np.array([0, 8]).tobytes(), np.array([0]).tobytes()),
+                 lambda: kernel.ngram_hashes(b"\0" * 12, np.array([0, 1]).tobytes(), 2),
+                 lambda: kernel.ngram_hashes(b"\0" * 16, np.array([0, 1]).tobytes(), 2),
+                 lambda: kernel.ngram_hashes(b"\0" * 16, np.array([0, 2, 1, 2]).tobytes(), 1),
+                 lambda: kernel.minhash_bins(b"\0" * 8, np.array([5]).tobytes(), 2, 4, 0),
+                 lambda: kernel.minhash_bins(b"\0" * 8, b"", 1, 4, 0),
                  lambda: kernel.vocab_counts(object(), ["a"], 10, 3),
                  lambda: kernel.vocab_counts(embed.Vocabulary(["abc"])._lookup[0], ("abc",), 10, 3),
                  lambda: kernel.vocab_counts(embed.Vocabulary(["abc"])._lookup[0], ["abc", 1], 10, 3)):
