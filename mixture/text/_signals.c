@@ -553,6 +553,7 @@ done:
 typedef struct {
     SpanSet set; /* Slot.count holds column + 1 */
     PyObject *chars; /* the bytes the set's spans point into */
+    int64_t n_columns; /* 1 + the largest column */
 } Vocabulary;
 
 static void vocabulary_free(PyObject *capsule) {
@@ -594,6 +595,11 @@ static PyObject *vocabulary(PyObject *self, PyObject *args) {
     v->chars = chars;
     const int64_t *o = off.buf, *c = cols.buf;
     for (Py_ssize_t i = 0; i < n; i++) {
+        if (c[i] < 0) {
+            PyErr_SetString(PyExc_ValueError, "vocabulary: columns must not be negative");
+            break;
+        }
+        if (c[i] >= v->n_columns) v->n_columns = c[i] + 1;
         if ((v->set.used + 1) * 2 > v->set.cap && spanset_grow(&v->set) < 0) break;
         const char *p = PyBytes_AS_STRING(chars) + o[i];
         Py_ssize_t len = (Py_ssize_t)((o[i + 1] - o[i]) / 4);
@@ -725,11 +731,15 @@ static PyObject *vocab_counts(PyObject *self, PyObject *args) {
     Py_ssize_t n_texts = PyList_GET_SIZE(texts), n_pairs = 0, cap_pairs = 0;
     Columns c = {0};
     int64_t *indptr = PyMem_Calloc((size_t)n_texts + 1, 8), *indices = NULL, *counts = NULL;
+    /* per column: the last text that held it and its count there; a text's distinct columns are then sorted */
+    int64_t *seen = PyMem_Malloc((size_t)(v->n_columns + 1) * 8);
+    int64_t *count_of = PyMem_Malloc((size_t)(v->n_columns + 1) * 8);
     PyObject *result = NULL;
-    if (!indptr) {
+    if (!indptr || !seen || !count_of) {
         PyErr_NoMemory();
         goto done;
     }
+    for (int64_t j = 0; j < v->n_columns; j++) seen[j] = -1;
     for (Py_ssize_t i = 0; i < n_texts; i++) {
         PyObject *obj = PyList_GET_ITEM(texts, i), *head, *text;
         if (check_str(obj) < 0) goto done;
@@ -743,17 +753,25 @@ static PyObject *vocab_counts(PyObject *self, PyObject *args) {
         BY_KIND(rc, text, vocab_columns, PyUnicode_GET_LENGTH(text), min_len, ascii, &v->set, &c);
         Py_DECREF(text);
         if (rc < 0) goto done;
-        qsort(c.cols, (size_t)c.n_cols, 8, cmp_int64);
+        Py_ssize_t distinct = 0;
         for (Py_ssize_t k = 0; k < c.n_cols; k++) {
-            if (k && c.cols[k] == c.cols[k - 1]) {
-                counts[n_pairs - 1]++;
+            int64_t col = c.cols[k];
+            if (seen[col] == i) {
+                count_of[col]++;
                 continue;
             }
-            Py_ssize_t cap = cap_pairs;
-            if (grow((void **)&indices, &cap, n_pairs + 1, 8) < 0 || grow((void **)&counts, &cap_pairs, n_pairs + 1, 8) < 0)
-                goto done;
+            seen[col] = i;
+            count_of[col] = 1;
+            c.cols[distinct++] = col;  /* the distinct columns overwrite the list's head, which was read already */
+        }
+        qsort(c.cols, (size_t)distinct, 8, cmp_int64);
+        Py_ssize_t cap = cap_pairs;
+        if (grow((void **)&indices, &cap, n_pairs + distinct, 8) < 0 ||
+            grow((void **)&counts, &cap_pairs, n_pairs + distinct, 8) < 0)
+            goto done;
+        for (Py_ssize_t k = 0; k < distinct; k++) {
             indices[n_pairs] = c.cols[k];
-            counts[n_pairs++] = 1;
+            counts[n_pairs++] = count_of[c.cols[k]];
         }
         indptr[i + 1] = n_pairs;
     }
@@ -763,6 +781,8 @@ done:
     PyMem_Free(indptr);
     PyMem_Free(indices);
     PyMem_Free(counts);
+    PyMem_Free(seen);
+    PyMem_Free(count_of);
     PyMem_Free(c.cols);
     PyMem_Free(c.scratch);
     return result;
