@@ -358,54 +358,50 @@ static int F(word_hashes)(const CH *s, Py_ssize_t len, Hashes *out) {
 
 /* ---- embedder term counts -------------------------------------------------------------------------------- */
 
-/* Counts the tokens of one text (row) into the table: maximal runs of word characters that are all letters and at
- * least min_len long (what `\b[^\W\d_][^\W\d_]{2,}\b` matches when min_len is 3). */
-static int F(term_counts)(const CH *s, Py_ssize_t len, Py_ssize_t min_len, int64_t row, Terms *out) {
-    for (Py_ssize_t i = 0; i < len;) {
-        if (!IS_WORD(s[i])) {
-            i++;
+/* The start of the next token at or after *i, *i moved to its end; -1 when there is none. A token is a maximal run
+ * of word characters that are all letters and at least min_len long (what `\b[^\W\d_][^\W\d_]{2,}\b` matches
+ * when min_len is 3). */
+static inline Py_ssize_t F(next_term)(const CH *s, Py_ssize_t len, Py_ssize_t min_len, Py_ssize_t *i) {
+    while (*i < len) {
+        if (!IS_WORD(s[*i])) {
+            (*i)++;
             continue;
         }
-        Py_ssize_t j = i;
+        Py_ssize_t start = *i;
         int letters = 1;
-        for (; j < len && IS_WORD(s[j]); j++) letters &= IS_LETTER(s[j]) != 0;
-        if (letters && j - i >= min_len) {
-            if (terms_scratch(out, j - i) < 0) return -1;
-            for (Py_ssize_t k = i; k < j; k++) out->scratch[k - i] = (uint32_t)s[k];
-            if (terms_count(out, j - i, row) < 0) return -1;
-        }
-        i = j;
+        for (; *i < len && IS_WORD(s[*i]); (*i)++) letters &= IS_LETTER(s[*i]) != 0;
+        if (letters && *i - start >= min_len) return start;
+    }
+    return -1;
+}
+
+/* Counts the tokens of one text (row) into the table. */
+static int F(term_counts)(const CH *s, Py_ssize_t len, Py_ssize_t min_len, int64_t row, Terms *out) {
+    for (Py_ssize_t j = 0, i; (i = F(next_term)(s, len, min_len, &j)) >= 0;) {
+        if (terms_scratch(out, j - i) < 0) return -1;
+        for (Py_ssize_t k = i; k < j; k++) out->scratch[k - i] = (uint32_t)s[k];
+        if (terms_count(out, j - i, row) < 0) return -1;
     }
     return 0;
 }
 
-/* Appends the vocabulary column of every token of one text to out->cols: the tokens `term_counts` finds, ASCII
+/* Appends the vocabulary column of every token of one text to out->cols: the tokens `term_counts` counts, ASCII
  * upper-case letters read as lower-case when `lower` (only for an ASCII text, where that is str.lower());
  * a token outside the vocabulary is skipped. */
 static int F(vocab_columns)(const CH *s, Py_ssize_t len, Py_ssize_t min_len, int lower, const SpanSet *vocab,
                             Columns *out) {
-    for (Py_ssize_t i = 0; i < len;) {
-        if (!IS_WORD(s[i])) {
-            i++;
-            continue;
+    for (Py_ssize_t j = 0, i; (i = F(next_term)(s, len, min_len, &j)) >= 0;) {
+        if (grow((void **)&out->scratch, &out->cap_scratch, j - i, 4) < 0) return -1;
+        for (Py_ssize_t k = i; k < j; k++) {
+            uint32_t c = (uint32_t)s[k];
+            out->scratch[k - i] = lower && c >= 'A' && c <= 'Z' ? c + 32 : c;
         }
-        Py_ssize_t j = i;
-        int letters = 1;
-        for (; j < len && IS_WORD(s[j]); j++) letters &= IS_LETTER(s[j]) != 0;
-        if (letters && j - i >= min_len) {
-            if (grow((void **)&out->scratch, &out->cap_scratch, j - i, 4) < 0) return -1;
-            for (Py_ssize_t k = i; k < j; k++) {
-                uint32_t c = (uint32_t)s[k];
-                out->scratch[k - i] = lower && c >= 'A' && c <= 'Z' ? c + 32 : c;
-            }
-            const char *p = (const char *)out->scratch;
-            Slot *x = spanset_find(vocab, p, j - i, hash_bytes((const unsigned char *)p, (size_t)(j - i) * 4));
-            if (x->count) {
-                if (grow((void **)&out->cols, &out->cap_cols, out->n_cols + 1, 8) < 0) return -1;
-                out->cols[out->n_cols++] = x->count - 1;
-            }
+        const char *p = (const char *)out->scratch;
+        Slot *x = spanset_find(vocab, p, j - i, hash_bytes((const unsigned char *)p, (size_t)(j - i) * 4));
+        if (x->count) {
+            if (grow((void **)&out->cols, &out->cap_cols, out->n_cols + 1, 8) < 0) return -1;
+            out->cols[out->n_cols++] = x->count - 1;
         }
-        i = j;
     }
     return 0;
 }
