@@ -205,7 +205,7 @@ def _quiet_local_executor():
                             stats.append(self._launch_run_for_rank(rank))
                         self.pipeline = pipeline
                     else:
-                        with multiprocess.get_context(self.start_method).Pool(self.workers) as pool:
+                        with multiprocess.get_context(self.start_method).Pool(min(self.workers, len(ranks))) as pool:
                             stats = list(pool.imap_unordered(self._launch_run_for_rank, ranks))
             finally:
                 quiet_datatrove_console()
