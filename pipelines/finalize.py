@@ -101,15 +101,28 @@ def write_samples(ctx: BuildContext, fs, root: str) -> dict:
             last = (kind, cl, ql)
             if rank < n[kind]:
                 picked[(kind, f)].append((row, rank))
+    parts: dict[str, list[pa.Table]] = defaultdict(list)
+    for f, p in enumerate(paths):  # each file once, row group by row group: only the picked rows stay in memory
+        wanted = {kind: dict(picked.get((kind, f), ())) for kind in n}  # row -> rank
+        if not any(wanted.values()):
+            continue
+        with fs.open(p, "rb") as fh:
+            pf = pq.ParquetFile(fh)
+            first = 0
+            for g in range(pf.num_row_groups):
+                size = pf.metadata.row_group(g).num_rows
+                hits = {kind: [(r - first, k) for r, k in sorted(rows.items()) if first <= r < first + size]
+                        for kind, rows in wanted.items()}
+                if any(hits.values()):
+                    group = pf.read_row_group(g)
+                    for kind, rows in hits.items():
+                        if rows:
+                            t = group.take([r for r, _ in rows])
+                            parts[kind].append(t.set_column(t.schema.get_field_index("rank"), "rank",
+                                                            pa.array([k for _, k in rows], pa.int32())).drop_columns(["key"]))
+                first += size
     for kind, rel in (("uniform", layout.UNIFORM_SAMPLES), ("exemplar", layout.EXEMPLAR_SAMPLES)):
-        parts = []
-        for f, p in enumerate(paths):
-            if rows := picked.get((kind, f)):
-                with fs.open(p, "rb") as fh:
-                    t = pq.read_table(fh).take([r for r, _ in rows])
-                parts.append(t.set_column(t.schema.get_field_index("rank"), "rank",
-                                          pa.array([k for _, k in rows], pa.int32())).drop_columns(["key"]))
-        out = pa.concat_tables(parts).cast(SAMPLE) if parts else SAMPLE.empty_table()
+        out = pa.concat_tables(parts[kind]).cast(SAMPLE) if parts[kind] else SAMPLE.empty_table()
         write_parquet_atomic(f"{ctx.store}/{rel}", out.sort_by([("cluster", "ascending"), ("quality", "ascending"),
                                                                 ("rank", "ascending")]))
     return {"uniform": layout.UNIFORM_SAMPLES, "exemplars": layout.EXEMPLAR_SAMPLES,

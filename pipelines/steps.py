@@ -141,11 +141,14 @@ class Annotate(PipelineStep):
             yield doc
 
 
+SAMPLE_GROUP = 64  # rows per row group of a task's sample candidates: finalize reads only the groups it picks from
+
+
 def write_parquet_rows(uri: str, rows: list[dict], schema) -> None:
     """Write rows to `uri` through a temporary name, then rename (readers never see a partial file)."""
     import pyarrow as pa
 
-    write_parquet_atomic(uri, pa.Table.from_pylist(rows, schema=schema))
+    write_parquet_atomic(uri, pa.Table.from_pylist(rows, schema=schema), row_group_size=SAMPLE_GROUP)
 
 
 class SampleForFit(PipelineStep):

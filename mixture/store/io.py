@@ -31,7 +31,14 @@ def parquet_bytes(table: pa.Table, compression: str | None = "zstd") -> bytes:
     return sink.getvalue()
 
 
-def write_parquet_atomic(uri: str, table: pa.Table, compression: str | None = "zstd") -> None:
-    """Write an Arrow table to a Parquet file at `uri` (any fsspec URI), atomically."""
+def write_parquet_atomic(uri: str, table: pa.Table, compression: str | None = "zstd",
+                         row_group_size: int | None = None) -> None:
+    """Write an Arrow table to a Parquet file at `uri` (any fsspec URI), atomically: streamed into `path.tmp`
+    (never the whole file in memory), then renamed."""
     fs, path = fsspec.core.url_to_fs(uri)
-    write_atomic(fs, path, parquet_bytes(table, compression))
+    if "/" in path:
+        fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
+    tmp = path + ".tmp"
+    with fs.open(tmp, "wb") as f:
+        pq.write_table(table, f, compression=compression, row_group_size=row_group_size)
+    fs.mv(tmp, path)
