@@ -301,8 +301,8 @@ def hash_pair(x: tuple[int, int]) -> int:
 class BandCollisions(PipelineStep):
     """Task b of the bucket stage, in place of datatrove's MinhashDedupBuckets (same input files, same pairs): merges
     band b's sorted signature files and writes, for every run of equal band signatures, each record paired with
-    the one before it in (signature, file, document) order, as `<b>_00.dups` (4 uint32 per pair). Records are
-    merged in blocks with numpy instead of one heap step per record; a block of every file is held at a time."""
+    the one before it in (signature, file, document) order, as `<b>_00.dups` (4 uint32 per pair, streamed). Records
+    are merged in blocks with numpy instead of one heap step per record; a block of every file is held at a time."""
 
     type = "🫂 - DEDUP"
     name = "🎯 MinHash band collisions"
@@ -316,8 +316,11 @@ class BandCollisions(PipelineStep):
         fs, root = fsspec.core.url_to_fs(f"{self.input_folder}/bucket_{rank:03d}")
         paths = sorted(fs.glob(f"{root}/*.minhash.sig"))
         block = max(256, self.memory // (dtype.itemsize * max(1, len(paths))))  # records read per file at a time
-        out: list[np.ndarray] = []
+        out_fs, out_root = fsspec.core.url_to_fs(self.output_folder)
+        out_fs.makedirs(out_root, exist_ok=True)
+        target, n_pairs = f"{out_root}/{rank:05d}_00.dups", 0
         with contextlib.ExitStack() as stack:
+            out = stack.enter_context(out_fs.open(target + ".tmp", "wb"))  # pairs streamed, published at the end
             files = [stack.enter_context(fs.open(p, "rb")) for p in paths]
             stems = [int(p.rsplit("/", 1)[-1].removesuffix(".minhash.sig")) for p in paths]
             held = [np.zeros(0, dtype) for _ in files]
@@ -347,11 +350,11 @@ class BandCollisions(PipelineStep):
                     ranks.append(np.full(n, stems[i], dtype=np.uint32))
                     held[i] = held[i][n:]
                 if parts:
-                    out.append(self._pairs(np.concatenate(parts), np.concatenate(ranks)))
-        pairs = np.concatenate(out) if out else np.zeros((0, 4), dtype="<u4")
-        out_fs, out_root = fsspec.core.url_to_fs(self.output_folder)
-        write_atomic(out_fs, f"{out_root}/{rank:05d}_00.dups", pairs.astype("<u4").tobytes())
-        self.stat_update("total_matches", value=len(pairs))
+                    pairs = self._pairs(np.concatenate(parts), np.concatenate(ranks))
+                    out.write(pairs.astype("<u4").tobytes())
+                    n_pairs += len(pairs)
+        out_fs.mv(target + ".tmp", target)
+        self.stat_update("total_matches", value=n_pairs)
         if data:
             yield from data
 
