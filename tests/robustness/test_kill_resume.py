@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 import shutil
+import signal
 import time
 from pathlib import Path
 
@@ -79,18 +81,8 @@ def test_build_killed_ten_times_resumes_to_the_same_store(built_store, tmp_path:
     shutil.copy(built_store.spec_path, work / "spec.yaml")  # same spec text: same corpus, store "store" beside it
     store = work / "store"
     kills, planted, t0 = [], [], time.monotonic()
-    for i, (name, glob, delay) in enumerate(kill_plan(seed=6)):
+    for name, glob, delay in kill_plan(seed=6):
         p = start(["build", "spec.yaml"], work)
-        if i == 0:
-            # a second build into the same store refuses while the first holds the lock, naming owner and start
-            assert wait_for(lambda: (store / "_build" / "LOCK").exists(), p, timeout=60)
-            holder = json.loads((store / "_build" / "LOCK").read_text())
-            second = run(["build", "spec.yaml"], work, timeout=60)
-            assert second.returncode == 1, second.stderr
-            msg = " ".join(second.stderr.split())
-            assert "is locked by another build" in msg and f"pid {p.pid}" in msg, msg
-            assert holder["owner"] in msg and holder["started"] in msg and "--break-lock" in msg
-            assert p.poll() is None  # the first build is not disturbed
         fired = wait_for(lambda glob=glob: any(store.glob(glob)), p, timeout=180)
         if p.poll() is None:
             time.sleep(delay)
@@ -123,6 +115,28 @@ def test_build_killed_ten_times_resumes_to_the_same_store(built_store, tmp_path:
     assert checked.ok, checked.messages()
     assert not (store / "_build" / "LOCK").exists()
     print(f"kills: {kills} in {time.monotonic() - t0:.0f}s")
+
+
+def test_a_second_build_into_the_same_store_refuses_while_the_first_runs(built_store, tmp_path: Path):
+    """The first build is paused (SIGSTOP) while the second one starts: on this small corpus it could otherwise
+    finish before the second reaches the lock."""
+    shutil.copy(built_store.spec_path, tmp_path / "spec.yaml")
+    store = tmp_path / "store"
+    p = start(["build", "spec.yaml"], tmp_path)
+    assert wait_for(lambda: (store / "_build" / "LOCK").exists(), p, timeout=60)
+    holder = json.loads((store / "_build" / "LOCK").read_text())
+    os.killpg(p.pid, signal.SIGSTOP)
+    try:
+        second = run(["build", "spec.yaml"], tmp_path, timeout=60)
+    finally:
+        os.killpg(p.pid, signal.SIGCONT)
+    assert second.returncode == 1, second.stderr
+    msg = " ".join(second.stderr.split())
+    assert "is locked by another build" in msg and f"pid {p.pid}" in msg, msg
+    assert holder["owner"] in msg and holder["started"] in msg and "--break-lock" in msg
+    out, err = p.communicate(timeout=240)  # the first build is not disturbed: it finishes
+    assert p.returncode == 0, err[-3000:]
+    assert (store / "store.json").exists() and not (store / "_build" / "LOCK").exists()
 
 
 @pytest.fixture(scope="module")
