@@ -24,7 +24,7 @@ from datatrove.data import Document, DocumentsPipeline
 from datatrove.pipeline.base import PipelineStep
 from datatrove.pipeline.writers.disk_base import DiskWriter
 
-from mixture.store.io import write_atomic, write_parquet_atomic
+from mixture.store.io import open_atomic, write_atomic, write_parquet_atomic
 from mixture.text.shingles import EMPTY, WordHashes, minhash_signatures
 from pipelines.schemas import DROPS
 from pipelines.steps import CountedFilter
@@ -317,20 +317,24 @@ class BandCollisions(PipelineStep):
         paths = sorted(fs.glob(f"{root}/*.minhash.sig"))
         block = max(256, self.memory // (dtype.itemsize * max(1, len(paths))))  # records read per file at a time
         out_fs, out_root = fsspec.core.url_to_fs(self.output_folder)
-        out_fs.makedirs(out_root, exist_ok=True)
-        target, n_pairs = f"{out_root}/{rank:05d}_00.dups", 0
+        n_pairs = 0
         with contextlib.ExitStack() as stack:
-            out = stack.enter_context(out_fs.open(target + ".tmp", "wb"))  # pairs streamed, published at the end
+            out = stack.enter_context(open_atomic(out_fs, f"{out_root}/{rank:05d}_00.dups"))  # pairs streamed
             files = [stack.enter_context(fs.open(p, "rb")) for p in paths]
             stems = [int(p.rsplit("/", 1)[-1].removesuffix(".minhash.sig")) for p in paths]
             held = [np.zeros(0, dtype) for _ in files]
             done = [False] * len(files)
+
+            def read_on(i: int) -> None:
+                """The next block of file i after what it holds."""
+                more = np.frombuffer(files[i].read(block * dtype.itemsize), dtype=dtype)
+                done[i] = len(more) < block
+                held[i] = np.concatenate([held[i], more]) if len(held[i]) else more
+
             while True:
-                for i, f in enumerate(files):  # refill every file whose records all went into the last merge
+                for i in range(len(files)):  # refill every file whose records all went into the last merge
                     if not done[i] and not len(held[i]):
-                        more = np.frombuffer(f.read(block * dtype.itemsize), dtype=dtype)
-                        done[i] = len(more) < block
-                        held[i] = more
+                        read_on(i)
                 live = [i for i in range(len(files)) if len(held[i])]
                 if not live:
                     break
@@ -341,10 +345,7 @@ class BandCollisions(PipelineStep):
                 for i in live:
                     n = len(held[i]) if cut is None else int(np.searchsorted(held[i]["h0"], cut, side="left"))
                     if n == 0 and cut is not None and held[i]["h0"][-1] == cut and not done[i]:
-                        # a run of equal first hashes longer than the block: read on before cutting
-                        more = np.frombuffer(files[i].read(block * dtype.itemsize), dtype=dtype)
-                        done[i] = len(more) < block
-                        held[i] = np.concatenate([held[i], more])
+                        read_on(i)  # a run of equal first hashes longer than the block: read on before cutting
                         continue
                     parts.append(held[i][:n])
                     ranks.append(np.full(n, stems[i], dtype=np.uint32))
@@ -353,7 +354,6 @@ class BandCollisions(PipelineStep):
                     pairs = self._pairs(np.concatenate(parts), np.concatenate(ranks))
                     out.write(pairs.astype("<u4").tobytes())
                     n_pairs += len(pairs)
-        out_fs.mv(target + ".tmp", target)
         self.stat_update("total_matches", value=n_pairs)
         if data:
             yield from data

@@ -182,7 +182,7 @@ def _quiet_local_executor():
             finally:
                 quiet_datatrove_console()
 
-        def _launch_run_for_rank(self, rank: int, ranks_q=None, completed=None, completed_lock=None):
+        def _launch_run_for_rank(self, rank: int):
             try:
                 return self._run_for_rank(rank)
             except Exception as exc:  # noqa: BLE001 - reported once every task has ended

@@ -16,6 +16,7 @@ import mixture
 from mixture.fit.model_store import load_model
 from mixture.store import layout
 from mixture.store.io import write_json_atomic, write_parquet_atomic
+from pipelines.readers import read_rows
 from pipelines.schemas import SAMPLE
 from pipelines.shard_facts import read_task_facts, shard_facts
 from pipelines.stages import BuildContext
@@ -102,25 +103,17 @@ def write_samples(ctx: BuildContext, fs, root: str) -> dict:
             if rank < n[kind]:
                 picked[(kind, f)].append((row, rank))
     parts: dict[str, list[pa.Table]] = defaultdict(list)
-    for f, p in enumerate(paths):  # each file once, row group by row group: only the picked rows stay in memory
-        wanted = {kind: dict(picked.get((kind, f), ())) for kind in n}  # row -> rank
-        if not any(wanted.values()):
+    for f, p in enumerate(paths):  # each file once, only the row groups that hold picked rows
+        chosen = {kind: picked[(kind, f)] for kind in n if (kind, f) in picked}
+        if not chosen:
             continue
+        rows = np.array(sorted({r for kept in chosen.values() for r, _ in kept}), dtype=np.int64)
         with fs.open(p, "rb") as fh:
-            pf = pq.ParquetFile(fh)
-            first = 0
-            for g in range(pf.num_row_groups):
-                size = pf.metadata.row_group(g).num_rows
-                hits = {kind: [(r - first, k) for r, k in sorted(rows.items()) if first <= r < first + size]
-                        for kind, rows in wanted.items()}
-                if any(hits.values()):
-                    group = pf.read_row_group(g)
-                    for kind, rows in hits.items():
-                        if rows:
-                            t = group.take([r for r, _ in rows])
-                            parts[kind].append(t.set_column(t.schema.get_field_index("rank"), "rank",
-                                                            pa.array([k for _, k in rows], pa.int32())).drop_columns(["key"]))
-                first += size
+            table = read_rows(pq.ParquetFile(fh), rows)
+        for kind, kept in chosen.items():
+            t = table.take(np.searchsorted(rows, [r for r, _ in kept]))
+            parts[kind].append(t.set_column(t.schema.get_field_index("rank"), "rank",
+                                            pa.array([k for _, k in kept], pa.int32())).drop_columns(["key"]))
     for kind, rel in (("uniform", layout.UNIFORM_SAMPLES), ("exemplar", layout.EXEMPLAR_SAMPLES)):
         out = pa.concat_tables(parts[kind]).cast(SAMPLE) if parts[kind] else SAMPLE.empty_table()
         write_parquet_atomic(f"{ctx.store}/{rel}", out.sort_by([("cluster", "ascending"), ("quality", "ascending"),

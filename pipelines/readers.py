@@ -260,6 +260,22 @@ class SourceReader(PipelineStep):
             yield bad_record(src, rel, idx, "unreadable_file", _describe(exc), b"")
 
 
+def read_rows(pf, rows, columns: list[str] | None = None):
+    """Rows `rows` (ascending positions in the file) of a `pyarrow.parquet.ParquetFile`, in that order, reading only
+    the row groups that hold them."""
+    import numpy as np
+    import pyarrow as pa
+
+    ends = np.cumsum([pf.metadata.row_group(g).num_rows for g in range(pf.num_row_groups)])
+    group = np.searchsorted(ends, rows, side="right")
+    parts = [pf.read_row_group(int(g), columns=columns).take(pa.array(rows[group == g] - (ends[g - 1] if g else 0)))
+             for g in np.unique(group)]
+    if parts:
+        return pa.concat_tables(parts)
+    schema = pf.schema_arrow
+    return (pa.schema([schema.field(c) for c in columns]) if columns else schema).empty_table()
+
+
 class RankFilesReader(PipelineStep):
     """Reads the intermediate Parquet files `<folder>/<rank>.parquet` written by task `rank` of an earlier stage."""
 

@@ -170,28 +170,22 @@ class SampleForFit(PipelineStep):
         import pyarrow.parquet as pq
 
         from pipelines.dedup import load_drops
+        from pipelines.readers import read_rows
 
         drops = load_drops(self.work, rank, self.fuzzy_drops)
         fs, root = fsspec.core.url_to_fs(f"{self.work}/prepared/{rank:05d}.parquet")
         schema = pa.schema([("id", pa.string()), ("text", pa.string()), ("source", pa.string()),
                             ("content_type", pa.string()), ("raw_score", pa.float64()), ("u", pa.float64())])
         picked: dict[int, float] = {}
-        parts = []
+        out = schema.empty_table()
         if fs.exists(root):
             with fs.open(root, "rb") as f:
                 pf = pq.ParquetFile(f)
                 picked = self._pick(pf, drops)
                 rows = np.array(sorted(picked), dtype=np.int64)
-                draws = np.array([picked[r] for r in rows], dtype=np.float64)
                 # second pass: only the row groups that hold a picked row (a few at full scale), never the rest's text
-                ends = np.cumsum([pf.metadata.row_group(g).num_rows for g in range(pf.num_row_groups)])
-                group = np.searchsorted(ends, rows, side="right")
-                for g in np.unique(group):
-                    mine = group == g
-                    local = rows[mine] - (ends[g - 1] if g else 0)
-                    table = pf.read_row_group(int(g), columns=self.COLUMNS).take(pa.array(local))
-                    parts.append(table.append_column("u", pa.array(draws[mine], pa.float64())).cast(schema))
-        out = pa.concat_tables(parts) if parts else schema.empty_table()
+                table = read_rows(pf, rows, self.COLUMNS)
+                out = table.append_column("u", pa.array([picked[r] for r in rows.tolist()], pa.float64())).cast(schema)
         # a work file bounded by sample_docs, read once by `fit`: not compressed (zstd took longer than the read)
         write_parquet_atomic(f"{self.output_folder}/{rank:05d}.parquet", out, compression=None)
         self.stat_update("sampled", value=len(picked))

@@ -4,21 +4,31 @@ from __future__ import annotations
 
 import io
 import json
-from typing import Any
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import IO, Any
 
 import fsspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 
-def write_atomic(fs: fsspec.AbstractFileSystem, path: str, data: bytes | str) -> None:
-    """Write `data` to `path` (parent folders created) through `path.tmp` and a rename."""
+@contextmanager
+def open_atomic(fs: fsspec.AbstractFileSystem, path: str) -> Iterator[IO[bytes]]:
+    """A binary file that becomes `path` (parent folders created) when the block ends without an error: written
+    as `path.tmp`, then renamed."""
     if "/" in path:
         fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
     tmp = path + ".tmp"
     with fs.open(tmp, "wb") as f:
-        f.write(data.encode("utf-8") if isinstance(data, str) else data)
+        yield f
     fs.mv(tmp, path)
+
+
+def write_atomic(fs: fsspec.AbstractFileSystem, path: str, data: bytes | str) -> None:
+    """Write `data` to `path` (parent folders created) through `path.tmp` and a rename."""
+    with open_atomic(fs, path) as f:
+        f.write(data.encode("utf-8") if isinstance(data, str) else data)
 
 
 def write_json_atomic(fs: fsspec.AbstractFileSystem, path: str, obj: Any, indent: int | None = 1) -> None:
@@ -36,9 +46,5 @@ def write_parquet_atomic(uri: str, table: pa.Table, compression: str | None = "z
     """Write an Arrow table to a Parquet file at `uri` (any fsspec URI), atomically: streamed into `path.tmp`
     (never the whole file in memory), then renamed."""
     fs, path = fsspec.core.url_to_fs(uri)
-    if "/" in path:
-        fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
-    tmp = path + ".tmp"
-    with fs.open(tmp, "wb") as f:
+    with open_atomic(fs, path) as f:
         pq.write_table(table, f, compression=compression, row_group_size=row_group_size)
-    fs.mv(tmp, path)
