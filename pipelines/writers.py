@@ -5,11 +5,11 @@ from __future__ import annotations
 import operator
 from collections import Counter
 
-import xxhash
 from datatrove.data import Document
 from datatrove.pipeline.writers.parquet import ParquetWriter
 from datatrove.utils.typeshelper import StatHints
 
+from mixture.store.io import DigestingFile
 from pipelines import schemas
 
 TEXT_HEAD = 500
@@ -27,32 +27,6 @@ def column_codecs(schema, codec: str | None) -> str | dict[str, str] | None:
     if codec in (None, "none", "snappy"):
         return None if codec == "none" else codec
     return {f.name: codec if f.name in BULKY else "snappy" for f in schema}
-
-
-class DigestingFile:
-    """A write-only file that passes bytes on to another and keeps their count and xxh64 (a shard's checksum
-    without reading it back)."""
-
-    def __init__(self, raw):
-        self.raw, self.size, self.digest = raw, 0, xxhash.xxh64()
-        self.closed = False
-
-    def write(self, data) -> int:
-        self.digest.update(data)
-        self.size += len(data)
-        return self.raw.write(data)
-
-    def tell(self) -> int:
-        return self.size
-
-    def flush(self) -> None:
-        self.raw.flush()
-
-    def writable(self) -> bool:
-        return True
-
-    def close(self) -> None:
-        self.closed = True  # the writer that opened `raw` closes it
 
 
 class BoundedParquetWriter(ParquetWriter):

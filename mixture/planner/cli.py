@@ -129,7 +129,7 @@ def export_cmd(
 
 def materialize_cmd(
     plan_path: str = typer.Argument(..., help="plan.json from `mixture plan`"),
-    out: str = typer.Option(..., "--out", help="output folder: DIR/phase=NAME/part-NNNNN.parquet + manifest.json"),
+    out: str = typer.Option(..., "--out", help="output folder, local or gs://, s3://…: DIR/phase=NAME/part-NNNNN.parquet + manifest.json"),
     store: str | None = typer.Option(None, "--store", help="store to draw from (default: the plan's store_uri)"),
     shard_bytes: str = typer.Option(str(DEFAULT_SHARD_BYTES), "--shard-bytes", help="text bytes per shard: 128MB, 1GB, …"),
     seed: int | None = typer.Option(None, "--seed", help="permutation seed (default: the plan's)"),

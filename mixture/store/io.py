@@ -1,4 +1,5 @@
-"""Atomic writes at any fsspec path: write a temporary name, then rename (readers never see a partial file)."""
+"""Atomic writes at any fsspec path: write a temporary name, then rename (readers never see a partial file); a
+file wrapper that checksums what is written through it."""
 
 from __future__ import annotations
 
@@ -11,6 +12,33 @@ from typing import IO, Any
 import fsspec
 import pyarrow as pa
 import pyarrow.parquet as pq
+import xxhash
+
+
+class DigestingFile:
+    """A write-only file that passes bytes on to another and keeps their count and xxh64 (a shard's checksum
+    without reading it back)."""
+
+    def __init__(self, raw):
+        self.raw, self.size, self.digest = raw, 0, xxhash.xxh64()
+        self.closed = False
+
+    def write(self, data) -> int:
+        self.digest.update(data)
+        self.size += len(data)
+        return self.raw.write(data)
+
+    def tell(self) -> int:
+        return self.size
+
+    def flush(self) -> None:
+        self.raw.flush()
+
+    def writable(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        self.closed = True  # the writer that opened `raw` closes it
 
 
 @contextmanager

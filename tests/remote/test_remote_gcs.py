@@ -159,3 +159,50 @@ def test_gcs_explorer_overview_and_store_pages(gcs_store: dict, monkeypatch) -> 
     assert metrics["documents"] == f"{art['counters']['records_out']:,}"
     assert metrics["cells"] == str(len(art["cells"]))
     run("store", timeout=60)
+
+
+def remote_tree(fs, root: str) -> dict[str, bytes]:
+    """{relative path: bytes} of every object under `root`."""
+    fs.invalidate_cache()
+    return {p[len(root) + 1:]: fs.cat_file(p) for p in sorted(fs.find(root))}
+
+
+def test_gcs_materialize_and_realised(gcs: Remote, gcs_store: dict, built_store, tmp_path) -> None:
+    """`mixture materialize` from the gs:// store into gs://: the same shards, byte for byte, as from the local
+    store into a local folder; `mixture realised` recounts them on the bucket; a rerun with bigger shards leaves
+    no stale shard and no temporary object."""
+    plan_url = gcs.url("mix-plans/plan.json")
+    code, text = cli("plan", str(gcs_store["spec"]), "--out", plan_url)
+    assert code in (0, 1), text
+    local_plan = tmp_path / "plan.json"
+    code, text = cli("plan", str(built_store.spec_path), "--out", str(local_plan))
+    assert code in (0, 1), text
+
+    out = gcs.url("mixture")
+    code, text = cli("materialize", plan_url, "--out", out, "--shard-bytes", "2MB")
+    assert code == 0, text
+    code, text = cli("materialize", str(local_plan), "--out", str(tmp_path / "mixture"), "--shard-bytes", "2MB")
+    assert code == 0, text
+    fs = gcs.fs
+    remote = remote_tree(fs, "bucket/mixture")
+    local = {str(p.relative_to(tmp_path / "mixture")): p.read_bytes()
+             for p in sorted((tmp_path / "mixture").rglob("*")) if p.is_file()}
+    shards = sorted(k for k in local if k.endswith(".parquet"))
+    assert len(shards) > 2 and sorted(k for k in remote if k.endswith(".parquet")) == shards
+    assert all(remote[k] == local[k] for k in shards)
+    manifest = json.loads(remote["manifest.json"])
+    assert manifest["store_uri"] == gcs_store["store"]
+    assert manifest["phases"] == json.loads(local["manifest.json"])["phases"]  # sizes and checksums of the shards
+
+    code, text = cli("realised", out, plan_url, "--format", "json")
+    assert code == 0, text
+    assert json.loads(text)["ok"] is True
+
+    code, text = cli("materialize", plan_url, "--out", out, "--shard-bytes", "8MB")
+    assert code == 0, text
+    again = remote_tree(fs, "bucket/mixture")
+    listed = {s["path"] for ph in json.loads(again["manifest.json"])["phases"] for s in ph["shards"]}
+    assert len(listed) < len(shards)
+    assert {k.rsplit("/", 1)[-1] for k in again if k.endswith(".parquet")} == listed
+    assert not [k for k in again if k.endswith(".tmp")]
+    assert cli("realised", out, plan_url, "--format", "json")[0] == 0
