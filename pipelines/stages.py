@@ -122,13 +122,15 @@ def fit_stage(ctx: BuildContext) -> Stage:
     params = {"k": c.k, "fine_k": c.fine_k, "min_share": c.min_share, "embedding_dim": c.embedding_dim,
               "seed": ctx.spec.seed, "edges": list(q.edges), "embedder": c.embedder,
               "sentence_model": c.sentence_model and resolve_uri(c.sentence_model, ctx.spec_dir)}
-    return Stage("fit", [steps.FitModel(f"{ctx.work}/sample", ctx.at(layout.MODEL_DIR), params)], 1)
+    return Stage("fit", [steps.FitModel(f"{ctx.work}/sample", ctx.at(layout.MODEL_DIR), params, f"{ctx.work}/fit_assignments")],
+                 1)
 
 
 def assign_stage(ctx: BuildContext) -> Stage:
     s, c = ctx.spec.store, ctx.spec.partition
     assign = steps.Assign(ctx.at(layout.MODEL_DIR), tokenizer_ref(ctx), list(c.quality.edges), c.clusters.k,
-                          s.keep_token_ids, s.samples_per_cell, s.exemplars_per_cell, ctx.spec.seed, f"{ctx.work}/samples")
+                          s.keep_token_ids, s.samples_per_cell, s.exemplars_per_cell, ctx.spec.seed, f"{ctx.work}/samples",
+                          assignments_folder=f"{ctx.work}/fit_assignments")
     route = dedup.RouteDrops(ctx.work, ctx.fuzzy_drops, {
         "duplicate_id": writers.quarantine_writer(ctx.at(layout.QUARANTINE_DIR), ID_QUARANTINE),
         **{r: writers.drop_writer(ctx.at(layout.dropped_dir(r)), r) for r in ("exact_duplicate", "fuzzy_duplicate")}})

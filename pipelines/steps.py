@@ -212,32 +212,55 @@ class SampleForFit(PipelineStep):
 
 
 class Assign(PipelineStep):
-    """Embeds, assigns cluster and quality through the frozen model, counts tokens, collects cell samples."""
+    """Embeds, assigns cluster and quality through the frozen model, counts tokens, collects cell samples.
+
+    A document of the fit's sample takes the cluster the fit computed for it (`assignments_folder`, the file of
+    this task's rank) instead of being embedded again: the same bits, and when the sample is the whole input (a
+    corpus under `sample_docs` documents) no document is embedded twice."""
 
     type = "🏷 - ASSIGN"
     name = "cluster + quality + tokens"
 
     def __init__(self, model_dir: str, tokenizer: str, edges: list[float], k: int, keep_token_ids: bool,
-                 samples_per_cell: int, exemplars_per_cell: int, seed: int, samples_folder: str, batch_size: int = 256):
+                 samples_per_cell: int, exemplars_per_cell: int, seed: int, samples_folder: str, batch_size: int = 256,
+                 assignments_folder: str | None = None):
         super().__init__()
+        self.assignments_folder = assignments_folder
         self.model_dir, self.tokenizer, self.edges, self.k = model_dir, tokenizer, edges, k
         self.keep_token_ids, self.seed, self.samples_folder = keep_token_ids, seed, samples_folder
         self.n_uniform, self.n_exemplars, self.batch_size = samples_per_cell, exemplars_per_cell, batch_size
 
-    def _load(self):
-        from mixture.fit.model_store import load_model
+    def _load(self, rank: int):
+        from mixture.fit.model_store import load_model, read_sample_assignments
         from mixture.tokenizer import load_tokenizer
 
         self.model = load_model(self.model_dir)
         self.tok = load_tokenizer(self.tokenizer)
+        self.known = read_sample_assignments(f"{self.assignments_folder}/{rank:05d}.parquet") \
+            if self.assignments_folder else ({},)
+
+    def _clusters(self, batch: list[Document], texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(cluster, fine cluster, distance) of the batch: the fit's for its sample documents, embedded otherwise."""
+        rows = self.known[0]
+        found = [rows.get(d.id, -1) for d in batch] if rows else [-1] * len(batch)
+        todo = [i for i, r in enumerate(found) if r < 0]
+        if len(todo) == len(batch):
+            return self.model.clusters.assign(self.model.embedder.transform(texts))
+        cluster, fine, dist = np.empty(len(batch), np.int16), np.empty(len(batch), np.int32), np.empty(len(batch), np.float32)
+        done = [i for i, r in enumerate(found) if r >= 0]
+        at = [found[i] for i in done]
+        cluster[done], fine[done], dist[done] = (a[at] for a in self.known[1:])
+        if todo:
+            cluster[todo], fine[todo], dist[todo] = self.model.clusters.assign(
+                self.model.embedder.transform([texts[i] for i in todo]))
+        return cluster, fine, dist
 
     def _annotate(self, batch: list[Document]) -> None:
         from mixture.fit.calibration import bucket, calibrate
         from mixture.store.layout import cluster_width
 
         texts = [d.text for d in batch]
-        x = self.model.embedder.transform(texts)
-        cluster, fine, dist = self.model.clusters.assign(x)
+        cluster, fine, dist = self._clusters(batch, texts)
         raw = np.array([d.metadata["raw_score"] for d in batch])
         cal = np.empty(len(batch))
         types = [d.metadata["content_type"] for d in batch]
@@ -288,7 +311,7 @@ class Assign(PipelineStep):
     def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
         from pipelines.dedup import text_batches
 
-        self._load()
+        self._load(rank)
         self._seq = 0
         uniform: dict = {}
         exemplars: dict = {}
@@ -309,15 +332,16 @@ class FitModel(PipelineStep):
     type = "🧮 - FIT"
     name = "fit model"
 
-    def __init__(self, sample_folder: str, model_dir: str, params: dict):
+    def __init__(self, sample_folder: str, model_dir: str, params: dict, assignments_folder: str | None = None):
         super().__init__()
         self.sample_folder, self.model_dir, self.params = sample_folder, model_dir, params
+        self.assignments_folder = assignments_folder
 
     def run(self, data: DocumentsPipeline = None, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
         from mixture.fit.model_store import fit_and_save
 
         with contextlib.suppress(StopIteration):
-            fit_and_save(self.sample_folder, self.model_dir, self.params)
+            fit_and_save(self.sample_folder, self.model_dir, self.params, self.assignments_folder)
         return
         yield
 

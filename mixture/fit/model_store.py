@@ -12,7 +12,7 @@ import numpy as np
 from mixture.fit.calibration import fit_calibration, raw_cutoffs
 from mixture.fit.clusters import ClusterModel, fit_clusters, label_counted_clusters
 from mixture.fit.embed import LexicalEmbedder, SentenceEmbedder, TermCounts, embedder_from_bytes
-from mixture.store.io import write_atomic
+from mixture.store.io import write_atomic, write_parquet_atomic
 from mixture.text.content_type import CONTENT_TYPES
 
 EMBEDDER, CENTROIDS, CALIBRATION, CLUSTERS, FIT = "embedder.npz", "centroids.npz", "calibration.json", "clusters.json", "fit.json"
@@ -27,26 +27,60 @@ class FrozenModel:
     fit: dict
 
 
-def _read_sample(sample_folder: str) -> dict[str, list]:
-    """The sample's columns as lists, rows ordered by (u, id)."""
+def _read_sample(sample_folder: str) -> tuple[dict[str, list], list[str]]:
+    """The sample's columns as lists, rows ordered by (u, id), with `part`: the index of the file each row comes
+    from; and those files' names."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     fs, root = fsspec.core.url_to_fs(sample_folder)
-    tables = []
-    for path in sorted(fs.glob(f"{root}/*.parquet")):
+    tables, names = [], []
+    for i, path in enumerate(sorted(fs.glob(f"{root}/*.parquet"))):
         with fs.open(path, "rb") as f:
-            tables.append(pq.read_table(f))
+            table = pq.read_table(f)
+        tables.append(table.append_column("part", pa.array(np.full(table.num_rows, i, dtype=np.int32))))
+        names.append(path.rsplit("/", 1)[-1])
     table = pa.concat_tables(tables)
     # the order Table.sort_by gives, applied to the Python lists: sort_by would first copy every text
     order = pc.sort_indices(table, sort_keys=[("u", "ascending"), ("id", "ascending")]).to_pylist()
-    return {name: [values[i] for i in order] for name, values in table.to_pydict().items()}
+    return {name: [values[i] for i in order] for name, values in table.to_pydict().items()}, names
 
 
-def fit_and_save(sample_folder: str, model_dir: str, params: dict) -> FrozenModel:
-    """params: k, fine_k, min_share, embedding_dim, seed, edges."""
-    sample = _read_sample(sample_folder)
+def _write_sample_assignments(folder: str, sample: dict[str, list], names: list[str], assigned: tuple) -> None:
+    """The sample documents' (cluster, fine cluster, distance), one file per sample file (the name of the prepared
+    file, and so of the assign task, the rows come from)."""
+    import pyarrow as pa
+
+    cluster, fine, dist = assigned
+    part = np.asarray(sample["part"])
+    for i, name in enumerate(names):
+        rows = np.flatnonzero(part == i)
+        table = pa.table({"id": pa.array([sample["id"][r] for r in rows.tolist()], pa.string()),
+                          "cluster": cluster[rows], "fine_cluster": fine[rows], "cluster_distance": dist[rows]})
+        write_parquet_atomic(f"{folder.rstrip('/')}/{name}", table, compression=None)
+
+
+def read_sample_assignments(path: str) -> tuple[dict[str, int], np.ndarray, np.ndarray, np.ndarray]:
+    """({id: row}, cluster, fine cluster, distance) of one file `_write_sample_assignments` wrote; empty when there
+    is none."""
+    import pyarrow.parquet as pq
+
+    fs, root = fsspec.core.url_to_fs(path)
+    if not fs.exists(root):
+        return {}, np.zeros(0, np.int16), np.zeros(0, np.int32), np.zeros(0, np.float32)
+    with fs.open(root, "rb") as f:
+        table = pq.read_table(f)
+    ids = table.column("id").to_pylist()
+    return ({doc_id: i for i, doc_id in enumerate(ids)},
+            *(table.column(c).to_numpy() for c in ("cluster", "fine_cluster", "cluster_distance")))
+
+
+def fit_and_save(sample_folder: str, model_dir: str, params: dict, assignments_folder: str | None = None) -> FrozenModel:
+    """params: k, fine_k, min_share, embedding_dim, seed, edges. With `assignments_folder`, the lexical embedder's
+    sample documents' clusters are written there (`ClusterModel.assign` of the embeddings the fit computed, bit
+    for bit what `assign` would compute from their text), for `assign` to reuse."""
+    sample, names = _read_sample(sample_folder)
     texts = sample["text"]
     if len(texts) < params["k"]:
         raise ValueError(
@@ -63,6 +97,8 @@ def fit_and_save(sample_folder: str, model_dir: str, params: dict) -> FrozenMode
     fine_k = min(params["fine_k"], max(params["k"], len(texts) // 5))
     model, labels = fit_clusters(x, params["k"], fine_k, params["min_share"], seed)
     info = label_counted_clusters(counted, labels, params["k"])
+    if assignments_folder and isinstance(embedder, LexicalEmbedder):
+        _write_sample_assignments(assignments_folder, sample, names, model.assign(x))
     raw = np.asarray(sample["raw_score"])
     types = np.asarray(sample["content_type"])
     calibration = fit_calibration({ct: raw[types == ct] for ct in CONTENT_TYPES}, CONTENT_TYPES)
