@@ -236,13 +236,14 @@ class Assign(PipelineStep):
 
         self.model = load_model(self.model_dir)
         self.tok = load_tokenizer(self.tokenizer)
-        self.known = read_sample_assignments(f"{self.assignments_folder}/{rank:05d}.parquet") \
-            if self.assignments_folder else ({},)
+        self.known = read_sample_assignments(self.assignments_folder and f"{self.assignments_folder}/{rank:05d}.parquet")
 
     def _clusters(self, batch: list[Document], texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(cluster, fine cluster, distance) of the batch: the fit's for its sample documents, embedded otherwise."""
         rows = self.known[0]
-        found = [rows.get(d.id, -1) for d in batch] if rows else [-1] * len(batch)
+        if not rows:
+            return self.model.clusters.assign(self.model.embedder.transform(texts))
+        found = [rows.get(d.id, -1) for d in batch]
         todo = [i for i, r in enumerate(found) if r < 0]
         if len(todo) == len(batch):
             return self.model.clusters.assign(self.model.embedder.transform(texts))

@@ -61,13 +61,13 @@ def _write_sample_assignments(folder: str, sample: dict[str, list], names: list[
         write_parquet_atomic(f"{folder.rstrip('/')}/{name}", table, compression=None)
 
 
-def read_sample_assignments(path: str) -> tuple[dict[str, int], np.ndarray, np.ndarray, np.ndarray]:
+def read_sample_assignments(path: str | None) -> tuple[dict[str, int], np.ndarray, np.ndarray, np.ndarray]:
     """({id: row}, cluster, fine cluster, distance) of one file `_write_sample_assignments` wrote; empty when there
-    is none."""
+    is none (or no path)."""
     import pyarrow.parquet as pq
 
-    fs, root = fsspec.core.url_to_fs(path)
-    if not fs.exists(root):
+    fs, root = fsspec.core.url_to_fs(path) if path else (None, None)
+    if fs is None or not fs.exists(root):
         return {}, np.zeros(0, np.int16), np.zeros(0, np.int32), np.zeros(0, np.float32)
     with fs.open(root, "rb") as f:
         table = pq.read_table(f)

@@ -42,6 +42,7 @@ def test_fit_writes_what_assign_would_compute(built_store, tmp_path):
             assert np.array_equal(got[0], cluster[at]) and np.array_equal(got[1], fine[at])
             assert np.array_equal(got[2], dist[at])
     assert read_sample_assignments(str(tmp_path / "assigned" / "00007.parquet"))[0] == {}
+    assert read_sample_assignments(None)[0] == {}
 
 
 def test_assign_takes_the_fit_clusters_of_sample_documents_and_embeds_the_rest(built_store, tmp_path):
