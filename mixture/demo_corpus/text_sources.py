@@ -17,6 +17,7 @@ _LICENSE_RE = re.compile(r"licen[cs]e|copying|notice|copyright", re.IGNORECASE)
 DOC_SUFFIXES = (".md", ".rst", ".txt", ".doctest")
 DATA_SUFFIXES = (".json", ".csv", ".tsv", ".toml", ".yaml", ".yml", ".ini", ".cfg", ".xml")
 DIST_INFO_DATA = ("RECORD", "entry_points.txt", "WHEEL")
+INSTALL_LOCATION = ("direct_url.json",)  # where a package was installed from (an editable install: this checkout)
 
 
 def python_reference(scale: float, rng: random.Random) -> Source:
@@ -35,6 +36,14 @@ def python_reference(scale: float, rng: random.Random) -> Source:
 
 def _in_dist_info(relpath: str) -> bool:
     return ".dist-info/" in relpath or ".egg-info/" in relpath
+
+
+def location_free(name: str, text: str) -> str:
+    """A RECORD without its `../` lines: the scripts pip installs outside the package (`../../../bin/…`) start with
+    the environment's own Python path, so their hashes differ from one checkout or venv to another."""
+    if name != "RECORD":
+        return text
+    return "".join(line for line in text.splitlines(keepends=True) if not line.startswith("../"))
 
 
 def _prose_file(text: str) -> bool:
@@ -104,9 +113,10 @@ def structured_data(stdlib: Listing, site_files: Listing, scale: float, rng: ran
     )
     cands = [(f"stdlib/{r}", p) for r, p in stdlib if p.suffix.lower() in DATA_SUFFIXES]
     cands += [(f"site-packages/{r}", p) for r, p in site_files
-              if p.suffix.lower() in DATA_SUFFIXES or (_in_dist_info(r) and p.name in DIST_INFO_DATA)]
+              if (p.suffix.lower() in DATA_SUFFIXES or (_in_dist_info(r) and p.name in DIST_INFO_DATA))
+              and p.name not in INSTALL_LOCATION]
     for r, p in subset(sorted(cands), scale, rng, min_n=8):
-        text = read_text(p)
+        text = location_free(p.name, read_text(p) or "")
         if text:
             kind = "csv" if p.name == "RECORD" else "ini" if p.name.endswith(".txt") or p.name == "WHEEL" else p.suffix[1:]
             src.records.append({"id": f"structured/{r}", "text": text, "kind": kind.lower()})

@@ -53,3 +53,26 @@ def test_full_scale_plants_the_required_counts() -> None:
     small = Counts.web(0.05)
     assert (small.exact, small.near, small.contaminated, small.malformed_each) >= (8, 6, 5, 1)
     assert small.large_chars >= 1_200_000
+
+
+def test_structured_data_does_not_depend_on_where_the_environment_is() -> None:
+    """Installed scripts' RECORD lines (their shebang names the venv's Python) and direct_url.json (an editable
+    install names this checkout) made the demo corpus, and so every demo figure, differ between two clones."""
+    import sys
+    from pathlib import Path
+
+    from mixture.demo_corpus.local_files import list_files, rel, site_dirs, stdlib_root
+    from mixture.demo_corpus.text_sources import location_free, structured_data
+
+    root = stdlib_root()
+    stdlib = [(rel(p, root), p) for p in list_files(root, skip_site_packages=True)]
+    site = sorted((rel(p, s), p) for s in site_dirs() for p in list_files(s))
+    assert any(r.endswith(".dist-info/RECORD") for r, _ in site)
+    src = structured_data(stdlib, site, 1.0, random.Random(0))
+    records = [r for r in src.records if r["id"].endswith("/RECORD")]
+    assert records and not any(line.startswith("../") for r in records for line in r["text"].splitlines())
+    assert not any(r["id"].endswith("direct_url.json") for r in src.records)
+    checkout = str(Path(__file__).resolve().parents[2])
+    assert not [r["id"] for r in src.records if sys.prefix in r["text"] or checkout in r["text"]]
+    assert location_free("RECORD", "../../../bin/x,sha256=a,1\r\npkg/a.py,sha256=b,2\r\n") == "pkg/a.py,sha256=b,2\r\n"
+    assert location_free("WHEEL", "../x\n") == "../x\n"
