@@ -39,11 +39,12 @@ def _in_dist_info(relpath: str) -> bool:
 
 
 def location_free(name: str, text: str) -> str:
-    """A RECORD without its `../` lines: the scripts pip installs outside the package (`../../../bin/…`) start with
-    the environment's own Python path, so their hashes differ from one checkout or venv to another."""
+    """A RECORD without the lines whose hashes differ from one checkout or venv to another: the scripts pip
+    installs outside the package (`../../../bin/…`, their first line names the environment's Python) and an
+    editable install's finder (`__editable__…`, it names the checkout)."""
     if name != "RECORD":
         return text
-    return "".join(line for line in text.splitlines(keepends=True) if not line.startswith("../"))
+    return "".join(line for line in text.splitlines(keepends=True) if not line.startswith(("../", "__editable__")))
 
 
 def _prose_file(text: str) -> bool:
