@@ -40,11 +40,12 @@ def _in_dist_info(relpath: str) -> bool:
 
 def location_free(name: str, text: str) -> str:
     """A RECORD without the lines whose hashes differ from one checkout or venv to another: the scripts pip
-    installs outside the package (`../../../bin/…`, their first line names the environment's Python) and an
-    editable install's finder (`__editable__…`, it names the checkout)."""
+    installs outside the package (`../../../bin/…`, their first line names the environment's Python), an
+    editable install's finder (`__editable__…`) and `direct_url.json` (both name the checkout)."""
     if name != "RECORD":
         return text
-    return "".join(line for line in text.splitlines(keepends=True) if not line.startswith(("../", "__editable__")))
+    return "".join(line for line in text.splitlines(keepends=True)
+                   if not line.startswith(("../", "__editable__")) and not line.split(",", 1)[0].endswith(INSTALL_LOCATION))
 
 
 def _prose_file(text: str) -> bool:
