@@ -165,8 +165,8 @@ def _load_cells(reader: StoreReader, cells: list[dict[str, Any]]) -> dict[str, p
     except Exception as exc:  # duckdb raises CatalogException when the store holds no documents
         raise MaterializeError(f"{reader.uri}: no documents to read ({exc})") from None
     source = "source" if "source" in columns else "NULL::VARCHAR AS source"
-    # one query for every cell (a query per cell listed and opened the store's files again each time: 100 s
-    # instead of 5 for the small test store on a bucket), cut into cells afterwards
+    # one query for every cell, cut into cells afterwards: a query per cell listed and opened the store's files
+    # again each time (the demo's materialize took 15.7 s instead of 2.1; ~20 s instead of 0.6 on the GCS emulator)
     wanted = pa.table({"cluster": [c["cluster"] for c in cells], "quality": [c["quality"] for c in cells],
                        "k": np.arange(len(cells), dtype=np.int64)})
     con.register("wanted", wanted)
