@@ -236,25 +236,26 @@ class Assign(PipelineStep):
 
         self.model = load_model(self.model_dir)
         self.tok = load_tokenizer(self.tokenizer)
-        self.known = read_sample_assignments(self.assignments_folder and f"{self.assignments_folder}/{rank:05d}.parquet")
+        # the fit's (cluster, fine cluster, distance) of this task's sample documents, by id
+        self._known_rows, *self._known = read_sample_assignments(
+            self.assignments_folder and f"{self.assignments_folder}/{rank:05d}.parquet")
 
-    def _clusters(self, batch: list[Document], texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _clusters(self, batch: list[Document], texts: list[str]) -> tuple[np.ndarray, ...]:
         """(cluster, fine cluster, distance) of the batch: the fit's for its sample documents, embedded otherwise."""
-        rows = self.known[0]
-        if not rows:
-            return self.model.clusters.assign(self.model.embedder.transform(texts))
-        found = [rows.get(d.id, -1) for d in batch]
-        todo = [i for i, r in enumerate(found) if r < 0]
-        if len(todo) == len(batch):
-            return self.model.clusters.assign(self.model.embedder.transform(texts))
-        cluster, fine, dist = np.empty(len(batch), np.int16), np.empty(len(batch), np.int32), np.empty(len(batch), np.float32)
+        rows = self._known_rows
+        found = [rows.get(d.id, -1) for d in batch] if rows else []
         done = [i for i, r in enumerate(found) if r >= 0]
+        if not done:
+            return self.model.clusters.assign(self.model.embedder.transform(texts))
+        out = tuple(np.empty(len(batch), a.dtype) for a in self._known)  # the dtypes ClusterModel.assign gives
         at = [found[i] for i in done]
-        cluster[done], fine[done], dist[done] = (a[at] for a in self.known[1:])
-        if todo:
-            cluster[todo], fine[todo], dist[todo] = self.model.clusters.assign(
-                self.model.embedder.transform([texts[i] for i in todo]))
-        return cluster, fine, dist
+        for o, a in zip(out, self._known, strict=True):
+            o[done] = a[at]
+        if todo := [i for i, r in enumerate(found) if r < 0]:
+            for o, a in zip(out, self.model.clusters.assign(self.model.embedder.transform([texts[i] for i in todo])),
+                            strict=True):
+                o[todo] = a
+        return out
 
     def _annotate(self, batch: list[Document]) -> None:
         from mixture.fit.calibration import bucket, calibrate

