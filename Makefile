@@ -24,18 +24,7 @@ $(STAMP): pyproject.toml setup.py mixture/text/_signals.c mixture/text/_signals_
 env: $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/mixture demo-corpus $(DEMO)/corpus --quiet
-	$(BIN)/mixture build specs/demo.yaml
-	$(BIN)/mixture audit $(DEMO)/store
-	$(BIN)/mixture plan specs/demo.yaml --out $(DEMO)/plan.json --ladder
-	$(BIN)/mixture materialize $(DEMO)/plan.json --out $(DEMO)/mixture
-	$(BIN)/mixture realised $(DEMO)/mixture $(DEMO)/plan.json > /dev/null
-	@echo
-	@echo "demo corpus : $(DEMO)/corpus   (MANIFEST.json, ground_truth.json)"
-	@echo "store       : $(DEMO)/store    (store.json, cluster=NN/quality=Q/, _samples/, _model/, _quarantine/, _dropped/)"
-	@echo "plan        : $(DEMO)/plan.json"
-	@echo "mixture     : $(DEMO)/mixture  (phase=NAME/ Parquet shards + manifest.json)"
-	@echo "next        : make explore   |   $(BIN)/mixture report $(DEMO)/store --by cluster,quality"
+	$(BIN)/mixture demo $(DEMO)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

@@ -1,1 +1,5 @@
-"""The Streamlit explorer of a mixture store: `mixture explore STORE` runs `app/main.py`."""
+"""The Streamlit explorer of a mixture store (`app/` in the repository): `mixture explore STORE` runs its `main.py`."""
+
+from pathlib import Path
+
+MAIN = Path(__file__).resolve().parent / "main.py"  # the script `streamlit run` executes

@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pandas as pd
-
-from app.fmt import humanize
+from mixture.explorer.fmt import humanize
 
 DEFAULT_QUALITY_NAMES = ["junk", "poor", "usable", "good", "excellent"]
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from mixture.explorer.composition import cells_frame
+from mixture.explorer.plan_view import PlanView
 
-from app.composition import cells_frame
-from app.plan_view import PlanView
 from mixture.store.layout import parse_cell
 
 

@@ -1,17 +1,9 @@
-"""Entry point of the explorer: `streamlit run app/main.py -- --store URI [--plan plan.json]`."""
+"""Entry point of the explorer: `streamlit run <mixture.explorer>/main.py -- --store URI [--plan plan.json]`."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-ROOT = str(Path(__file__).resolve().parent.parent)
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
-
-import streamlit as st  # noqa: E402
-
-from app import queries, ui  # noqa: E402
+import streamlit as st
+from mixture.explorer import queries, ui
 
 st.set_page_config(page_title="mixture explorer", page_icon=":material/dashboard:", layout="wide")
 

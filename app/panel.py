@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
-
-from app import ui
-from app.fmt import enrichment_text, humanize, md, pct
-from app.plan_view import PlanView
+from mixture.explorer import ui
+from mixture.explorer.fmt import enrichment_text, humanize, md, pct
+from mixture.explorer.plan_view import PlanView
 
 TAG_COLORS = {"high": "green", "medium": "orange", "low": "red"}
 

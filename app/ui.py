@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import streamlit as st
-
-from app import config, queries
-from app.fmt import cut_text, md
-from app.plan_view import PlanError, PlanView, load_plan
+from mixture.explorer import config, queries
+from mixture.explorer.fmt import cut_text, md
+from mixture.explorer.plan_view import PlanError, PlanView, load_plan
 
 STORE_KEY = "store_uri"
 PLAN_KEY = "plan_path"

@@ -54,19 +54,17 @@ def demo_corpus(path: Path, seed: int, scale: float) -> dict:
 def demo_spec(corpora: list[Path], store: str, *, k: int, fine_k: int, tasks: int, workers: int) -> dict:
     """specs/demo.yaml pointed at one or more demo corpora (each a distinct copy of every source; the first
     corpus's benchmark is the decontamination set), partition sized by `k`/`fine_k`."""
-    spec = yaml.safe_load((REPO / "specs" / "demo.yaml").read_text())
+    from mixture.demo import demo_spec as packaged_demo_spec
+
+    spec = packaged_demo_spec(str(corpora[0]), store)
     sources = []
     for j, corpus in enumerate(corpora):
-        for src in spec["sources"]:
-            s = dict(src, uri=src["uri"].replace("../demo/corpus", str(corpus)))
+        for src in packaged_demo_spec(str(corpus))["sources"]:
             if len(corpora) > 1:
-                s["name"] = f"{src['name']}.c{j}"
-            sources.append(s)
+                src["name"] = f"{src['name']}.c{j}"
+            sources.append(src)
     spec["sources"] = sources
-    for b in spec["processing"]["decontamination"]["benchmarks"]:
-        b["uri"] = b["uri"].replace("../demo/corpus", str(corpora[0]))
     spec["partition"]["clusters"].update({"k": k, "fine_k": fine_k, "min_share": 0.01})
-    spec["store"]["uri"] = store
     spec["execution"] = {"executor": "local", "tasks": tasks, "workers": workers}
     spec.pop("mixture", None)  # the planner's section is not part of the build
     return spec
@@ -80,9 +78,9 @@ def write_spec(folder: Path, spec: dict) -> Path:
 
 
 def timed_build(spec_path: Path, workers: int) -> tuple[float, list[tuple[str, float]], dict]:
-    """`pipelines.build.build` with the wall time of every stage (run_stage and finalize wrapped)."""
-    import pipelines.build as pb
-    import pipelines.finalize as pf
+    """`mixture.pipelines.build.build` with the wall time of every stage (run_stage and finalize wrapped)."""
+    import mixture.pipelines.build as pb
+    import mixture.pipelines.finalize as pf
 
     stages: list[tuple[str, float]] = []
     run_stage, finalize = pb.run_stage, pf.finalize
@@ -222,7 +220,7 @@ def markdown(results: list[dict], args, cmd: str, corpus: dict) -> str:
         f"Reproduce: `{cmd}` (writes the corpus and the stores under a temporary folder; `--dir D --keep` keeps them).",
         "",
         f"Input: the demo corpus (`write_demo_corpus(seed=0, scale={args.scale})`, {corpus['docs']:,} documents, "
-        f"~{corpus['tokens'] / 1e6:.1f}M tokens before cleaning and dedup), built by `pipelines.build.build` with "
+        f"~{corpus['tokens'] / 1e6:.1f}M tokens before cleaning and dedup), built by `mixture.pipelines.build.build` with "
         f"specs/demo.yaml pointed at it (k = {args.k}, fine_k = {args.fine_k}, {args.tasks} tasks per stage, every "
         "stage of docs/build.md: cleaning, gates, decontamination, exact and MinHash dedup, fit, assign with "
         "tokenization, finalize). Each build starts from an empty store. The baseline is the bare tokenizer, "

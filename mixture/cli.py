@@ -18,10 +18,11 @@ app = typer.Typer(
 COMMAND_MODULES = (
     "mixture.spec.cli",
     "mixture.demo_corpus.cli",
-    "pipelines.cli",
+    "mixture.pipelines.cli",
     "mixture.accounting.cli",
     "mixture.planner.cli",
     "mixture.explore_cli",
+    "mixture.demo",
 )
 
 

@@ -1,15 +1,16 @@
-"""`mixture explore STORE [--plan plan.json] [--port 8501]`: run the Streamlit explorer (app/main.py) on a store."""
+"""`mixture explore STORE [--plan plan.json] [--port 8501]`: run the Streamlit explorer on a store."""
 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import typer
 
-APP_MAIN = Path(__file__).resolve().parent.parent / "app" / "main.py"
+from mixture.explorer import MAIN as APP_MAIN
 
 
 def _check_store(store: str) -> None:
@@ -32,10 +33,7 @@ def _check_store(store: str) -> None:
 
 
 def _check_plan(plan: Path) -> None:
-    root = str(APP_MAIN.parent.parent)
-    if root not in sys.path:
-        sys.path.insert(0, root)
-    from app.plan_view import PlanError, load_plan
+    from mixture.explorer.plan_view import PlanError, load_plan
 
     try:
         load_plan(plan)
@@ -63,9 +61,6 @@ def register(app: typer.Typer) -> None:
         host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (0.0.0.0 to share)."),
     ) -> None:
         """Browse a store in the Streamlit explorer: overview, store, mixture, diff, search, map, live build."""
-        if not APP_MAIN.exists():
-            typer.echo(f"error: the explorer app is missing ({APP_MAIN}); run from a source checkout.", err=True)
-            raise typer.Exit(2)
         if not 0 < port < 65536:
             typer.echo(f"error: --port {port} is not a TCP port (1-65535).", err=True)
             raise typer.Exit(2)
@@ -76,8 +71,39 @@ def register(app: typer.Typer) -> None:
         if plan is not None:
             env["MIXTURE_PLAN"] = str(plan.resolve())
         typer.echo(f"explorer on http://{host}:{port}/  (Ctrl-C to stop)")
-        try:
-            code = subprocess.call(streamlit_command(store, plan, port, host), env=env)
-        except KeyboardInterrupt:
-            code = 0
-        raise typer.Exit(0 if code in (0, -2, 130) else 1)
+        raise typer.Exit(run_server(streamlit_command(store, plan, port, host), env))
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: Linux sends it SIGTERM when the `mixture explore` process dies, even by SIGKILL."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        PR_SET_PDEATHSIG = 1
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def run_server(cmd: list[str], env: dict[str, str]) -> int:
+    """Run the Streamlit server until it exits; stopping this process (Ctrl-C, SIGTERM, SIGHUP, or SIGKILL on
+    Linux) stops the server too. Returns the exit code for `mixture explore`: 0 when stopped, 1 when it failed."""
+    child = subprocess.Popen(cmd, env=env, preexec_fn=_die_with_parent)
+    stopped = False
+
+    def stop(signum, frame) -> None:
+        nonlocal stopped
+        stopped = True
+        if child.poll() is None:
+            child.terminate()
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)}
+    try:
+        while True:
+            try:
+                code = child.wait(timeout=10 if stopped else None)
+                break
+            except subprocess.TimeoutExpired:  # did not stop within 10 s of SIGTERM
+                child.kill()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return 0 if stopped or code in (0, -signal.SIGINT, -signal.SIGTERM, 130) else 1

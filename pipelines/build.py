@@ -13,12 +13,12 @@ from contextlib import contextmanager
 import fsspec
 import pyarrow.parquet as pq
 from datatrove.utils.logging import logger
+from mixture.pipelines.executors import make_executor, quiet_datatrove_console
+from mixture.pipelines.stages import BuildContext, Stage, assign_stage, dedup_stages, fit_stage, sample_stage
 
 from mixture.spec.load import load_spec, resolve_uri, spec_dir
 from mixture.store import layout
 from mixture.text import kernel as text_kernel
-from pipelines.executors import make_executor, quiet_datatrove_console
-from pipelines.stages import BuildContext, Stage, assign_stage, dedup_stages, fit_stage, sample_stage
 
 
 class BuildError(RuntimeError):
@@ -163,9 +163,8 @@ def run_stage(ctx: BuildContext, stage: Stage, executor: str, workers: int, on_p
 def build(spec_path: str, *, executor: str | None = None, tasks: int | None = None, workers: int | None = None,
           break_lock: bool = False, keep_work: bool = False, progress: bool = True) -> dict:
     """Build the store of a spec; returns the store artifact. A finished store with the same spec is left as is."""
+    from mixture.pipelines.finalize import finalize, spec_hash
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from pipelines.finalize import finalize, spec_hash
 
     spec = load_spec(spec_path)
     base = spec_dir(spec_path)

@@ -71,10 +71,11 @@ def register(app: typer.Typer) -> None:
         """Build the store of a spec: read, clean, dedup, decontaminate, score, cluster, tokenize, write cells.
 
         Rerunning an interrupted build skips finished tasks and gives the same store."""
+        from mixture.pipelines.build import BuildError
+        from mixture.pipelines.build import build as run_build
+        from mixture.pipelines.executors import EXECUTORS, execution_overrides
+
         from mixture.spec.cli import load_or_exit
-        from pipelines.build import BuildError
-        from pipelines.build import build as run_build
-        from pipelines.executors import EXECUTORS, execution_overrides
 
         load_or_exit(spec)
         if executor is not None and executor not in EXECUTORS:

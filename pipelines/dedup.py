@@ -23,12 +23,12 @@ import xxhash
 from datatrove.data import Document, DocumentsPipeline
 from datatrove.pipeline.base import PipelineStep
 from datatrove.pipeline.writers.disk_base import DiskWriter
+from mixture.pipelines.schemas import DROPS
+from mixture.pipelines.steps import CountedFilter
+from mixture.pipelines.threads import duckdb_threads
 
 from mixture.store.io import open_atomic, write_atomic, write_parquet_atomic
 from mixture.text.shingles import EMPTY, WordHashes, minhash_signatures
-from pipelines.schemas import DROPS
-from pipelines.steps import CountedFilter
-from pipelines.threads import duckdb_threads
 
 BATCH_DOCS, BATCH_CHARS = 256, 1_000_000  # a batch: bounded in documents and in characters (its word hashes,
 # n-grams and signatures grow with its text, so the largest batch, not the input size, sets a task's peak memory)
@@ -192,8 +192,7 @@ def prepared_docs(prepared: str):
     temporary local folder past its memory limit."""
     import duckdb
     import pyarrow.dataset as pads
-
-    from pipelines.schemas import WORK
+    from mixture.pipelines.schemas import WORK
 
     fs, root = fsspec.core.url_to_fs(prepared)
     spill = tempfile.mkdtemp(prefix="mixture-duckdb-")
@@ -437,7 +436,7 @@ class RouteDrops(PipelineStep):
     def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
         from contextlib import ExitStack
 
-        from pipelines.readers import RAW_KEEP
+        from mixture.pipelines.readers import RAW_KEEP
 
         drops = load_drops(self.work, rank, self.fuzzy_drops)
         with ExitStack() as stack:

@@ -20,12 +20,12 @@ from dataclasses import dataclass, field
 from datatrove.executor.ray import RayPipelineExecutor
 from datatrove.executor.slurm import SlurmPipelineExecutor, default_job_id_retriever
 from datatrove.utils.logging import logger
+from mixture.pipelines.memory import configure_memory
+from mixture.pipelines.stages import BuildContext, Stage
+from mixture.pipelines.threads import task_threads
 
 from mixture.spec.models import Execution, Spec
 from mixture.store import layout
-from pipelines.memory import configure_memory
-from pipelines.stages import BuildContext, Stage
-from pipelines.threads import task_threads
 
 EXECUTORS = ("local", "ray", "slurm")
 SLURM_JOBS_FILE = "slurm_jobs.json"  # in _build/<stage>/: the job ids of the stage's last submission
@@ -236,7 +236,7 @@ def ensure_ray(address: str | None, num_cpus: int) -> bool:
     if ray.is_initialized():
         return False
     opts = {"log_to_driver": False, "runtime_env": {"env_vars": {"TQDM_DISABLE": "1"},
-                                                    "worker_process_setup_hook": "pipelines.executors.ray_worker_setup"}}
+                                                    "worker_process_setup_hook": "mixture.pipelines.executors.ray_worker_setup"}}
     if address:
         ray.init(address=address, **opts)
         return False

@@ -11,15 +11,16 @@ import fsspec
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from mixture.pipelines.readers import read_rows
+from mixture.pipelines.schemas import SAMPLE
+from mixture.pipelines.shard_facts import read_task_facts, shard_facts
+from mixture.pipelines.stages import BuildContext, tokenizer_ref
 
 import mixture
 from mixture.fit.model_store import load_model
+from mixture.spec.load import resolve_uri
 from mixture.store import layout
 from mixture.store.io import write_json_atomic, write_parquet_atomic
-from pipelines.readers import read_rows
-from pipelines.schemas import SAMPLE
-from pipelines.shard_facts import read_task_facts, shard_facts
-from pipelines.stages import BuildContext
 
 _TASK_RE = re.compile(r"part-(\d+)\.parquet$")
 
@@ -124,10 +125,19 @@ def write_samples(ctx: BuildContext, fs, root: str) -> dict:
 
 def spec_hash(ctx: BuildContext) -> str:
     """sha256 of the canonical spec without `execution` (where and how fast a build runs does not change the store)
-    and without `mixture` (the planner's section does not change the store either)."""
+    and without `mixture` (the planner's section does not change the store either), its relative paths resolved
+    (two spec files in different folders that name the same files have the same hash) and without `store.uri` (a
+    store's location is not part of what it holds)."""
     import hashlib
 
     content = ctx.spec.model_dump(mode="json", exclude={"execution", "mixture"})
+    for item in [*content["sources"], *content["processing"]["decontamination"]["benchmarks"]]:
+        item["uri"] = resolve_uri(item["uri"], ctx.spec_dir)
+    del content["store"]["uri"]
+    content["tokenizer"] = tokenizer_ref(ctx)
+    for section, key in (("quality", "fasttext_model"), ("clusters", "sentence_model")):
+        if content["partition"][section][key]:
+            content["partition"][section][key] = resolve_uri(content["partition"][section][key], ctx.spec_dir)
     canon = json.dumps(content, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canon.encode()).hexdigest()
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from mixture.pipelines import dedup, steps, writers
+from mixture.pipelines.readers import RankFilesReader, SourceFiles
+from mixture.pipelines.shard_facts import ShardFacts
+
 from mixture.spec.load import list_source_files_sized, resolve_uri
 from mixture.spec.models import Spec
 from mixture.store import layout
-from pipelines import dedup, steps, writers
-from pipelines.readers import RankFilesReader, SourceFiles
-from pipelines.shard_facts import ShardFacts
 
 ID_QUARANTINE = "part-ids-${rank}.parquet"  # `_quarantine/` file of the duplicate-id check (one per task)
 
@@ -107,7 +108,7 @@ def dedup_stages(ctx: BuildContext) -> list[Stage]:
 
 
 def steps_reader(ctx: BuildContext):
-    from pipelines.readers import SourceReader
+    from mixture.pipelines.readers import SourceReader
 
     return SourceReader(ctx.sources(), f"{ctx.work}/tally")
 

@@ -168,9 +168,8 @@ class SampleForFit(PipelineStep):
     def run(self, data: DocumentsPipeline = None, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
         import pyarrow as pa
         import pyarrow.parquet as pq
-
-        from pipelines.dedup import load_drops
-        from pipelines.readers import read_rows
+        from mixture.pipelines.dedup import load_drops
+        from mixture.pipelines.readers import read_rows
 
         drops = load_drops(self.work, rank, self.fuzzy_drops)
         fs, root = fsspec.core.url_to_fs(f"{self.work}/prepared/{rank:05d}.parquet")
@@ -300,8 +299,7 @@ class Assign(PipelineStep):
 
     def _write_samples(self, rank: int, uniform: dict, exemplars: dict) -> None:
         import pyarrow as pa
-
-        from pipelines.schemas import SAMPLE
+        from mixture.pipelines.schemas import SAMPLE
 
         rows = []
         for kind, heaps in (("uniform", uniform), ("exemplar", exemplars)):
@@ -311,7 +309,7 @@ class Assign(PipelineStep):
         write_parquet_rows(f"{self.samples_folder}/{rank:05d}.parquet", rows, SAMPLE.append(pa.field("key", pa.float64())))
 
     def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
-        from pipelines.dedup import text_batches
+        from mixture.pipelines.dedup import text_batches
 
         self._load(rank)
         self._seq = 0

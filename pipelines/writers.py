@@ -8,9 +8,9 @@ from collections import Counter
 from datatrove.data import Document
 from datatrove.pipeline.writers.parquet import ParquetWriter
 from datatrove.utils.typeshelper import StatHints
+from mixture.pipelines import schemas
 
 from mixture.store.io import DigestingFile
-from pipelines import schemas
 
 TEXT_HEAD = 500
 STORE_BATCH = 128  # documents buffered per open output file (datatrove's default 1000 lets big documents pile up)

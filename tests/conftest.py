@@ -30,14 +30,11 @@ class BuiltStore:
 
 
 def small_spec(corpus_rel: str = "corpus", store_rel: str = "store", **partition) -> dict:
-    """specs/demo.yaml pointed at a corpus beside the spec, with a partition sized for a small corpus."""
-    spec = yaml.safe_load((REPO / "specs" / "demo.yaml").read_text())
-    for src in spec["sources"]:
-        src["uri"] = src["uri"].replace("../demo/corpus", corpus_rel)
-    for b in spec["processing"]["decontamination"]["benchmarks"]:
-        b["uri"] = b["uri"].replace("../demo/corpus", corpus_rel)
-    spec["partition"]["clusters"].update({"k": 8, "fine_k": 64, "min_share": 0.02, "embedding_dim": 32, **partition})
-    spec["store"]["uri"] = store_rel
+    """The demo spec pointed at a corpus beside the spec, with a partition sized for a small corpus."""
+    from mixture.demo import SMALL_PARTITION, demo_spec
+
+    spec = demo_spec(corpus_rel, store_rel)
+    spec["partition"]["clusters"].update({**SMALL_PARTITION, **partition})
     spec["execution"] = {"executor": "local", "tasks": 2, "workers": 2}
     return spec
 
@@ -52,7 +49,7 @@ def demo_corpus(tmp_path_factory) -> Path:
 
 
 def build_small(root: Path, corpus: Path, **partition) -> BuiltStore:
-    from pipelines.build import build
+    from mixture.pipelines.build import build
 
     root.mkdir(parents=True, exist_ok=True)
     spec_path = root / "spec.yaml"
@@ -75,5 +72,5 @@ def store_builder():
 
 @pytest.fixture(scope="session")
 def built_store(tmp_path_factory, demo_corpus) -> BuiltStore:
-    """A store built once per test session by `pipelines.build.build` from the demo corpus at a small scale."""
+    """A store built once per test session by `mixture.pipelines.build.build` from the demo corpus at a small scale."""
     return build_small(tmp_path_factory.mktemp("built"), demo_corpus)

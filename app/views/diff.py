@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import streamlit as st
-
-from app import charts, config, diffing, queries, ui
-from app.fmt import code
-from app.plan_view import PlanError, load_plan
+from mixture.explorer import charts, config, diffing, queries, ui
+from mixture.explorer.fmt import code
+from mixture.explorer.plan_view import PlanError, load_plan
 
 st.header("Diff")
 mode = st.segmented_control("Compare", ["two stores", "two plans"], default="two stores", key="diff_mode",

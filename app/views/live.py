@@ -6,9 +6,9 @@ import time
 
 import pandas as pd
 import streamlit as st
+from mixture.explorer import build_state, ui
+from mixture.explorer.fmt import code, humanize, md
 
-from app import build_state, ui
-from app.fmt import code, humanize, md
 from mixture.accounting import StoreReader
 
 uri = ui.require_store()

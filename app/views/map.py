@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import altair as alt
 import streamlit as st
-
-from app import charts, composition, projection, queries, ui
+from mixture.explorer import charts, composition, projection, queries, ui
 
 uri, art = ui.require_complete_store()
 names = composition.quality_names(art)

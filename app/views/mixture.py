@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
-
-from app import charts, queries, ui
-from app.fmt import code, humanize, md
-from app.plan_view import PlanView
+from mixture.explorer import charts, queries, ui
+from mixture.explorer.fmt import code, humanize, md
+from mixture.explorer.plan_view import PlanView
 
 st.header("Mixture")
 plan = ui.current_plan()

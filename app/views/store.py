@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
-
-from app import charts, composition, queries, ui
-from app.fmt import code, humanize
+from mixture.explorer import charts, composition, queries, ui
+from mixture.explorer.fmt import code, humanize
 
 uri, art = ui.require_complete_store()
 names = composition.quality_names(art)

@@ -25,8 +25,8 @@ def ray_cluster():
 
 
 def test_ray_build_equals_local_build(tmp_path, demo_corpus, built_store, ray_cluster):
-    from pipelines.build import build
-    from pipelines.executors import execution_overrides
+    from mixture.pipelines.build import build
+    from mixture.pipelines.executors import execution_overrides
 
     spec_path = tmp_path / "spec.yaml"
     spec_path.write_text(yaml.safe_dump(small_spec(str(demo_corpus), "store")))  # the very spec of built_store

@@ -67,9 +67,10 @@ def test_stage_names_match_the_build():
     """`execution.stages` keys and the Slurm chain are defined on stage names: they must be the build's."""
     import copy
 
+    from mixture.pipelines.executors import driver_waits_after
+    from mixture.pipelines.stages import BuildContext, assign_stage, dedup_stages, fit_stage, sample_stage
+
     from mixture.spec.models import Spec
-    from pipelines.executors import driver_waits_after
-    from pipelines.stages import BuildContext, assign_stage, dedup_stages, fit_stage, sample_stage
 
     raw = {**small_spec("corpus"), "sources": [{"name": "s", "uri": "/nonexistent", "format": "jsonl"}]}
     spec = Spec.model_validate(raw)
@@ -89,8 +90,8 @@ def test_stage_names_match_the_build():
 
 @pytest.mark.slow
 def test_slurm_build_fails_cleanly_then_resumes_to_the_local_store(tmp_path, demo_corpus, built_store, slurm, monkeypatch):
-    from pipelines.build import BuildError, build
-    from pipelines.executors import execution_overrides
+    from mixture.pipelines.build import BuildError, build
+    from mixture.pipelines.executors import execution_overrides
 
     spec_path = _write_spec(tmp_path / "run", demo_corpus)
     store = tmp_path / "run" / "store"
@@ -170,9 +171,10 @@ def test_slurm_build_fails_cleanly_then_resumes_to_the_local_store(tmp_path, dem
 def test_restarted_driver_adopts_queued_jobs_and_replaces_stuck_ones(tmp_path, slurm):
     """A driver restarted while its jobs are queued waits for them instead of submitting the stage twice; a job
     stuck behind a failed dependency is cancelled and the stage submitted again."""
+    from mixture.pipelines.executors import SlurmStageExecutor, make_executor
+    from mixture.pipelines.stages import BuildContext, Stage
+
     from mixture.spec.models import Spec
-    from pipelines.executors import SlurmStageExecutor, make_executor
-    from pipelines.stages import BuildContext, Stage
 
     spec = Spec.model_validate({**small_spec("corpus"), "execution": {"executor": "slurm", "tasks": 2, **SETTINGS}})
     ctx = BuildContext(spec, str(tmp_path), str(tmp_path / "store"), 2)
@@ -200,9 +202,10 @@ def test_restarted_driver_adopts_queued_jobs_and_replaces_stuck_ones(tmp_path, s
 
 def test_sbatch_arguments_without_partition_or_time(tmp_path):
     """Unset partition/time are left to the cluster's defaults (no `--partition=None`); fractional memory in MB."""
+    from mixture.pipelines.executors import make_executor, slurm_mem
+    from mixture.pipelines.stages import BuildContext, Stage
+
     from mixture.spec.models import Spec
-    from pipelines.executors import make_executor, slurm_mem
-    from pipelines.stages import BuildContext, Stage
 
     spec = Spec.model_validate({**small_spec("corpus"), "execution": {
         "executor": "slurm", "mem_per_cpu_gb": 1.5, "qos": "high", "slurm_logs_dir": str(tmp_path / "logs"),

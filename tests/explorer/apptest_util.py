@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
+from mixture.explorer import MAIN
 from streamlit.testing.v1 import AppTest
 
-APP = str(Path(__file__).resolve().parents[2] / "app" / "main.py")
+APP = str(MAIN)
 
 
 def run(page: str | None = None, timeout: float = 30, **params: str) -> AppTest:

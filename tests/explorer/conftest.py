@@ -14,8 +14,6 @@ if str(ROOT) not in sys.path:
 
 from tests.explorer.synthstore import build_plan, build_store  # noqa: E402
 
-APP = str(ROOT / "app" / "main.py")
-
 
 @pytest.fixture(scope="session")
 def store(tmp_path_factory) -> Path:

@@ -11,13 +11,14 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from mixture.explorer import MAIN
 
 from mixture.spec.amounts import humanize
 from tests.explorer.synthstore import SCRIPT_DOC
 
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-APP = Path(__file__).resolve().parents[2] / "app" / "main.py"
+APP = MAIN
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--disable-background-networking",
         "--disable-component-update", "--disable-sync"]
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from mixture.explorer.fmt import cut_text, md
+from mixture.explorer.plan_view import PlanError, from_dict, load_plan
 from typer.testing import CliRunner
 
-from app.fmt import cut_text, md
-from app.plan_view import PlanError, from_dict, load_plan
 from mixture.cli import app as cli_app
 from mixture.explore_cli import streamlit_command
 

@@ -1,12 +1,11 @@
-"""The MinHash bucket stage (pipelines.dedup.BandCollisions) against datatrove's MinhashDedupBuckets as the oracle."""
+"""The MinHash bucket stage (mixture.pipelines.dedup.BandCollisions) against datatrove's MinhashDedupBuckets as the oracle."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 from datatrove.pipeline.dedup.minhash import MinhashConfig, MinhashDedupBuckets
-
-from pipelines.dedup import BandCollisions
+from mixture.pipelines.dedup import BandCollisions
 
 ROWS, BANDS = 3, 2
 

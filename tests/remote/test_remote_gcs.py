@@ -29,7 +29,7 @@ def cell_ids(fs, root: str) -> dict[str, list[str]]:
 @pytest.fixture(scope="module")
 def gcs_store(gcs: Remote, demo_corpus: Path, tmp_path_factory) -> dict:
     """The small demo corpus uploaded to gs://bucket/corpus and built into gs://bucket/store."""
-    from pipelines.build import build
+    from mixture.pipelines.build import build
 
     upload(demo_corpus, gcs.fs, gcs.url("corpus"))
     root = tmp_path_factory.mktemp("gcs_spec")

@@ -20,7 +20,7 @@ from tests.robustness.badinput import HUGE_CHARS, bad_spec, register_test_filesy
 @pytest.fixture(scope="module")
 def bad_build(tmp_path_factory):
     """One build over every planted case (two tasks run in this process, so the test filesystems are registered)."""
-    from pipelines.build import build
+    from mixture.pipelines.build import build
 
     register_test_filesystems()
     root = tmp_path_factory.mktemp("bad")
@@ -62,7 +62,7 @@ def test_build_goes_on_and_every_record_is_accounted_for(bad_build):
 
 @pytest.mark.slow
 def test_summary_says_how_many_and_where(bad_build, capsys):
-    from pipelines.cli import print_summary
+    from mixture.pipelines.cli import print_summary
 
     print_summary(bad_build["artifact"], str(bad_build["store"]))
     text = capsys.readouterr().out

@@ -9,8 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
-from pipelines.build import BuildError, store_lock
+from mixture.pipelines.build import BuildError, store_lock
 
 
 def lock_of(store: Path) -> Path:
@@ -91,7 +90,7 @@ def test_finished_store_clears_the_stale_lock_of_a_build_killed_after_publishing
     dead build's lock (and work files); a live build's lock would be left alone."""
     import shutil
 
-    from pipelines.build import build
+    from mixture.pipelines.build import build
 
     shutil.copy(built_store.spec_path, tmp_path / "spec.yaml")
     shutil.copytree(built_store.store, tmp_path / "store")

@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from mixture.cli import app
-from tests.conftest import REPO
+from mixture.demo import demo_spec
 
 pytestmark = pytest.mark.slow
-DEMO = yaml.safe_load((REPO / "specs" / "demo.yaml").read_text())
+DEMO = demo_spec("../demo/corpus", "../demo/store")
 FUZZ = settings(max_examples=150, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
                                        HealthCheck.filter_too_much])
