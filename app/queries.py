@@ -71,7 +71,7 @@ def cell_table(uri: str) -> pd.DataFrame:
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def _samples(uri: str, kind: str, stamp: str) -> pd.DataFrame:
-    return accounting.samples(_reader_at(uri, stamp), kind)  # type: ignore[arg-type]
+    return accounting.samples(_reader_at(uri, stamp), kind)
 
 
 def samples(uri: str, kind: str = "uniform") -> pd.DataFrame:

@@ -28,7 +28,7 @@ class Footer(NamedTuple):
 
 # (reader, store-relative path, size in bytes, tokens its ledger lists or None) -> Footer. Callers may pass a
 # cached one (the explorer caches by path and size, so a file is read again only once it changed).
-FooterReader = Callable[[StoreReader, str, int, "int | None"], Footer]
+FooterReader = Callable[[StoreReader, str, int, int | None], Footer]
 
 
 def store_status(reader: StoreReader) -> tuple[StoreState, str]:
