@@ -1,4 +1,5 @@
-"""Pure computations on store.json: headline, per-cell shares, enrichment, the domain index and its search."""
+"""Pure computations on store.json and the accounting cell table: headline, per-cell shares, enrichment, the
+domain index and its search."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 from mixture.explorer.fmt import humanize
+
+from mixture.store.layout import cell_name
 
 DEFAULT_QUALITY_NAMES = ["junk", "poor", "usable", "good", "excellent"]
 
@@ -38,20 +41,20 @@ def cluster_labels(artifact: dict) -> dict[int, str]:
     return {int(c["id"]): str(c.get("label") or f"cluster {c['id']}") for c in artifact.get("clusters", [])}
 
 
-def cells_frame(artifact: dict) -> pd.DataFrame:
-    """One row per (cluster, quality), missing cells filled with zero, with shares and enrichment.
+def cells_frame(cells: pd.DataFrame, artifact: dict) -> pd.DataFrame:
+    """The accounting cell table (`mixture.accounting.published_cell_table`) on the full grid of domains and
+    quality buckets (missing cells filled with zero), with shares and enrichment.
 
     share_in_domain = tokens(d, q) / tokens(d); corpus_share = tokens(q) / total;
     enrichment = share_in_domain / corpus_share.
     """
     levels = len(quality_names(artifact))
-    ids = sorted({int(c["id"]) for c in artifact.get("clusters", [])} | {int(c["cluster"]) for c in artifact["cells"]})
+    cells = cells[["cluster", "quality", "path", "docs", "tokens", "shards"]].astype({"cluster": int, "quality": int})
+    ids = sorted({int(c["id"]) for c in artifact.get("clusters", [])} | set(cells.cluster))
     grid = pd.MultiIndex.from_product([ids, range(levels)], names=["cluster", "quality"]).to_frame(index=False)
-    cells = pd.DataFrame(artifact["cells"], columns=["cell", "cluster", "quality", "path", "docs", "tokens", "shards"])
-    cells = cells.astype({"cluster": int, "quality": int})
     df = grid.merge(cells, on=["cluster", "quality"], how="left")
-    width = 3 if artifact.get("partition", {}).get("k", len(ids)) > 100 else 2
-    df["cell"] = [f"c{c:0{width}d}q{q}" for c, q in zip(df.cluster, df.quality, strict=True)]
+    k = int(artifact.get("partition", {}).get("k", len(ids)))
+    df.insert(0, "cell", [cell_name(c, q, k) for c, q in zip(df.cluster, df.quality, strict=True)])
     df[["docs", "tokens", "shards"]] = df[["docs", "tokens", "shards"]].fillna(0).astype("int64")
     total = df.tokens.sum()
     dom = df.groupby("cluster").tokens.transform("sum")
@@ -65,9 +68,9 @@ def cells_frame(artifact: dict) -> pd.DataFrame:
     return df
 
 
-def domains_frame(artifact: dict) -> pd.DataFrame:
-    """One row per domain: id, label, summary, top terms, confidence, docs, tokens, share of the corpus."""
-    cells = cells_frame(artifact)
+def domains_frame(cells: pd.DataFrame, artifact: dict) -> pd.DataFrame:
+    """One row per domain of `cells_frame(...)`: id, label, summary, top terms, confidence, docs, tokens, share of
+    the corpus."""
     agg = cells.groupby("cluster").agg(tokens=("tokens", "sum"), docs=("docs", "sum")).reset_index()
     meta = {int(c["id"]): c for c in artifact.get("clusters", [])}
     total = agg.tokens.sum()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from mixture.explorer.composition import cells_frame
 from mixture.explorer.plan_view import PlanView
 
 from mixture.store.layout import parse_cell
@@ -14,10 +13,10 @@ def _status(a: pd.Series, b: pd.Series) -> pd.Series:
     return pd.Series(np.select([a.isna(), b.isna(), a != b], ["added", "removed", "changed"], "same"), index=a.index)
 
 
-def store_diff(art_a: dict, art_b: dict, value: str = "tokens") -> pd.DataFrame:
-    """One row per cell present in either store: A, B, delta = B − A, relative delta, status."""
-    a = cells_frame(art_a)
-    b = cells_frame(art_b)
+def store_diff(cells_a: pd.DataFrame, cells_b: pd.DataFrame, value: str = "tokens") -> pd.DataFrame:
+    """One row per cell with documents in either store (cell tables of `mixture.accounting`): A, B,
+    delta = B − A, relative delta, status."""
+    a, b = cells_a, cells_b
     a = a[(a.docs > 0) | (a.tokens > 0)][["cell", "cluster", "quality", value]]
     b = b[(b.docs > 0) | (b.tokens > 0)][["cell", "cluster", "quality", value]]
     df = a.merge(b, on=["cell", "cluster", "quality"], how="outer", suffixes=(" A", " B"))

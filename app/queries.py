@@ -1,53 +1,53 @@
-"""Cached reads of a store through the accounting layer: store.json, samples, side files, footers, scans.
+"""Streamlit-cached reads of a store, each a call into the accounting layer (`mixture.accounting`).
 
-Everything the overview needs comes from small artifacts (store.json and `_samples/`); the full-store
-scans below run only when a user asks for them, with a progress callback.
+Everything is cached by store URI and the stamp of store.json (a rebuilt store is re-read). The overview needs
+only store.json and `_samples/`; the scans of the shards run only when a user asks for them, with a progress
+callback.
 """
 
 from __future__ import annotations
 
-import io
-import json
 from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 import streamlit as st
 
+from mixture import accounting
 from mixture.accounting import StoreNotReady, StoreReader
 from mixture.store import layout
 
-__all__ = ["StoreNotReady", "artifact", "dropped", "examples_by_cell", "quarantine", "reader", "samples",
-           "scan_documents", "source_mix", "store_state", "content_type_mix", "centroids", "lookup_id",
-           "sample_vectors"]
-
-SAMPLE_COLUMNS = ["id", "text", "source", "category", "origin", "n_tokens", "n_chars", "content_type",
-                  "raw_score", "quality_score", "cluster", "quality", "fine_cluster", "cluster_distance", "rank"]
+__all__ = ["StoreNotReady", "artifact", "cell_table", "centroids",
+           "content_type_exact", "content_type_mix", "dropped", "examples_by_cell", "lookup_id", "quarantine",
+           "reader", "sample_vectors", "samples", "scan_documents", "source_mix", "store_state"]
 
 
 @st.cache_resource(show_spinner=False)
 def reader(uri: str) -> StoreReader:
+    """The store's reader for state checks (its small artifacts may be stale: use `_reader_at` for contents)."""
+    return StoreReader(uri)
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _reader_at(uri: str, stamp: str) -> StoreReader:
+    """One reader per version of a store (by store.json stamp), sharing its cached artifact, ledgers, listing."""
     return StoreReader(uri)
 
 
 @st.cache_data(ttl=5, show_spinner=False)
 def store_state(uri: str) -> tuple[str, str]:
     """('complete' | 'building' | 'missing', stamp). The stamp changes when store.json is rewritten."""
-    r = reader(uri)
-    if not r.fs.exists(r.root):
-        return "missing", ""
-    if not r.is_complete:
-        return "building", ""
-    info = r.fs.info(r.path(layout.STORE_JSON))
-    return "complete", f"{info.get('size')}:{info.get('mtime') or info.get('updated') or info.get('LastModified')}"
+    return accounting.store_status(reader(uri))
+
+
+def _current(uri: str) -> tuple[StoreReader, str]:
+    stamp = store_state(uri)[1]
+    return _reader_at(uri, stamp), stamp
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def _artifact(uri: str, stamp: str) -> dict:
-    return StoreReader(uri).artifact
+    return _reader_at(uri, stamp).artifact
 
 
 def artifact(uri: str) -> dict:
@@ -58,29 +58,20 @@ def artifact(uri: str) -> dict:
     return _artifact(uri, stamp)
 
 
-def _read_parquet(uri: str, rel: str, columns: list[str] | None = None) -> pa.Table | None:
-    r = reader(uri)
-    if not r.exists(rel):
-        return None
-    with r.fs.open(r.path(rel), "rb") as f:
-        return pq.read_table(io.BytesIO(f.read()), columns=columns)
+@st.cache_data(show_spinner=False, max_entries=16)
+def _cell_table(uri: str, stamp: str) -> pd.DataFrame:
+    return accounting.published_cell_table(_reader_at(uri, stamp))
+
+
+def cell_table(uri: str) -> pd.DataFrame:
+    """One row per cell as store.json publishes it (cell, cluster, quality, quality_name, label, path, docs,
+    tokens, shards, share): no ledger is read, so its cost does not grow with the store."""
+    return _cell_table(uri, store_state(uri)[1])
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def _samples(uri: str, kind: str, stamp: str) -> pd.DataFrame:
-    art = artifact(uri)
-    rel = (art.get("samples") or {}).get(kind) or (
-        layout.UNIFORM_SAMPLES if kind == "uniform" else layout.EXEMPLAR_SAMPLES)
-    table = _read_parquet(uri, rel)
-    if table is None:
-        return pd.DataFrame(columns=SAMPLE_COLUMNS)
-    df = table.to_pandas()
-    if "input_ids" in df:
-        df = df.drop(columns="input_ids")
-    if "rank" not in df:
-        df["rank"] = df.groupby(["cluster", "quality"]).cumcount()
-    df = df.astype({"cluster": "int64", "quality": "int64"})
-    return df.sort_values(["cluster", "quality", "rank"], kind="stable").reset_index(drop=True)
+    return accounting.samples(_reader_at(uri, stamp), kind)
 
 
 def samples(uri: str, kind: str = "uniform") -> pd.DataFrame:
@@ -146,9 +137,10 @@ def source_mix(uri: str) -> pd.DataFrame:
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def _content_type_mix(uri: str, stamp: str) -> pd.DataFrame:
-    art = artifact(uri)
+    cells = cell_table(uri)
     s = samples(uri, "uniform")
-    cell_tokens = {(int(c["cluster"]), int(c["quality"])): int(c["tokens"]) for c in art["cells"]}
+    cell_tokens = {(int(c), int(q)): int(t) for c, q, t in zip(cells.cluster, cells.quality, cells.tokens,
+                                                               strict=True)}
     if s.empty:
         return pd.DataFrame(columns=["content_type", "tokens", "share"])
     per = s.groupby(["cluster", "quality", "content_type"]).n_tokens.sum().reset_index()
@@ -166,37 +158,26 @@ def content_type_mix(uri: str) -> pd.DataFrame:
 
 
 def content_type_exact(uri: str) -> pd.DataFrame:
-    """Exact tokens per content type: a scan of the `n_tokens`/`content_type` columns of every shard."""
-    con = reader(uri).connect()
-    return con.execute("SELECT content_type, count(*) AS docs, sum(n_tokens) AS tokens FROM documents "
-                       "GROUP BY 1 ORDER BY tokens DESC").df()
-
-
-def _side_files(uri: str, pattern: str) -> pd.DataFrame:
-    r = reader(uri)
-    frames = []
-    for p in sorted(r.fs.glob(r.path(pattern))):
-        with r.fs.open(p, "rb") as f:
-            t = pq.read_table(io.BytesIO(f.read()))
-        df = t.to_pandas()
-        df["file"] = df.get("file", p.rsplit("/", 1)[-1])
-        frames.append(df)
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    """Exact docs and tokens per content type (the accounting report: a scan of the `n_tokens` and
+    `content_type` columns of every shard), most tokens first."""
+    df = accounting.report(_current(uri)[0], "content_type")
+    return df.sort_values("tokens", ascending=False, kind="stable")[["content_type", "docs", "tokens"]] \
+        .reset_index(drop=True)
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
 def _dropped(uri: str, stamp: str) -> pd.DataFrame:
-    return _side_files(uri, f"{layout.DROPPED_DIR}/*/*.parquet")
+    return accounting.dropped(_reader_at(uri, stamp))
 
 
 def dropped(uri: str) -> pd.DataFrame:
-    """All `_dropped/<reason>/*.parquet` rows (id, source, origin, reason, detail, n_chars, text_head)."""
+    """All `_dropped/<reason>/*.parquet` rows (id, source, origin, reason, detail, n_chars, text_head, file)."""
     return _dropped(uri, store_state(uri)[1])
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
 def _quarantine(uri: str, stamp: str) -> pd.DataFrame:
-    return _side_files(uri, f"{layout.QUARANTINE_DIR}/*.parquet")
+    return accounting.quarantine(_reader_at(uri, stamp))
 
 
 def quarantine(uri: str) -> pd.DataFrame:
@@ -204,61 +185,17 @@ def quarantine(uri: str) -> pd.DataFrame:
     return _quarantine(uri, store_state(uri)[1])
 
 
-def shard_paths(uri: str, cells: list[tuple[int, int]] | None = None) -> list[str]:
-    """Relative paths of every finished shard, from the ledgers (optionally only the given cells)."""
-    art = artifact(uri)
-    k = int(art.get("partition", {}).get("k", 100))
-    wanted = set(cells) if cells is not None else None
-    out = []
-    r = reader(uri)
-    for c in art["cells"]:
-        key = (int(c["cluster"]), int(c["quality"]))
-        if wanted is not None and key not in wanted:
-            continue
-        rel = c.get("path") or layout.cell_path(*key, k=k)
-        if not r.exists(f"{rel}/{layout.LEDGER}"):
-            continue
-        ledger = r.read_json(f"{rel}/{layout.LEDGER}")
-        out.extend(f"{rel}/{s['path']}" for s in ledger.get("shards", []))
-    return out
-
-
 def scan_documents(uri: str, text: str = "", doc_id: str = "", sources: list[str] | None = None,
                    content_types: list[str] | None = None, cells: list[tuple[int, int]] | None = None,
                    limit: int = 200, progress: Callable[[int, int], None] | None = None) -> pd.DataFrame:
-    """Scan the store's shards (on request only): documents whose text contains `text` (case-insensitive)
+    """Search every finished shard (on request only): documents whose text contains `text` (case-insensitive)
     or whose id equals `doc_id`, filtered by facets; stops after `limit` hits."""
-    r = reader(uri)
-    paths = shard_paths(uri, cells)
-    hits: list[pd.DataFrame] = []
-    found = 0
-    for i, rel in enumerate(paths):
-        with r.fs.open(r.path(rel), "rb") as f:
-            table = pq.read_table(io.BytesIO(f.read()), columns=SAMPLE_COLUMNS[:-1])
-        mask = pa.array(np.ones(table.num_rows, dtype=bool))
-        if doc_id:
-            mask = pc.and_(mask, pc.equal(table["id"], doc_id))
-        if text:
-            mask = pc.and_(mask, pc.match_substring(table["text"], text, ignore_case=True))
-        if sources:
-            mask = pc.and_(mask, pc.is_in(table["source"], pa.array(sources)))
-        if content_types:
-            mask = pc.and_(mask, pc.is_in(table["content_type"], pa.array(content_types)))
-        sub = table.filter(mask)
-        if sub.num_rows:
-            hits.append(sub.to_pandas())
-            found += sub.num_rows
-        if progress:
-            progress(i + 1, len(paths))
-        if found >= limit:
-            break
-    if not hits:
-        return pd.DataFrame(columns=SAMPLE_COLUMNS[:-1])
-    return pd.concat(hits, ignore_index=True).head(limit).astype({"cluster": "int64", "quality": "int64"})
+    return accounting.search_documents(_current(uri)[0], text=text, doc_id=doc_id, sources=sources,
+                                       content_types=content_types, cells=cells, limit=limit, progress=progress)
 
 
 def lookup_id(uri: str, doc_id: str) -> dict[str, pd.DataFrame]:
-    """Where a document id appears in the small artifacts: samples, `_dropped/`, `_quarantine/`."""
+    """Where a document id appears in the small artifacts: samples, `_dropped/`."""
     found = {}
     for kind in ("uniform", "exemplars"):
         s = samples(uri, kind)
@@ -270,13 +207,7 @@ def lookup_id(uri: str, doc_id: str) -> dict[str, pd.DataFrame]:
 
 @st.cache_data(show_spinner=False, max_entries=8)
 def _centroids(uri: str, stamp: str) -> dict[str, np.ndarray]:
-    r = reader(uri)
-    rel = f"{layout.MODEL_DIR}/centroids.npz"
-    if not r.exists(rel):
-        return {}
-    with r.fs.open(r.path(rel), "rb") as f:
-        data = np.load(io.BytesIO(f.read()), allow_pickle=False)
-        return {k: np.asarray(data[k]) for k in data.files}
+    return accounting.centroids(_reader_at(uri, stamp))
 
 
 def centroids(uri: str) -> dict[str, np.ndarray]:
@@ -286,13 +217,7 @@ def centroids(uri: str) -> dict[str, np.ndarray]:
 
 @st.cache_data(show_spinner="embedding sampled documents", max_entries=8)
 def _sample_vectors(uri: str, stamp: str) -> np.ndarray | None:
-    r = reader(uri)
-    if not r.exists(f"{layout.MODEL_DIR}/embedder.npz"):
-        return None
-    from mixture.fit.model_store import load_model
-
-    texts = samples(uri)["text"].tolist()
-    return load_model(f"{r.uri.rstrip('/')}/{layout.MODEL_DIR}").embedder.transform(texts) if texts else None
+    return accounting.sample_vectors(_reader_at(uri, stamp))
 
 
 def sample_vectors(uri: str) -> np.ndarray | None:
@@ -301,6 +226,5 @@ def sample_vectors(uri: str) -> np.ndarray | None:
 
 
 def model_json(uri: str, name: str) -> dict | None:
-    r = reader(uri)
-    rel = f"{layout.MODEL_DIR}/{name}"
-    return json.loads(r.fs.cat_file(r.path(rel))) if r.exists(rel) else None
+    """A parsed `_model/<name>` JSON file, None when absent."""
+    return accounting.model_json(_current(uri)[0], name)

@@ -33,14 +33,14 @@ if mode == "two stores":
     if not (a_uri and b_uri):
         st.info("Enter two stores to compare (e.g. the same spec built twice, or before/after a change).")
         st.stop()
-    arts = []
+    tables = []
     for label, uri in (("A", a_uri), ("B", b_uri)):
         state, _ = queries.store_state(uri)
         if state != "complete":
             st.error(f"Store {label} `{code(uri)}` is {state}: it needs a store.json to be compared.")
             st.stop()
-        arts.append(queries.artifact(uri))
-    show(diffing.store_diff(arts[0], arts[1], value), value)
+        tables.append(queries.cell_table(uri))
+    show(diffing.store_diff(tables[0], tables[1], value), value)
 else:
     a_col, b_col = st.columns(2)
     a_path = a_col.text_input("Plan A", value=st.session_state.get(ui.PLAN_KEY, ""), key="diff_plan_a")

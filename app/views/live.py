@@ -9,8 +9,6 @@ import streamlit as st
 from mixture.explorer import build_state, ui
 from mixture.explorer.fmt import code, humanize, md
 
-from mixture.accounting import StoreReader
-
 uri = ui.require_store()
 st.header("Live build")
 c1, c2 = st.columns([1, 3])
@@ -20,8 +18,7 @@ every = c2.slider("every (seconds)", 2, 30, 3, key="live_every", disabled=not au
 
 @st.fragment(run_every=every if auto else None)
 def live() -> None:
-    reader = StoreReader(uri)
-    reader.fs.invalidate_cache()  # remote filesystems cache listings; a build changes them
+    reader = build_state.fresh_reader(uri)
     complete = reader.is_complete
     if complete:
         st.success(f"`{code(uri)}` is complete (store.json written). The other pages show it.")
@@ -40,8 +37,8 @@ def live() -> None:
         for row in stages.itertuples():
             frac = (row.completed / row.tasks) if row.tasks else 0.0
             st.progress(min(1.0, frac), text=f"{row.stage}: {row.completed}/{row.tasks or '?'} tasks · {row.status}")
-    cells = build_state.cells(uri)
-    counts = build_state.side_counts(uri)
+    cells = build_state.cells(reader)
+    counts = build_state.side_counts(reader)
     m = st.columns(3 + len(counts))
     m[0].metric("cells with data", len(cells))
     m[1].metric("rows so far", f"{int(cells.rows.sum()) if len(cells) else 0:,}")

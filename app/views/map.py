@@ -8,8 +8,8 @@ from mixture.explorer import charts, composition, projection, queries, ui
 
 uri, art = ui.require_complete_store()
 names = composition.quality_names(art)
-cells = composition.cells_frame(art)
-domains = composition.domains_frame(art)
+cells = composition.cells_frame(queries.cell_table(uri), art)
+domains = composition.domains_frame(cells, art)
 st.header("Map")
 
 

@@ -12,8 +12,8 @@ from mixture.store.layout import parse_cell
 uri, art = ui.require_complete_store()
 plan = ui.current_plan()
 names = composition.quality_names(art)
-cells = composition.cells_frame(art)
-domains = composition.domains_frame(art)
+cells = composition.cells_frame(queries.cell_table(uri), art)
+domains = composition.domains_frame(cells, art)
 
 st.header(composition.headline(art))
 spec = art.get("spec") or {}

@@ -9,7 +9,7 @@ from mixture.explorer.fmt import code, humanize
 
 uri, art = ui.require_complete_store()
 names = composition.quality_names(art)
-cells = composition.cells_frame(art)
+cells = composition.cells_frame(queries.cell_table(uri), art)
 st.header("Store")
 st.caption(f"`{code(uri)}` · {len(cells)} cells · {humanize(composition.total_tokens(art))} tokens")
 

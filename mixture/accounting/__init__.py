@@ -1,17 +1,19 @@
-"""The accounting layer: the one place that queries a store (DuckDB over Parquet footers, ledgers, artifacts).
+"""The accounting layer: the one place that reads a store (DuckDB over Parquet, ledgers, artifacts). The planner,
+the explorer and the CLI go through it and never walk the store's files themselves.
 
-Python API (the planner, the explorer and the CLI all go through it)::
+Python API::
 
-    from mixture.accounting import StoreReader, audit, report, matrix, diff, cell_table
+    from mixture.accounting import StoreReader, connect, audit, report, matrix, diff, cell_table
 
     reader = StoreReader("gs://bucket/store")     # any local path or fsspec URI; caches small artifacts
     reader.artifact                                # parsed store.json (raises StoreNotReady while building)
     reader.is_complete, reader.ledgers()           # store.json present?; every readable cell ledger
     reader.shard_files()                           # finished shards: ledger-listed AND present (never partials)
-    con = reader.connect()                         # DuckDB connection with the views below
+    con = connect(reader)                          # DuckDB connection with the views below (views.py)
 
     cell_table(reader)        # DataFrame cell, cluster, quality, quality_name, label, path, docs, tokens, shards,
                               # share: from ledgers + store.json only (no Parquet opened), cached on the reader
+    published_cell_table(reader)  # the same columns from store.json `cells` alone (no ledger, no listing)
     ledger_shard_table(reader)  # one row per ledger entry (file, task, rows, tokens, bytes, xxh64)
     audit(reader, deep=False, sample=1000, seed=0, checksum_mode="auto") -> AuditResult
         # .status "ok" | "failed" | "building", .checks [Check(name, status, checked, failures, note)],
@@ -26,52 +28,97 @@ Python API (the planner, the explorer and the CLI all go through it)::
         # .removed, .incompatibilities (tokenizer, k, quality_levels, bucket_edges)
     write_synthetic_store(uri, docs=None, k=4, ...)  # a valid small store for tests and benchmarks
 
-DuckDB views on `reader.connect()`:
+    samples(reader, "uniform" | "exemplars")   # _samples/<kind>.parquet sorted by cell and rank  (sample_files.py)
+    dropped(reader), quarantine(reader)        # every _dropped/<reason>/ and _quarantine/ row   (side_files.py)
+    centroids(reader), model_json(reader, name), sample_vectors(reader)   # _model/      (model_artifacts.py)
+    search_documents(reader, text=, doc_id=, sources=, content_types=, cells=, limit=200, progress=)
+        # kept documents matching, read from the finished shards a few files per query (document_search.py)
+    store_status(reader), lock_info(reader), stages(reader), cell_progress(reader), side_counts(reader)
+        # a store still building: state and stamp, _build/LOCK, _build/<stage>/ completions, rows and tokens so
+        # far per cell and per drop reason from Parquet footers (build_progress.py)
+
+DuckDB views on `connect(reader)` (`mixture sql STORE`; `.tables` lists them with row counts):
     documents  every finished shard (hive_partitioning=false: cluster SMALLINT, quality TINYINT from the files)
     shards     one row per Parquet file of a cell: cell, cluster, quality, path, task, rows, tokens (from the
                files: row count and Σ n_tokens, computed lazily when queried), bytes (listing), checksum, listed,
                ledger_rows, ledger_tokens, ledger_bytes (unlisted files appear with listed = false)
     cells      cell_table(reader)
-    clusters, sources, counters   store.json (only once it exists); samples_uniform/samples_exemplars if present
+    clusters, sources, counters   store.json (only once it exists)
+    dropped    every _dropped/<reason>/*.parquet row (id, source, origin, reason, detail, n_chars, text_head, file)
+    quarantine every _quarantine/*.parquet row (source, file, record, reason, detail, raw, raw_bytes)
+    samples_uniform, samples_exemplars   _samples/ (if present)
 
 Audit checks, cheapest evidence first: artifact, ledgers, cells, counters, side files, files (listing: missing,
 unlisted, size), rows (Parquet), n_tokens (column only, never `text`), partition (cluster/quality columns),
 sources (per-source recount), checksums (xxh64), and with --deep tokens (re-tokenize a seeded sample).
 """
 
+from mixture.accounting.build_progress import (
+    Footer,
+    cell_progress,
+    lock_info,
+    read_footer,
+    side_counts,
+    stages,
+    store_status,
+)
 from mixture.accounting.checks import AuditResult, Check, Failure, audit
 from mixture.accounting.diffs import Counts, DiffResult, diff, load_counts
+from mixture.accounting.document_search import search_documents
+from mixture.accounting.model_artifacts import centroids, model_json, sample_vectors
 from mixture.accounting.reader import StoreNotReady, StoreReader, open_fs
 from mixture.accounting.reports import matrix, report, source_counts
+from mixture.accounting.sample_files import samples
+from mixture.accounting.side_files import dropped, quarantine
 from mixture.accounting.synthetic import synthetic_documents, write_synthetic_store
 from mixture.accounting.tables import (
     cell_table,
     cluster_table,
     counters_table,
     ledger_shard_table,
+    published_cell_table,
     source_table,
 )
+from mixture.accounting.views import VIEWS, connect, table_list
 
 __all__ = [
+    "VIEWS",
     "AuditResult",
     "Check",
     "Counts",
     "DiffResult",
     "Failure",
+    "Footer",
     "StoreNotReady",
     "StoreReader",
     "audit",
+    "cell_progress",
     "cell_table",
+    "centroids",
     "cluster_table",
+    "connect",
     "counters_table",
     "diff",
+    "dropped",
     "ledger_shard_table",
     "load_counts",
+    "lock_info",
     "matrix",
+    "model_json",
     "open_fs",
+    "published_cell_table",
+    "quarantine",
+    "read_footer",
     "report",
+    "sample_vectors",
+    "samples",
+    "search_documents",
+    "side_counts",
     "source_counts",
     "source_table",
+    "stages",
+    "store_status",
     "synthetic_documents",
+    "table_list",
     "write_synthetic_store",
 ]

@@ -7,6 +7,7 @@ import sys
 from contextlib import nullcontext
 
 import duckdb
+import pandas as pd
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -16,6 +17,7 @@ from mixture.accounting.diffs import diff
 from mixture.accounting.reader import StoreNotReady, StoreReader
 from mixture.accounting.render import FORMATS, exact_frame, render
 from mixture.accounting.reports import matrix, parse_by, report, source_counts
+from mixture.accounting.views import VIEWS, connect, table_list
 from mixture.spec.amounts import humanize
 
 console = Console(highlight=False)
@@ -220,6 +222,14 @@ def counts_cmd(
 
 
 # -- sql --------------------------------------------------------------------------------------------------------
+def _sql_error(exc: Exception) -> None:
+    err.print(f"{type(exc).__name__}: {exc}", style="red", markup=False)
+
+
+def _show(df: pd.DataFrame, fmt: str) -> None:
+    sys.stdout.write(render(df, fmt, total=False) if not df.empty or fmt != "table" else "(no rows)\n")
+
+
 def _run_sql(con: duckdb.DuckDBPyConnection, query: str, fmt: str) -> bool:
     try:
         rel = con.sql(query)
@@ -227,28 +237,41 @@ def _run_sql(con: duckdb.DuckDBPyConnection, query: str, fmt: str) -> bool:
             return True
         df = exact_frame(rel.to_arrow_table())
     except duckdb.Error as exc:
-        err.print(f"[red]{type(exc).__name__}: {exc}", markup=False)
+        _sql_error(exc)
         return False
-    sys.stdout.write(render(df, fmt, total=False) if not df.empty or fmt != "table" else "(no rows)\n")
+    _show(df, fmt)
     return True
+
+
+def _tables(reader: StoreReader, con: duckdb.DuckDBPyConnection, fmt: str) -> bool:
+    try:
+        df = table_list(reader, con)
+    except duckdb.Error as exc:
+        _sql_error(exc)
+        return False
+    _show(df, fmt)
+    return True
+
+
+VIEW_NAMES = ", ".join(VIEWS)
 
 
 def sql_cmd(
     store: str = typer.Argument(..., help="Store folder: local path or fsspec URI."),
-    query: str = typer.Argument(None, help="SQL over the views documents, shards, cells, clusters, sources, "
-                                           "counters; omit for an interactive loop."),
+    query: str = typer.Argument(None, help=f"SQL over the views {VIEW_NAMES}; omit for an interactive loop."),
     fmt: str = typer.Option("table", "--format", help="table, csv, json or md."),
 ) -> None:
     """Run DuckDB SQL on the store's views. Without a query: read statements from stdin (end each with ';' or
-    an empty line; `.tables` lists the views; `.quit` or EOF exits)."""
+    an empty line; `.tables` lists every view and table with its row count and what it holds; `.quit` or EOF
+    exits). Exit 1 when a statement failed."""
     _check_format(fmt)
     reader = _open(store)
-    con = reader.connect()
+    con = connect(reader)
     if query is not None:
         raise typer.Exit(0 if _run_sql(con, query, fmt) else 1)
     interactive = sys.stdin.isatty()
     if interactive:
-        err.print("views: documents, shards, cells, clusters, sources, counters. End statements with ';'.")
+        err.print(f"views: {VIEW_NAMES}. End statements with ';'; .tables lists them.", markup=False)
     buf: list[str] = []
     ok = True
     while True:
@@ -260,8 +283,9 @@ def sql_cmd(
         stripped = line.strip()
         if not buf and stripped in (".quit", ".exit", "\\q", "exit", "quit"):
             break
-        if not buf and stripped == ".tables":
-            stripped = "SHOW TABLES;"
+        if not buf and stripped.rstrip(";") == ".tables":
+            ok = _tables(reader, con, fmt) and ok
+            continue
         if stripped:
             buf.append(stripped)
         if buf and (not stripped or stripped.endswith(";")):

@@ -176,11 +176,3 @@ class StoreReader:
         con = duckdb.connect()
         self.register(con)
         return con
-
-    def connect(self) -> duckdb.DuckDBPyConnection:
-        """A DuckDB connection with views documents, shards, cells, clusters, sources, counters (see views.py)."""
-        from mixture.accounting.views import create_views
-
-        con = duckdb.connect()
-        create_views(self, con)
-        return con

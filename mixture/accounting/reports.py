@@ -7,9 +7,9 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from mixture.accounting.parquet_sql import documents_source_sql
 from mixture.accounting.reader import StoreReader
 from mixture.accounting.tables import cell_table, cluster_labels, quality_names, store_k
-from mixture.accounting.views import documents_source_sql
 from mixture.spec.amounts import humanize
 from mixture.store import layout
 

@@ -66,6 +66,25 @@ def ledger_shard_table(reader: StoreReader) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=cols)
 
 
+CELL_COLUMNS = ["cell", "cluster", "quality", "quality_name", "label", "path", "docs", "tokens", "shards", "share"]
+
+
+def _cell_frame(reader: StoreReader, by_cell: dict[tuple[int, int], dict]) -> pd.DataFrame:
+    """CELL_COLUMNS from {(cluster, quality): {path, docs, tokens, shards}}, ordered by cluster then quality."""
+    k = store_k(reader)
+    names = quality_names(reader)
+    labels = cluster_labels(reader)
+    rows = [
+        {"cell": layout.cell_name(c, q, k), "cluster": c, "quality": q,
+         "quality_name": names[q] if q < len(names) else str(q), "label": labels.get(c, ""), **v}
+        for (c, q), v in sorted(by_cell.items())
+    ]
+    df = pd.DataFrame(rows, columns=CELL_COLUMNS[:-1])
+    total = df["tokens"].sum()
+    df["share"] = df["tokens"] / total if total else 0.0
+    return df
+
+
 @cached_on_reader
 def cell_table(reader: StoreReader) -> pd.DataFrame:
     """One row per cell with docs/tokens/shards from the ledgers (the exact counts) and labels from store.json.
@@ -74,8 +93,6 @@ def cell_table(reader: StoreReader) -> pd.DataFrame:
     store.json without a ledger appear with zero counts; ordered by cluster then quality.
     """
     k = store_k(reader)
-    names = quality_names(reader)
-    labels = cluster_labels(reader)
     by_cell: dict[tuple[int, int], dict] = {}
     for cell_dir, ledger in reader.ledger_by_dir().items():
         c, q = layout.parse_cell_path(cell_dir)
@@ -89,16 +106,20 @@ def cell_table(reader: StoreReader) -> pd.DataFrame:
                                      "shards": 0})
     except StoreNotReady:
         pass
-    rows = [
-        {"cell": layout.cell_name(c, q, k), "cluster": c, "quality": q,
-         "quality_name": names[q] if q < len(names) else str(q), "label": labels.get(c, ""), **v}
-        for (c, q), v in sorted(by_cell.items())
-    ]
-    df = pd.DataFrame(rows, columns=["cell", "cluster", "quality", "quality_name", "label", "path", "docs",
-                                     "tokens", "shards"])
-    total = df["tokens"].sum()
-    df["share"] = df["tokens"] / total if total else 0.0
-    return df
+    return _cell_frame(reader, by_cell)
+
+
+@cached_on_reader
+def published_cell_table(reader: StoreReader) -> pd.DataFrame:
+    """cell_table's columns from store.json `cells` alone: what the finished build published, without reading a
+    ledger or listing the store (its cost does not grow with the store). Raises StoreNotReady while building."""
+    k = store_k(reader)
+    by_cell = {}
+    for cell in reader.artifact.get("cells", []):
+        key = (int(cell["cluster"]), int(cell["quality"]))
+        by_cell[key] = {"path": cell.get("path") or layout.cell_path(*key, k), "docs": int(cell.get("docs") or 0),
+                        "tokens": int(cell.get("tokens") or 0), "shards": int(cell.get("shards") or 0)}
+    return _cell_frame(reader, by_cell)
 
 
 @cached_on_reader

@@ -1,34 +1,40 @@
-"""The DuckDB views of a store: documents, shards, cells, clusters, sources, counters (+ samples)."""
+"""The DuckDB views of a store (documents, shards, cells, clusters, sources, counters, dropped, quarantine,
+samples) and `connect(reader)`, a connection that has them."""
 
 from __future__ import annotations
 
 import duckdb
+import pandas as pd
 import pyarrow as pa
 
+from mixture.accounting.parquet_sql import documents_source_sql
 from mixture.accounting.reader import StoreNotReady, StoreReader
+from mixture.accounting.sample_files import sample_path
+from mixture.accounting.side_files import create_side_view
 from mixture.accounting.tables import cell_table, ledger_shard_table
 from mixture.store import layout
-from mixture.store.schema import DOCUMENTS as DOC_SCHEMA
 
-VIEWS = ("documents", "shards", "cells", "clusters", "sources", "counters")
+# name -> one line on what it holds (the order of `mixture sql`'s help and `.tables`)
+VIEWS = {
+    "documents": "every document of the finished shards (ledger-listed and present), one row each",
+    "shards": "one row per Parquet file of a cell: rows/tokens/bytes counted and as its ledger records them",
+    "cells": "one row per cell: docs, tokens, shards (from the ledgers), label, share",
+    "clusters": "store.json clusters: id, label, top terms, summary, confidence, docs, tokens",
+    "sources": "store.json sources: docs and tokens in and kept, drops by reason, license, format",
+    "counters": "store.json counters (one row): records in/out, bad input, drops, tokens out",
+    "dropped": "every _dropped/<reason>/*.parquet row: id, source, origin, reason, detail, n_chars, text_head, file",
+    "quarantine": "every _quarantine/*.parquet row: source, file, record, reason, detail, raw, raw_bytes",
+    "samples_uniform": "_samples/uniform.parquet: uniformly sampled documents per cell, with rank",
+    "samples_exemplars": "_samples/exemplars.parquet: the documents nearest their cluster centroid, with rank",
+}
 
 
-def _empty_documents_sql() -> str:
-    cols = ", ".join(f"NULL::{_duck_type(f.type)} AS {f.name}" for f in DOC_SCHEMA)
-    return f"SELECT {cols} WHERE false"
-
-
-def _duck_type(t: pa.DataType) -> str:
-    return {pa.string(): "VARCHAR", pa.int64(): "BIGINT", pa.float64(): "DOUBLE", pa.int16(): "SMALLINT",
-            pa.int8(): "TINYINT", pa.int32(): "INTEGER", pa.float32(): "FLOAT"}[t]
-
-
-def documents_source_sql(reader: StoreReader, files: list[str] | None = None) -> str:
-    """`read_parquet(...)` over the finished shards (ledger-listed and present), cluster/quality as integers."""
-    files = reader.shard_files() if files is None else files
-    if not files:
-        return f"({_empty_documents_sql()})"
-    return f"read_parquet({reader.parquet_list_sql(files)}, hive_partitioning=false)"
+def connect(reader: StoreReader) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection to `reader`'s store with every view of VIEWS (artifact views once store.json exists,
+    sample views when the files are there)."""
+    con = duckdb.connect()
+    create_views(reader, con)
+    return con
 
 
 def _records_table(records: list[dict]) -> pa.Table:
@@ -82,6 +88,38 @@ def create_views(reader: StoreReader, con: duckdb.DuckDBPyConnection) -> None:
         con.register("clusters", _records_table(artifact.get("clusters", [])))
         con.register("sources", _records_table(artifact.get("sources", [])))
         con.register("counters", _records_table([artifact.get("counters", {})]))
-    for view, rel in (("samples_uniform", layout.UNIFORM_SAMPLES), ("samples_exemplars", layout.EXEMPLAR_SAMPLES)):
+    create_side_view(reader, con, "dropped")
+    create_side_view(reader, con, "quarantine")
+    for view, kind in (("samples_uniform", "uniform"), ("samples_exemplars", "exemplars")):
+        rel = sample_path(reader, kind)
         if reader.exists(rel):
             con.execute(f"CREATE VIEW {view} AS SELECT * FROM read_parquet('{reader.duckdb_path(rel)}')")
+
+
+def _cheap_rows(reader: StoreReader, con: duckdb.DuckDBPyConnection, name: str, is_table: bool) -> int | None:
+    """Rows of one view without scanning documents: documents and shards from the ledgers and the listing,
+    store.json and side-file views by count(*) (footers only); None for a view the session defined."""
+    if name == "documents" and reader.ledger_by_dir():
+        files = set(reader.shard_files())
+        ledger = ledger_shard_table(reader)
+        return int(ledger.loc[ledger["file"].isin(files), "rows"].fillna(0).sum())
+    if name == "shards":
+        return int(con.execute("SELECT (SELECT count(*) FROM _ledger_shards) + (SELECT count(*) FROM "
+                               "_unlisted_files u JOIN _store_files f ON f.file = u.file)").fetchall()[0][0])
+    if name in VIEWS or is_table:
+        return int(con.execute(f'SELECT count(*) FROM "{name}"').fetchall()[0][0])
+    return None
+
+
+def table_list(reader: StoreReader, con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+    """name, rows, description of every view and table on `con` made by `connect` (in VIEWS order), then those the
+    session created (tables counted, views not); helper tables whose name starts with `_` are left out."""
+    found = {name: False for (name,) in con.execute(
+        "SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
+    found.update({name: True for (name,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()})
+    names = [n for n in VIEWS if n in found] + sorted(n for n in found if n not in VIEWS and not n.startswith("_"))
+    rows = [{"name": n, "rows": _cheap_rows(reader, con, n, found[n]), "description": VIEWS.get(n, "")}
+            for n in names]
+    df = pd.DataFrame(rows, columns=["name", "rows", "description"])
+    df["rows"] = df["rows"].astype("Int64")
+    return df

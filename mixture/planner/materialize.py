@@ -16,7 +16,7 @@ import xxhash
 from fsspec import AbstractFileSystem
 from fsspec.core import url_to_fs
 
-from mixture.accounting import StoreNotReady, StoreReader
+from mixture.accounting import StoreNotReady, StoreReader, connect
 from mixture.store.io import DigestingFile, open_atomic, write_atomic
 
 MANIFEST = "manifest.json"
@@ -159,7 +159,7 @@ def _remove(fs: AbstractFileSystem, path: str) -> None:
 
 
 def _load_cells(reader: StoreReader, cells: list[dict[str, Any]]) -> dict[str, pa.Table]:
-    con = reader.connect()
+    con = connect(reader)
     try:
         columns = {r[0] for r in con.execute("DESCRIBE documents").fetchall()}
     except Exception as exc:  # duckdb raises CatalogException when the store holds no documents

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from mixture.accounting import StoreReader, audit
+from mixture.accounting import StoreReader, audit, connect
 from mixture.cli import app
 
 runner = CliRunner()
@@ -53,7 +53,7 @@ def test_stray_parquet_file(store: Path) -> None:
     assert len(fails) == 1 and fails[0].where == "cluster=00/quality=0/part-00099.parquet"
     assert "unlisted" in fails[0].what
     # readers never see the unlisted file
-    con = StoreReader(str(store)).connect()
+    con = connect(StoreReader(str(store)))
     assert con.execute("SELECT count(*) FROM documents").fetchone()[0] == sum(
         lg["total_num_rows"] for lg in StoreReader(str(store)).ledgers())
 

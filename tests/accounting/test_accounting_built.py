@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from mixture.accounting import StoreReader, audit, cell_table, report, source_counts
+from mixture.accounting import StoreReader, audit, cell_table, connect, report, source_counts
 from mixture.cli import app
 
 pytestmark = pytest.mark.slow
@@ -43,7 +43,7 @@ def test_pyarrow_recount_equals_duckdb_on_built_store(built_store) -> None:
             recount[ledger["cell"]][0] += t.num_rows
             recount[ledger["cell"]][1] += sum(t["n_tokens"].to_pylist())
     reader = StoreReader(str(built_store.store))
-    con = reader.connect()
+    con = connect(reader)
     shards = con.execute("SELECT cell, sum(rows), sum(tokens) FROM shards GROUP BY cell").fetchall()
     assert {c: [int(r), int(t)] for c, r, t in shards} == dict(recount)
     table = cell_table(reader)

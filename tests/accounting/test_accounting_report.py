@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from mixture.accounting import StoreReader, cell_table, matrix, report, source_counts
+from mixture.accounting import StoreReader, cell_table, connect, matrix, report, source_counts
 from mixture.cli import app
 
 runner = CliRunner()
@@ -45,7 +45,7 @@ def test_independent_recount_equals_duckdb(store: Path, template_store) -> None:
     recount = _pyarrow_recount(store)
     reader = StoreReader(str(store))
     by_cell = report(reader, "cell").set_index("cell")
-    con = reader.connect()
+    con = connect(reader)
     shards = con.execute("SELECT cell, sum(rows), sum(tokens) FROM shards GROUP BY cell").fetchall()
     docs = con.execute("SELECT cluster, quality, count(*), sum(n_tokens) FROM documents GROUP BY ALL").fetchall()
     assert {c: [int(r), int(t)] for c, r, t in shards} == recount

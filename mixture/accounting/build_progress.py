@@ -1,0 +1,127 @@
+"""Progress of a store that may still be building: its state, the build lock, stages from `_build/`, and rows and
+tokens so far per cell and in the side files (from Parquet footers: a file still being written counts 0)."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Callable
+from typing import Literal, NamedTuple
+
+import pandas as pd
+import pyarrow.parquet as pq
+
+from mixture.accounting.reader import StoreReader
+from mixture.accounting.side_files import dropped_files, quarantine_files
+from mixture.store import layout
+
+StoreState = Literal["complete", "building", "missing"]
+
+
+class Footer(NamedTuple):
+    """What the footer of one Parquet file says so far."""
+
+    rows: int
+    tokens: int | None
+    readable: bool
+
+
+# (reader, store-relative path, size in bytes, tokens its ledger lists or None) -> Footer. Callers may pass a
+# cached one (the explorer caches by path and size, so a file is read again only once it changed).
+FooterReader = Callable[[StoreReader, str, int, int | None], Footer]
+
+
+def store_status(reader: StoreReader) -> tuple[StoreState, str]:
+    """('complete' | 'building' | 'missing', stamp); the stamp (size and mtime of store.json) changes when
+    store.json is rewritten, and is empty unless complete."""
+    if not reader.fs.exists(reader.root):
+        return "missing", ""
+    if not reader.is_complete:
+        return "building", ""
+    info = reader.fs.info(reader.path(layout.STORE_JSON))
+    return "complete", f"{info.get('size')}:{info.get('mtime') or info.get('updated') or info.get('LastModified')}"
+
+
+def lock_info(reader: StoreReader) -> dict | None:
+    """The build lock `_build/LOCK` (who holds it, since when), None when no build runs."""
+    if not reader.exists(layout.LOCK_FILE):
+        return None
+    raw = reader.fs.cat_file(reader.path(layout.LOCK_FILE))
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return {"lock": raw.decode(errors="replace")}
+
+
+def stages(reader: StoreReader) -> pd.DataFrame:
+    """One row per `_build/<stage>/`: tasks (executor.json world_size), completed (completions/), status."""
+    rows = []
+    lock = reader.exists(layout.LOCK_FILE)
+    for d in sorted(reader.fs.glob(reader.path(f"{layout.BUILD_DIR}/*"))):
+        name = d.rstrip("/").rsplit("/", 1)[-1]
+        if name in ("work", "LOCK") or not reader.fs.isdir(d):
+            continue
+        done = len(reader.fs.glob(f"{d}/completions/*"))
+        tasks = None
+        if reader.fs.exists(f"{d}/executor.json"):
+            try:
+                info = json.loads(reader.fs.cat_file(f"{d}/executor.json"))
+                tasks = info.get("world_size") or info.get("tasks")
+            except (ValueError, OSError):
+                tasks = None
+        if tasks and done >= int(tasks):
+            status = "done"
+        elif done or (lock and tasks):
+            status = "running" if lock else "stopped"
+        else:
+            status = "waiting" if lock else "not started"
+        rows.append({"stage": name, "tasks": tasks, "completed": done, "status": status})
+    return pd.DataFrame(rows, columns=["stage", "tasks", "completed", "status"])
+
+
+def read_footer(reader: StoreReader, rel: str, size: int, listed_tokens: int | None) -> Footer:
+    """Rows from the file's footer; tokens from its ledger entry, else its n_tokens column."""
+    try:
+        with reader.fs.open(reader.path(rel), "rb") as f:
+            pf = pq.ParquetFile(io.BytesIO(f.read()))
+        rows = pf.metadata.num_rows
+        if listed_tokens is not None:
+            return Footer(rows, listed_tokens, True)
+        tokens = int(pf.read(columns=["n_tokens"]).column(0).to_numpy().sum()) if rows else 0
+        return Footer(rows, tokens, True)
+    except Exception:  # noqa: BLE001 - a file still being written has no footer yet
+        return Footer(0, None, False)
+
+
+CELL_PROGRESS_COLUMNS = ["cluster", "quality", "files", "listed", "rows", "tokens", "unreadable"]
+
+
+def cell_progress(reader: StoreReader, footer: FooterReader = read_footer) -> pd.DataFrame:
+    """Per cell with Parquet files so far: files, listed (files its ledger lists), rows (footers), tokens (ledger,
+    else the n_tokens column), unreadable (files without a footer yet)."""
+    listed_tokens = {(cell_dir, s.get("path")): int(s.get("tokens") or 0)
+                     for cell_dir, ledger in reader.ledger_by_dir().items() for s in ledger["shards"]}
+    rows = []
+    for cell_dir, files in reader.cell_files().items():
+        c, q = layout.parse_cell_path(cell_dir)
+        for name, size in files.items():
+            if not name.endswith(".parquet"):
+                continue
+            listed = listed_tokens.get((cell_dir, name))
+            n, tokens, readable = footer(reader, f"{cell_dir}/{name}", size, listed)
+            rows.append({"cluster": c, "quality": q, "path": f"{cell_dir}/{name}", "rows": n, "tokens": tokens or 0,
+                         "listed": listed is not None, "unreadable": not readable})
+    if not rows:
+        return pd.DataFrame(columns=CELL_PROGRESS_COLUMNS)
+    return pd.DataFrame(rows).groupby(["cluster", "quality"]).agg(
+        files=("path", "count"), listed=("listed", "sum"), rows=("rows", "sum"), tokens=("tokens", "sum"),
+        unreadable=("unreadable", "sum")).reset_index()
+
+
+def side_counts(reader: StoreReader, footer: FooterReader = read_footer) -> dict[str, int]:
+    """Rows so far per drop reason (`_dropped/<reason>/`) and as `bad_input` (`_quarantine/`), from footers."""
+    by_reason = dropped_files(reader)
+    groups = {reason: by_reason.get(reason, []) for reason in layout.DROP_REASONS}
+    groups["bad_input"] = quarantine_files(reader)
+    return {label: sum(footer(reader, rel, reader.fs.size(reader.path(rel)), 0).rows for rel in rels)
+            for label, rels in groups.items()}

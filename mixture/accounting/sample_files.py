@@ -1,0 +1,42 @@
+"""The sampled documents of a store: `_samples/uniform.parquet` and `_samples/exemplars.parquet`."""
+
+from __future__ import annotations
+
+import io
+from typing import Literal
+
+import pandas as pd
+import pyarrow.parquet as pq
+
+from mixture.accounting.reader import StoreNotReady, StoreReader
+from mixture.store import layout
+
+SampleKind = Literal["uniform", "exemplars"]
+SAMPLE_COLUMNS = ["id", "text", "source", "category", "origin", "n_tokens", "n_chars", "content_type",
+                  "raw_score", "quality_score", "cluster", "quality", "fine_cluster", "cluster_distance", "rank"]
+DEFAULT_PATHS = {"uniform": layout.UNIFORM_SAMPLES, "exemplars": layout.EXEMPLAR_SAMPLES}
+
+
+def sample_path(reader: StoreReader, kind: SampleKind) -> str:
+    """Store-relative path of a sample: store.json `samples.<kind>`, else the default `_samples/<kind>.parquet`."""
+    try:
+        listed = (reader.artifact.get("samples") or {}).get(kind)
+    except StoreNotReady:
+        listed = None
+    return listed or DEFAULT_PATHS[kind]
+
+
+def samples(reader: StoreReader, kind: SampleKind = "uniform") -> pd.DataFrame:
+    """The documents of one sample sorted by cluster, quality and rank (without `input_ids`); a store without
+    the file gives an empty frame with SAMPLE_COLUMNS."""
+    rel = sample_path(reader, kind)
+    if not reader.exists(rel):
+        return pd.DataFrame(columns=SAMPLE_COLUMNS)
+    with reader.fs.open(reader.path(rel), "rb") as f:
+        df = pq.read_table(io.BytesIO(f.read())).to_pandas()
+    if "input_ids" in df:
+        df = df.drop(columns="input_ids")
+    if "rank" not in df:
+        df["rank"] = df.groupby(["cluster", "quality"]).cumcount()
+    df = df.astype({"cluster": "int64", "quality": "int64"})
+    return df.sort_values(["cluster", "quality", "rank"], kind="stable").reset_index(drop=True)
