@@ -8,6 +8,7 @@ import json
 import pandas as pd
 import pyarrow.parquet as pq
 import streamlit as st
+from mixture.pipelines.stage_registry import order_key
 
 from mixture.accounting import StoreReader
 from mixture.store import layout
@@ -17,7 +18,7 @@ def stages(r: StoreReader) -> pd.DataFrame:
     """One row per `_build/<stage>/`: tasks (executor.json world_size), completed (completions/), status."""
     rows = []
     lock = r.exists(layout.LOCK_FILE)
-    for d in sorted(r.fs.glob(r.path(f"{layout.BUILD_DIR}/*"))):
+    for d in sorted(r.fs.glob(r.path(f"{layout.BUILD_DIR}/*")), key=order_key):
         name = d.rstrip("/").rsplit("/", 1)[-1]
         if name in ("work", "LOCK") or not r.fs.isdir(d):
             continue

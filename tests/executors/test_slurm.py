@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mixture.spec.models import Execution
 from tests.conftest import small_spec
 from tests.executors import fake_slurm
 from tests.executors.fingerprint import assert_same_store
@@ -63,35 +62,33 @@ def _write_spec(root: Path, corpus: Path) -> Path:
     return spec_path
 
 
-def test_stage_names_match_the_build():
-    """`execution.stages` keys and the Slurm chain are defined on stage names: they must be the build's."""
+def test_the_driver_waits_after_the_last_dedup_stage_and_assign():
+    """The Slurm chains come from the stage registry: a barrier before `sample` (it reads the kept count) and at
+    the end; every other stage is chained behind the one before."""
     import copy
 
-    from mixture.pipelines.executors import driver_waits_after
-    from mixture.pipelines.stages import BuildContext, assign_stage, dedup_stages, fit_stage, sample_stage
+    from mixture.pipelines.stage_registry import driver_waits_after, planned
 
     from mixture.spec.models import Spec
 
     raw = {**small_spec("corpus"), "sources": [{"name": "s", "uri": "/nonexistent", "format": "jsonl"}]}
     spec = Spec.model_validate(raw)
-    ctx = BuildContext(spec, ".", "/tmp/store", 2)
-    ctx.sources = lambda: []
-    ctx.benchmarks = lambda: []
-    dedup = [s.name for s in dedup_stages(ctx)]
-    names = [*dedup, sample_stage(ctx, 0.5).name, fit_stage(ctx).name, assign_stage(ctx).name]
-    assert names == list(Execution.STAGES)
-    assert [n for n in names if driver_waits_after(spec, n)] == [dedup[-1], "assign"] == ["minhash_cluster", "assign"]
+    names = [s.name for s in planned(spec)]
+    assert names == ["prepare", "find_duplicates", "minhash_sigs", "minhash_buckets", "minhash_cluster", "sample",
+                     "fit", "assign"]
+    assert [n for n in names if driver_waits_after(spec, n)] == ["minhash_cluster", "assign"]
     raw = copy.deepcopy(raw)
     raw["processing"]["dedup"]["fuzzy"]["enabled"] = False
-    ctx.spec = no_fuzzy = Spec.model_validate(raw)
-    dedup = [s.name for s in dedup_stages(ctx)]
-    assert [n for n in dedup if driver_waits_after(no_fuzzy, n)] == [dedup[-1]] == ["find_duplicates"]
+    no_fuzzy = Spec.model_validate(raw)
+    names = [s.name for s in planned(no_fuzzy)]
+    assert names == ["prepare", "find_duplicates", "sample", "fit", "assign"]
+    assert [n for n in names if driver_waits_after(no_fuzzy, n)] == ["find_duplicates", "assign"]
+    assert driver_waits_after(spec, "not_a_stage")  # the safe default: wait
 
 
 @pytest.mark.slow
 def test_slurm_build_fails_cleanly_then_resumes_to_the_local_store(tmp_path, demo_corpus, built_store, slurm, monkeypatch):
     from mixture.pipelines.build import BuildError, build
-    from mixture.pipelines.executors import execution_overrides
 
     spec_path = _write_spec(tmp_path / "run", demo_corpus)
     store = tmp_path / "run" / "store"
@@ -99,8 +96,8 @@ def test_slurm_build_fails_cleanly_then_resumes_to_the_local_store(tmp_path, dem
     # 1. find_duplicates fails on the "cluster": the jobs queued behind it never start; the driver notices at its
     #    first barrier (minhash_cluster), cancels them and names the stage that failed
     monkeypatch.setenv("FAKE_SLURM_FAIL", "demo.find_duplicates")
-    with execution_overrides(**SETTINGS), pytest.raises(BuildError) as failed:
-        build(str(spec_path), executor="slurm", progress=False)
+    with pytest.raises(BuildError) as failed:
+        build(str(spec_path), executor="slurm", progress=False, overrides=SETTINGS)
     msg = str(failed.value)
     first = _stage_jobs(slurm)
     assert "stage 'find_duplicates'" in msg and "1 of 1 tasks did not finish on Slurm" in msg, msg
@@ -117,8 +114,7 @@ def test_slurm_build_fails_cleanly_then_resumes_to_the_local_store(tmp_path, dem
     # 2. rerun: finished stages are not resubmitted, find_duplicates and the rest are; the store equals the local one
     monkeypatch.delenv("FAKE_SLURM_FAIL")
     n_before = len(_jobs(slurm))
-    with execution_overrides(**SETTINGS):
-        artifact = build(str(spec_path), executor="slurm", progress=False)
+    artifact = build(str(spec_path), executor="slurm", progress=False, overrides=SETTINGS)
     fp = assert_same_store(store, built_store.store)
     _settle(slurm)
     assert artifact["counters"] == fp["artifact"]["counters"]
