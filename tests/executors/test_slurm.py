@@ -215,3 +215,22 @@ def test_sbatch_arguments_without_partition_or_time(tmp_path):
     assert args["output"] == f"{tmp_path}/logs/prepare/%A_%a.out"
     script = ex.get_launch_file_contents(args, "true")
     assert "module load python" in script and "None" not in script
+
+
+def test_submit_tells_the_arrays_from_the_merge_stats_job(tmp_path, slurm):
+    """datatrove's `launch_job` queues one array per `max_array_size` elements, then calls `launch_merge_stats`:
+    `SlurmArrays.submit` (datatrove_compat) returns the array jobs and that helper job apart."""
+    from mixture.pipelines.datatrove_compat import JobIdRecorder, SlurmArrays
+    from mixture.pipelines.executors import default_env_command
+
+    ex = SlurmArrays([], tasks=3, time=None, partition=None, max_array_size=2,
+                     job_name="demo.split", env_command=default_env_command(), job_id_retriever=JobIdRecorder(),
+                     logging_dir=str(tmp_path / "logs"))
+    arrays, helpers = ex.submit(None)
+    _settle(slurm)
+    jobs = {j["id"]: j for j in _jobs(slurm)}
+    assert sorted(jobs) == sorted([*arrays, *helpers]) and len(arrays) == 2 and len(helpers) == 1
+    assert [jobs[j]["directives"]["array"] for j in arrays] == ["0-1", "0-1"]
+    assert "merge_stats" in Path(jobs[helpers[0]]["script"]).read_text()
+    assert jobs[helpers[0]]["dependency"] == f"afterok:{arrays[-1]}"
+    assert ex.get_incomplete_ranks() == [] and all(jobs[j]["state"] == "COMPLETED" for j in jobs)
