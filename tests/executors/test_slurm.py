@@ -234,3 +234,21 @@ def test_submit_tells_the_arrays_from_the_merge_stats_job(tmp_path, slurm):
     assert "merge_stats" in Path(jobs[helpers[0]]["script"]).read_text()
     assert jobs[helpers[0]]["dependency"] == f"afterok:{arrays[-1]}"
     assert ex.get_incomplete_ranks() == [] and all(jobs[j]["state"] == "COMPLETED" for j in jobs)
+
+
+def test_command_line_settings_apply_over_the_spec_and_under_its_stage_entries(tmp_path):
+    """`mixture build --cpus-per-task 4 ...` (BuildContext.overrides): over the spec's settings, None ignored,
+    `execution.stages` entries still on top; the spec itself is left as it is."""
+    from mixture.pipelines.executors import make_executor
+    from mixture.pipelines.stages import BuildContext, Stage
+
+    from mixture.spec.models import Spec
+
+    spec = Spec.model_validate({**small_spec("corpus"), "execution": {"executor": "slurm", **SETTINGS}})
+    ctx = BuildContext(spec, str(tmp_path), str(tmp_path / "store"), 2,
+                       {"cpus_per_task": 4, "mem_per_cpu_gb": 3, "partition": None, "time": "02:00:00"})
+    prepare = make_executor(ctx, Stage("prepare", [], 2), "slurm", 2)
+    fit = make_executor(ctx, Stage("fit", [], 1), "slurm", 2)
+    assert (prepare.cpus_per_task, prepare.mem_per_cpu_gb, prepare.partition, prepare.time) == (4, 3, "cpu", "02:00:00")
+    assert (fit.cpus_per_task, fit.mem_per_cpu_gb, fit.time) == (4, 6, "01:00:00")  # the spec's stage entry wins
+    assert spec.execution.cpus_per_task == 1 and ctx.execution().time == "02:00:00"
