@@ -13,12 +13,13 @@ import threading
 import time
 from pathlib import Path
 
+from mixture.pipelines import stage_registry
+
 from bench.build_bench import REPO, demo_corpus, demo_spec, load, write_spec
 from bench.common import machine, publish
-from mixture.spec.models import Execution
 
 BEGIN, END = "<!-- memory-bench:begin -->", "<!-- memory-bench:end -->"
-STAGES = list(Execution.STAGES)
+STAGES = list(stage_registry.names())
 MIB = 2**20
 
 

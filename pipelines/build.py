@@ -11,18 +11,15 @@ from collections.abc import Callable
 from contextlib import contextmanager
 
 import fsspec
-import pyarrow.parquet as pq
 from datatrove.utils.logging import logger
-from mixture.pipelines.executors import make_executor, quiet_datatrove_console
-from mixture.pipelines.stages import BuildContext, Stage, assign_stage, dedup_stages, fit_stage, sample_stage
+from mixture.pipelines import stage_registry
+from mixture.pipelines.datatrove_compat import quiet_datatrove_console
+from mixture.pipelines.executors import SlurmChain, make_executor
+from mixture.pipelines.stages import BuildContext, BuildError, Stage, build_stage
 
 from mixture.spec.load import load_spec, resolve_uri, spec_dir
 from mixture.store import layout
 from mixture.text import kernel as text_kernel
-
-
-class BuildError(RuntimeError):
-    pass
 
 
 def _pid_alive(pid: int) -> bool:
@@ -113,22 +110,6 @@ def store_lock(store: str, break_lock: bool = False):
             fs.rm(path)
 
 
-def count_kept(ctx: BuildContext) -> int:
-    """Documents dedup keeps: prepared rows (Parquet footers) minus the duplicate lists (footers too)."""
-    fs, root = fsspec.core.url_to_fs(ctx.work)
-    fs.invalidate_cache(root)  # written by the stage's workers (other processes)
-    total = 0
-    for p in fs.glob(f"{root}/prepared/*.parquet"):
-        with fs.open(p, "rb") as f:
-            total += pq.ParquetFile(f).metadata.num_rows
-    with fs.open(f"{root}/drops.parquet", "rb") as f:
-        total -= pq.ParquetFile(f).metadata.num_rows
-    if ctx.fuzzy_drops:
-        with fs.open(f"{root}/fuzzy_drops.parquet", "rb") as f:
-            total -= pq.ParquetFile(f).metadata.num_rows
-    return total
-
-
 def _completed(ctx: BuildContext, stage: Stage) -> int:
     fs, root = fsspec.core.url_to_fs(ctx.at(f"{layout.stage_dir(stage.name)}/completions"))
     fs.invalidate_cache(root)  # written by the workers: an object store's cached listing would stay stale
@@ -138,7 +119,8 @@ def _completed(ctx: BuildContext, stage: Stage) -> int:
         return 0
 
 
-def run_stage(ctx: BuildContext, stage: Stage, executor: str, workers: int, on_progress: Callable[[int], None]) -> None:
+def run_stage(ctx: BuildContext, stage: Stage, executor: str, workers: int, on_progress: Callable[[int], None],
+              chain: SlurmChain | None = None) -> None:
     done = threading.Event()
 
     def poll() -> None:
@@ -148,7 +130,7 @@ def run_stage(ctx: BuildContext, stage: Stage, executor: str, workers: int, on_p
     t = threading.Thread(target=poll, daemon=True)
     t.start()
     try:
-        make_executor(ctx, stage, executor, workers).run()
+        make_executor(ctx, stage, executor, workers, chain).run()
     except Exception as exc:
         raise BuildError(
             f"stage {stage.name!r} failed: {type(exc).__name__}: {exc}. Logs: {ctx.at(layout.stage_dir(stage.name))}/logs; "
@@ -161,9 +143,14 @@ def run_stage(ctx: BuildContext, stage: Stage, executor: str, workers: int, on_p
 
 
 def build(spec_path: str, *, executor: str | None = None, tasks: int | None = None, workers: int | None = None,
-          break_lock: bool = False, keep_work: bool = False, progress: bool = True) -> dict:
-    """Build the store of a spec; returns the store artifact. A finished store with the same spec is left as is."""
+          break_lock: bool = False, keep_work: bool = False, progress: bool = True,
+          overrides: dict | None = None) -> dict:
+    """Build the store of a spec; returns the store artifact. A finished store with the same spec is left as is.
+
+    `overrides`: execution settings given on the command line, applied over the spec's (`None` values ignored; the
+    spec and its hash stay as they are); per-stage entries of `execution.stages` still apply on top."""
     from mixture.pipelines.finalize import finalize, spec_hash
+    from rich import get_console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     spec = load_spec(spec_path)
@@ -172,7 +159,7 @@ def build(spec_path: str, *, executor: str | None = None, tasks: int | None = No
     ex = spec.execution
     n_tasks = tasks or ex.tasks
     n_workers = workers or (ex.workers if ex.workers > 0 else (os.cpu_count() or 1))
-    ctx = BuildContext(spec, base, store, n_tasks)
+    ctx = BuildContext(spec, base, store, n_tasks, dict(overrides or {}))
     fs, root = fsspec.core.url_to_fs(store)
     if fs.exists(f"{root}/{layout.STORE_JSON}"):
         with fs.open(f"{root}/{layout.STORE_JSON}") as f:
@@ -191,23 +178,18 @@ def build(spec_path: str, *, executor: str | None = None, tasks: int | None = No
     quiet_datatrove_console()
     if text_kernel.kernel is None:
         logger.warning(text_kernel.MISSING)
-    with store_lock(store, break_lock), Progress(
-        TextColumn("{task.description:<16}"), BarColumn(), MofNCompleteColumn(), TextColumn("tasks"),
-        TimeElapsedColumn(), disable=not progress, transient=False,
-    ) as bar:
-        def run(stage: Stage) -> None:
-            task = bar.add_task(stage.name, total=stage.tasks)
-            run_stage(ctx, stage, executor or ex.executor, n_workers, lambda n: bar.update(task, completed=n))
-
-        for stage in dedup_stages(ctx):
-            run(stage)
-        total = count_kept(ctx)
-        if total == 0:
-            raise BuildError("no document survived cleaning, filtering and dedup; check the sources and filters")
-        run(sample_stage(ctx, min(1.0, spec.partition.clusters.sample_docs / total)))
-        run(fit_stage(ctx))
-        run(assign_stage(ctx))
-        task = bar.add_task("finalize", total=1)
+    chain = SlurmChain()  # a Slurm build's stages submitted since the driver last waited
+    columns = [TextColumn("{task.description:<16}"), BarColumn(), MofNCompleteColumn(), TextColumn("tasks"),
+               TimeElapsedColumn()]
+    if get_console().width >= 130:  # room for the stage's one-line description
+        columns.append(TextColumn("[dim]{task.fields[about]}"))
+    with store_lock(store, break_lock), Progress(*columns, disable=not progress, transient=False) as bar:
+        for info in stage_registry.planned(spec):  # built one at a time: a stage may read the results of earlier ones
+            stage = build_stage(ctx, info)
+            task = bar.add_task(stage.name, total=stage.tasks, about=info.about)
+            run_stage(ctx, stage, executor or ex.executor, n_workers,
+                      lambda n, task=task: bar.update(task, completed=n), chain)
+        task = bar.add_task("finalize", total=1, about="ledgers, samples, store.json")
         try:
             artifact = finalize(ctx, str(spec_path))
         except OSError as exc:

@@ -73,7 +73,7 @@ def register(app: typer.Typer) -> None:
         Rerunning an interrupted build skips finished tasks and gives the same store."""
         from mixture.pipelines.build import BuildError
         from mixture.pipelines.build import build as run_build
-        from mixture.pipelines.executors import EXECUTORS, execution_overrides
+        from mixture.pipelines.executors import EXECUTORS
 
         from mixture.spec.cli import load_or_exit
 
@@ -84,9 +84,8 @@ def register(app: typer.Typer) -> None:
         overrides = {"address": address, "partition": partition, "time": time_limit, "cpus_per_task": cpus_per_task,
                      "mem_per_cpu_gb": mem_per_cpu_gb, "tasks_per_job": tasks_per_job}
         try:
-            with execution_overrides(**overrides):
-                artifact = run_build(str(spec), executor=executor, tasks=tasks, workers=workers, break_lock=break_lock,
-                                     keep_work=keep_work)
+            artifact = run_build(str(spec), executor=executor, tasks=tasks, workers=workers, break_lock=break_lock,
+                                 keep_work=keep_work, overrides=overrides)
         except BuildError as exc:
             err.print(f"[bold red]build failed[/] {exc}", highlight=False)
             raise typer.Exit(1) from None

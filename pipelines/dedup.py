@@ -23,8 +23,8 @@ import xxhash
 from datatrove.data import Document, DocumentsPipeline
 from datatrove.pipeline.base import PipelineStep
 from datatrove.pipeline.writers.disk_base import DiskWriter
+from mixture.pipelines.datatrove_compat import CountedFilter
 from mixture.pipelines.schemas import DROPS
-from mixture.pipelines.steps import CountedFilter
 from mixture.pipelines.threads import duckdb_threads
 
 from mixture.store.io import open_atomic, write_atomic, write_parquet_atomic

@@ -6,8 +6,6 @@ Ray runs each stage on a running cluster (or a local one it starts); Slurm submi
 from __future__ import annotations
 
 import contextlib
-import copy
-import functools
 import getpass
 import json
 import os
@@ -18,94 +16,23 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from datatrove.executor.ray import RayPipelineExecutor
-from datatrove.executor.slurm import SlurmPipelineExecutor, default_job_id_retriever
 from datatrove.utils.logging import logger
-from mixture.pipelines.memory import configure_memory
+from mixture.pipelines.datatrove_compat import (
+    ExecutorError,
+    JobIdRecorder,
+    LocalExecutor,
+    SlurmArrays,
+    TaskSetup,
+)
+from mixture.pipelines.stage_registry import driver_waits_after
 from mixture.pipelines.stages import BuildContext, Stage
-from mixture.pipelines.threads import task_threads
 
-from mixture.spec.models import Execution, Spec
+from mixture.spec.models import Execution
 from mixture.store import layout
 
 EXECUTORS = ("local", "ray", "slurm")
 SLURM_JOBS_FILE = "slurm_jobs.json"  # in _build/<stage>/: the job ids of the stage's last submission
 NEVER = "DependencyNeverSatisfied"  # squeue reason of a job whose afterok dependency failed
-
-_OVERRIDES: dict = {}
-
-
-class ExecutorError(RuntimeError):
-    pass
-
-
-@contextlib.contextmanager
-def silence_tqdm():
-    """datatrove's per-task tqdm bars off while a stage runs (the build draws one bar per stage).
-
-    Worker processes read TQDM_DISABLE when they import tqdm; tasks run in this process need the patch."""
-    from tqdm import tqdm
-
-    os.environ["TQDM_DISABLE"] = "1"
-    original = tqdm.__init__
-    tqdm.__init__ = functools.partialmethod(original, disable=True)
-    try:
-        yield
-    finally:
-        tqdm.__init__ = original
-        os.environ.pop("TQDM_DISABLE", None)
-
-
-def quiet_datatrove_console(level: str = "WARNING") -> None:
-    """datatrove logs every step to the console; keep warnings there (full logs stay in _build/<stage>/logs)."""
-    from datatrove.utils.logging import logger
-
-    logger.remove()
-    logger.add(sys.stderr, level=level, format="<level>{level}</level> {message}")
-    _cache_loguru_lib_dirs()
-
-
-def _cache_loguru_lib_dirs() -> None:
-    """datatrove adds two loguru handlers per task; each builds an exception formatter that asks sysconfig for
-    ~70 library paths (~20 ms). Computing them once per process takes that off every task."""
-    import functools
-
-    from loguru._better_exceptions import ExceptionFormatter
-
-    if not hasattr(ExceptionFormatter._get_lib_dirs, "cache_info"):
-        ExceptionFormatter._get_lib_dirs = staticmethod(functools.cache(ExceptionFormatter._get_lib_dirs))
-
-
-@contextlib.contextmanager
-def execution_overrides(**settings) -> Iterator[None]:
-    """Execution settings given on the command line, applied over the spec's (the spec and its hash stay as they
-    are); `None` values are ignored. Per-stage entries of `execution.stages` still apply on top."""
-    global _OVERRIDES
-    saved = _OVERRIDES
-    _OVERRIDES = {**saved, **{k: v for k, v in settings.items() if v is not None}}
-    try:
-        yield
-    finally:
-        _OVERRIDES = saved
-
-
-def effective_execution(execution: Execution, stage: str | None = None) -> Execution:
-    """The spec's execution settings, with command-line overrides, then the stage's own overrides."""
-    ex = Execution.model_validate({**execution.model_dump(), **_OVERRIDES}) if _OVERRIDES else execution
-    return ex.for_stage(stage) if stage else ex
-
-
-# stages followed at once by another cluster stage (no driver-side step in between); any other stage, including one
-# added later, is a barrier where a Slurm driver waits: the safe default
-CHAINED_STAGES = frozenset({"prepare", "find_duplicates", "minhash_sigs", "minhash_buckets", "minhash_cluster",
-                            "sample", "fit"})
-
-
-def driver_waits_after(spec: Spec, stage: str) -> bool:
-    """True for stages after which the driver reads results: the last dedup stage (row count → sample rate) and
-    `assign` (finalize). A Slurm build waits there; the stages in between are chained with `afterok` dependencies."""
-    last_dedup = "minhash_cluster" if spec.processing.dedup.fuzzy.enabled else "find_duplicates"
-    return stage == last_dedup or stage not in CHAINED_STAGES
-
 
 LOCAL_START_METHOD = os.environ.get("MIXTURE_START_METHOD", "fork")
 
@@ -115,12 +42,13 @@ def _cluster_workers(ex: Execution, workers: int) -> int:
     return -1 if ex.workers == -1 and workers == (os.cpu_count() or 1) else workers
 
 
-def make_executor(ctx: BuildContext, stage: Stage, executor: str, workers: int):
+def make_executor(ctx: BuildContext, stage: Stage, executor: str, workers: int, chain: SlurmChain | None = None):
+    """The datatrove executor of `stage`; `chain`: the Slurm stages this build submitted and has not waited for."""
     logging_dir = ctx.at(layout.stage_dir(stage.name))
-    ex = effective_execution(ctx.spec.execution, stage.name)
+    ex = ctx.execution(stage.name)
     if executor == "local":
-        return _quiet_local_executor()(pipeline=stage.pipeline, tasks=stage.tasks, workers=min(workers, stage.tasks),
-                                       logging_dir=logging_dir, start_method=LOCAL_START_METHOD)
+        return LocalExecutor(pipeline=stage.pipeline, tasks=stage.tasks, workers=min(workers, stage.tasks),
+                             logging_dir=logging_dir, start_method=LOCAL_START_METHOD)
     if executor == "ray":
         address = ex.address or os.environ.get("RAY_ADDRESS")
         with _quiet_unless(address, "datatrove.executor.ray"):  # its "local logging dir" warning is moot on one host
@@ -136,8 +64,8 @@ def make_executor(ctx: BuildContext, stage: Stage, executor: str, workers: int):
             sbatch_args=dict(ex.sbatch_args), max_array_size=ex.max_array_size, logging_dir=logging_dir,
             slurm_logs_folder=f"{ex.slurm_logs_dir.rstrip('/')}/{stage.name}" if ex.slurm_logs_dir else None,
             tasks_per_job=ex.tasks_per_job, job_id_retriever=JobIdRecorder(),
-            chain_key=ctx.store, barrier=driver_waits_after(ctx.spec, stage.name), poll_seconds=ex.poll_seconds,
-            stage_name=stage.name)
+            chain=SlurmChain() if chain is None else chain, barrier=driver_waits_after(ctx.spec, stage.name),
+            poll_seconds=ex.poll_seconds, stage_name=stage.name)
     raise ExecutorError(f"executor {executor!r} is not supported; use one of {', '.join(EXECUTORS)}")
 
 
@@ -149,72 +77,6 @@ def _quiet_unless(condition, module: str) -> Iterator[None]:
         yield
     finally:
         logger.enable(module)
-
-
-@dataclass
-class FailedTask:
-    """What a failed local task hands back instead of raising, so that the stage's other tasks run to the end (a
-    rerun then redoes only the failed ones). datatrove sums every task's stats once all have ended; reading
-    `stats` there raises the first failure."""
-
-    rank: int
-    error: str
-
-    @property
-    def stats(self):
-        raise ExecutorError(f"task {self.rank} failed: {self.error}")
-
-
-def _quiet_local_executor():
-    import multiprocess
-    from datatrove.executor import LocalPipelineExecutor
-    from datatrove.utils.stats import PipelineStats
-
-    class QuietLocalExecutor(LocalPipelineExecutor):
-        """Task logs go to _build/<stage>/logs only; the console keeps errors (the build shows progress bars).
-        A failed task does not stop the others (see FailedTask)."""
-
-        def _run_for_rank(self, rank: int, local_rank: int = 0, node_rank: int = -1):
-            configure_memory()
-            try:
-                with task_threads(1):  # a local worker is one core
-                    return super()._run_for_rank(rank, local_rank + 1, node_rank)
-            finally:
-                quiet_datatrove_console()
-
-        def _launch_run_for_rank(self, rank: int):
-            try:
-                return self._run_for_rank(rank)
-            except Exception as exc:  # noqa: BLE001 - reported once every task has ended
-                return FailedTask(rank, f"{type(exc).__name__}: {exc}")
-
-        def run(self):
-            """datatrove's local run without its multiprocess Manager: a server process started and stopped per
-            stage (~50 ms each) only to hand out the local ranks that choose which task logs to the console, and
-            these tasks never do."""
-            ranks = self.get_incomplete_ranks(range(self.local_rank_offset, self.local_rank_offset + self.local_tasks))
-            if not ranks:
-                return PipelineStats()
-            self.save_executor_as_json()
-            try:
-                with silence_tqdm():
-                    if self.workers == 1:
-                        pipeline, stats = self.pipeline, []
-                        for rank in ranks:
-                            self.pipeline = copy.deepcopy(pipeline)  # every task starts from unused steps
-                            stats.append(self._launch_run_for_rank(rank))
-                        self.pipeline = pipeline
-                    else:
-                        with multiprocess.get_context(self.start_method).Pool(min(self.workers, len(ranks))) as pool:
-                            stats = list(pool.imap_unordered(self._launch_run_for_rank, ranks))
-            finally:
-                quiet_datatrove_console()
-            merged = sum(stats, start=PipelineStats())  # a FailedTask raises here, once every task has ended
-            with self.logging_dir.open("stats.json", "wt") as f:
-                merged.save_to_disk(f)
-            return merged
-
-    return QuietLocalExecutor
 
 
 def _missing(executor, name: str, where: str) -> ExecutorError:
@@ -253,7 +115,7 @@ def ray_worker_setup() -> None:
     multiprocess.set_start_method("forkserver", force=True)
 
 
-class RayStageExecutor(RayPipelineExecutor):
+class RayStageExecutor(TaskSetup, RayPipelineExecutor):
     """datatrove's Ray executor that attaches to (or starts) the cluster, refuses tasks no node can hold, and fails
     the stage when a task did not finish (datatrove only logs it)."""
 
@@ -279,11 +141,6 @@ class RayStageExecutor(RayPipelineExecutor):
         if self.get_incomplete_ranks():
             raise _missing(self, self.stage_name, "Ray")
 
-    def _run_for_rank(self, rank: int, local_rank: int = 0, node_rank: int = -1):
-        configure_memory()
-        with task_threads(self.cpus_per_task):
-            return super()._run_for_rank(rank, local_rank, node_rank)
-
 
 # --------------------------------------------------------------------------------------------------------- Slurm
 
@@ -295,18 +152,6 @@ def default_env_command() -> str:
 
 def slurm_mem(gb: float) -> str:
     return f"{int(gb)}G" if float(gb).is_integer() else f"{round(gb * 1024)}M"
-
-
-class JobIdRecorder:
-    """Job id retriever for datatrove's `sbatch` calls that also remembers every id, in submission order."""
-
-    def __init__(self):
-        self.ids: list[str] = []
-
-    def __call__(self, output: str) -> str:
-        job_id = default_job_id_retriever(output, -1)
-        self.ids.append(job_id)
-        return job_id
 
 
 @dataclass
@@ -322,7 +167,15 @@ class Link:
         return not self.executor.get_incomplete_ranks()
 
 
-_CHAINS: dict[str, list[Link]] = {}
+class SlurmChain:
+    """The stages one build submitted since its driver last waited, in order: each waits (`afterok`) on the one
+    before. The build makes one and hands it to every stage's executor (it is not pickled into the jobs)."""
+
+    def __init__(self):
+        self.links: list[Link] = []
+
+    def __repr__(self) -> str:  # executor.json lists the executor's attributes
+        return f"SlurmChain({', '.join(link.executor.stage_name for link in self.links)})"
 
 
 def squeue_jobs() -> dict[str, list[tuple[str, str]]] | None:
@@ -354,7 +207,7 @@ def scancel(job_ids: list[str]) -> None:
         subprocess.run(["scancel", *job_ids], capture_output=True, text=True, timeout=120)
 
 
-class SlurmStageExecutor(SlurmPipelineExecutor):
+class SlurmStageExecutor(SlurmArrays):
     """datatrove's Slurm executor, run from the build driver as a link of a chain of job arrays.
 
     Driver side: submit the stage's array (`afterok` on the previous link's arrays), record its job ids in
@@ -362,31 +215,26 @@ class SlurmStageExecutor(SlurmPipelineExecutor):
     restart. At a barrier stage, wait until every link finished; a failed link cancels the rest of the chain.
     Inside a job (SLURM_ARRAY_TASK_ID set) it runs its tasks like datatrove's executor."""
 
-    def __init__(self, *, chain_key: str, barrier: bool, poll_seconds: float, stage_name: str, **kwargs):
+    def __init__(self, *, chain: SlurmChain, barrier: bool, poll_seconds: float, stage_name: str, **kwargs):
         super().__init__(**kwargs)
-        self.chain_key, self.barrier, self.poll_seconds, self.stage_name = chain_key, barrier, poll_seconds, stage_name
+        self.chain, self.barrier, self.poll_seconds, self.stage_name = chain, barrier, poll_seconds, stage_name
+
+    def __getstate__(self) -> dict:
+        """What datatrove pickles into `executor.pik` for the jobs: not the driver's chain (earlier executors)."""
+        return {k: v for k, v in self.__dict__.items() if k != "chain"}
 
     # ---- sbatch script
     def get_sbatch_args(self, max_array: int = 1) -> dict:
         args = super().get_sbatch_args(max_array)
         args["mem-per-cpu"] = slurm_mem(self.mem_per_cpu_gb)
-        args.update(self._sbatch_args)
+        args.update(self.extra_sbatch_args)  # the spec's sbatch_args win
         return {k: v for k, v in args.items() if v is not None and v != "None"}
-
-    def launch_merge_stats(self):
-        self._array_ids = list(self.job_id_retriever.ids)
-        super().launch_merge_stats()
-
-    def _run_for_rank(self, rank: int, local_rank: int = 0, node_rank: int = -1):
-        configure_memory()
-        with task_threads(self.cpus_per_task):
-            return super()._run_for_rank(rank, local_rank, node_rank)
 
     # ---- driver side
     def run(self):
         if "SLURM_ARRAY_TASK_ID" in os.environ:
             return super().run()
-        chain = _CHAINS.setdefault(self.chain_key, [])
+        chain = self.chain.links
         try:
             if self.get_incomplete_ranks():
                 chain.append(self._adopt() or self._submit(chain))
@@ -419,13 +267,7 @@ class SlurmStageExecutor(SlurmPipelineExecutor):
         return Link(self, live, rec.get("helpers", []))
 
     def _submit(self, chain: list[Link]) -> Link:
-        self.depends_job_id = self._dependency(chain)
-        self.job_id_retriever.ids.clear()
-        self._array_ids = None
-        self.launch_job()
-        ids = list(self.job_id_retriever.ids)
-        arrays = self._array_ids if self._array_ids is not None else ids
-        link = Link(self, arrays, ids[len(arrays):])
+        link = Link(self, *self.submit(self._dependency(chain)))
         with self.logging_dir.open(SLURM_JOBS_FILE, "w") as f:
             json.dump({"stage": self.stage_name, "arrays": link.arrays, "helpers": link.helpers,
                        "depends": self.depends_job_id,

@@ -1,19 +1,25 @@
-"""The build's stages as datatrove pipelines: each is (name, list of steps, task count)."""
+"""The build's stages as datatrove pipelines: each is (name, list of steps, task count); the steps of each stage
+of the registry (`stage_registry.STAGES`) for a build's context."""
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+import fsspec
+import pyarrow.parquet as pq
 from mixture.pipelines import dedup, steps, writers
 from mixture.pipelines.readers import RankFilesReader, SourceFiles
 from mixture.pipelines.shard_facts import ShardFacts
+from mixture.pipelines.stage_registry import ID_QUARANTINE, StageDef
 
 from mixture.spec.load import list_source_files_sized, resolve_uri
-from mixture.spec.models import Spec
+from mixture.spec.models import Execution, Spec
 from mixture.store import layout
 
-ID_QUARANTINE = "part-ids-${rank}.parquet"  # `_quarantine/` file of the duplicate-id check (one per task)
+
+class BuildError(RuntimeError):
+    """A build that cannot go on; the message says why and what to do."""
 
 
 @dataclass
@@ -29,6 +35,14 @@ class BuildContext:
     spec_dir: str
     store: str
     tasks: int
+    overrides: dict = field(default_factory=dict)  # execution settings given on the command line (None: not given)
+
+    def execution(self, stage: str | None = None) -> Execution:
+        """The spec's execution settings with the command-line overrides, then the stage's own `execution.stages`
+        entry, applied (the spec and its hash stay as they are)."""
+        given = {k: v for k, v in self.overrides.items() if v is not None}
+        ex = Execution.model_validate({**self.spec.execution.model_dump(), **given}) if given else self.spec.execution
+        return ex.for_stage(stage) if stage else ex
 
     def at(self, rel: str) -> str:
         return f"{self.store}/{rel}"
@@ -54,29 +68,22 @@ class BuildContext:
         """The near duplicates `minhash_cluster` lists (DROPS schema), None without fuzzy dedup."""
         return f"{self.work}/fuzzy_drops.parquet" if self.spec.processing.dedup.fuzzy.enabled else None
 
-    def task_side_files(self, stage: str) -> list[str]:
-        """Globs ({rank} = the task) of the files a task of `stage` writes under names it may not rewrite on a rerun."""
-        w = self.work
-        return {
-            "prepare": [self.at(f"{layout.QUARANTINE_DIR}/part-{{rank}}.parquet"), f"{w}/prepared/{{rank}}.parquet",
-                        f"{w}/tally/{{rank}}.json",
-                        *(self.at(f"{layout.dropped_dir(r)}/part-{{rank}}.parquet") for r in ("filtered", "contaminated"))],
-            "assign": [self.at("cluster=*/quality=*/*part-{rank}.parquet"), f"{w}/samples/{{rank}}.parquet",
-                       f"{w}/shard_facts/{{rank}}.json",
-                       self.at(f"{layout.QUARANTINE_DIR}/{ID_QUARANTINE.replace('${rank}', '{rank}')}"),
-                       *(self.at(f"{layout.dropped_dir(r)}/part-{{rank}}.parquet")
-                         for r in ("exact_duplicate", "fuzzy_duplicate"))],
-        }[stage]
+
+def build_stage(ctx: BuildContext, stage: StageDef) -> Stage:
+    """The stage's pipeline for this build; a stage with side files first removes those of an earlier attempt."""
+    pipeline = stage.steps_function()(ctx)
+    if stage.side_files:
+        pipeline = [steps.ClearTaskFiles([ctx.at(glob) for glob in stage.side_files]), *pipeline]
+    return Stage(stage.name, pipeline, stage.task_count(ctx.spec, ctx.tasks))
 
 
-def dedup_stages(ctx: BuildContext) -> list[Stage]:
-    """read → normalise → quarantine → gates → fingerprint → decontaminate → annotate, then the dedup decisions:
-    repeated ids and exact duplicates (DuckDB), MinHash LSH (band collisions). No stage after `prepare` reads the text."""
+def prepare_steps(ctx: BuildContext) -> list:
+    """read → normalise → quarantine → gates → fingerprint → decontaminate → annotate. No stage after `prepare`
+    reads the text: the dedup stages read only the ids, hashes and signatures it wrote."""
     p = ctx.spec.processing
     flt, fz, dc = p.filters, p.dedup.fuzzy, p.decontamination
     decontaminate = dc.enabled and bool(dc.benchmarks)
     prepare = [
-        steps.ClearTaskFiles(ctx.task_side_files("prepare")),
         steps_reader(ctx),
         steps.Normalize(),
         steps.Quarantine(writers.quarantine_writer(ctx.at(layout.QUARANTINE_DIR))),
@@ -93,18 +100,27 @@ def dedup_stages(ctx: BuildContext) -> list[Stage]:
     q = ctx.spec.partition.quality
     prepare += [steps.Annotate(q.scorer, q.fasttext_model and resolve_uri(q.fasttext_model, ctx.spec_dir), q.fasttext_label),
                 writers.work_writer(f"{ctx.work}/prepared")]
-    stages = [Stage("prepare", prepare, ctx.tasks),
-              Stage("find_duplicates", [dedup.FindDuplicates(f"{ctx.work}/prepared", f"{ctx.work}/drops.parquet",
-                                                             p.dedup.exact.enabled)], 1)]
-    if fz.enabled:
-        stages += [
-            Stage("minhash_sigs", [dedup.MinhashSigs(ctx.work, f"{ctx.work}/mh_sigs", fz.bands, fz.rows_per_band)], ctx.tasks),
-            Stage("minhash_buckets", [dedup.BandCollisions(f"{ctx.work}/mh_sigs", f"{ctx.work}/mh_buckets", fz.rows_per_band)],
-                  fz.bands),
-            Stage("minhash_cluster", [dedup.ResolveNearDuplicates(f"{ctx.work}/mh_buckets", f"{ctx.work}/prepared",
-                                                                  ctx.fuzzy_drops)], 1),
-        ]
-    return stages
+    return prepare
+
+
+def find_duplicates_steps(ctx: BuildContext) -> list:
+    """Repeated ids and exact duplicates (DuckDB over the prepared files)."""
+    return [dedup.FindDuplicates(f"{ctx.work}/prepared", f"{ctx.work}/drops.parquet",
+                                 ctx.spec.processing.dedup.exact.enabled)]
+
+
+def minhash_sigs_steps(ctx: BuildContext) -> list:
+    fz = ctx.spec.processing.dedup.fuzzy
+    return [dedup.MinhashSigs(ctx.work, f"{ctx.work}/mh_sigs", fz.bands, fz.rows_per_band)]
+
+
+def minhash_buckets_steps(ctx: BuildContext) -> list:
+    fz = ctx.spec.processing.dedup.fuzzy
+    return [dedup.BandCollisions(f"{ctx.work}/mh_sigs", f"{ctx.work}/mh_buckets", fz.rows_per_band)]
+
+
+def minhash_cluster_steps(ctx: BuildContext) -> list:
+    return [dedup.ResolveNearDuplicates(f"{ctx.work}/mh_buckets", f"{ctx.work}/prepared", ctx.fuzzy_drops)]
 
 
 def steps_reader(ctx: BuildContext):
@@ -113,21 +129,43 @@ def steps_reader(ctx: BuildContext):
     return SourceReader(ctx.sources(), f"{ctx.work}/tally")
 
 
-def sample_stage(ctx: BuildContext, rate: float) -> Stage:
-    return Stage("sample", [steps.SampleForFit(rate, ctx.spec.seed, ctx.work, ctx.fuzzy_drops, f"{ctx.work}/sample")],
-                 ctx.tasks)
+def count_kept(ctx: BuildContext) -> int:
+    """Documents dedup keeps: prepared rows (Parquet footers) minus the duplicate lists (footers too)."""
+    fs, root = fsspec.core.url_to_fs(ctx.work)
+    fs.invalidate_cache(root)  # written by the stage's workers (other processes)
+    total = 0
+    for p in fs.glob(f"{root}/prepared/*.parquet"):
+        with fs.open(p, "rb") as f:
+            total += pq.ParquetFile(f).metadata.num_rows
+    with fs.open(f"{root}/drops.parquet", "rb") as f:
+        total -= pq.ParquetFile(f).metadata.num_rows
+    if ctx.fuzzy_drops:
+        with fs.open(f"{root}/fuzzy_drops.parquet", "rb") as f:
+            total -= pq.ParquetFile(f).metadata.num_rows
+    return total
 
 
-def fit_stage(ctx: BuildContext) -> Stage:
+def sample_steps(ctx: BuildContext) -> list:
+    """The fit's sample; its rate (sample_docs of the documents dedup kept) is read from the dedup stages' results."""
+    total = count_kept(ctx)
+    if total == 0:
+        raise BuildError("no document survived cleaning, filtering and dedup; check the sources and filters")
+    return sample_for_fit(ctx, min(1.0, ctx.spec.partition.clusters.sample_docs / total))
+
+
+def sample_for_fit(ctx: BuildContext, rate: float) -> list:
+    return [steps.SampleForFit(rate, ctx.spec.seed, ctx.work, ctx.fuzzy_drops, f"{ctx.work}/sample")]
+
+
+def fit_steps(ctx: BuildContext) -> list:
     c, q = ctx.spec.partition.clusters, ctx.spec.partition.quality
     params = {"k": c.k, "fine_k": c.fine_k, "min_share": c.min_share, "embedding_dim": c.embedding_dim,
               "seed": ctx.spec.seed, "edges": list(q.edges), "embedder": c.embedder,
               "sentence_model": c.sentence_model and resolve_uri(c.sentence_model, ctx.spec_dir)}
-    return Stage("fit", [steps.FitModel(f"{ctx.work}/sample", ctx.at(layout.MODEL_DIR), params, f"{ctx.work}/fit_assignments")],
-                 1)
+    return [steps.FitModel(f"{ctx.work}/sample", ctx.at(layout.MODEL_DIR), params, f"{ctx.work}/fit_assignments")]
 
 
-def assign_stage(ctx: BuildContext) -> Stage:
+def assign_steps(ctx: BuildContext) -> list:
     s, c = ctx.spec.store, ctx.spec.partition
     assign = steps.Assign(ctx.at(layout.MODEL_DIR), tokenizer_ref(ctx), list(c.quality.edges), c.clusters.k,
                           s.keep_token_ids, s.samples_per_cell, s.exemplars_per_cell, ctx.spec.seed, f"{ctx.work}/samples",
@@ -136,9 +174,8 @@ def assign_stage(ctx: BuildContext) -> Stage:
         "duplicate_id": writers.quarantine_writer(ctx.at(layout.QUARANTINE_DIR), ID_QUARANTINE),
         **{r: writers.drop_writer(ctx.at(layout.dropped_dir(r)), r) for r in ("exact_duplicate", "fuzzy_duplicate")}})
     store = writers.store_writer(ctx.store, s.keep_token_ids, s.shard_bytes, s.compression)
-    return Stage("assign", [steps.ClearTaskFiles(ctx.task_side_files("assign")),
-                            RankFilesReader([f"{ctx.work}/prepared"], columns=ASSIGN_COLUMNS), route, assign, store,
-                            ShardFacts(ctx.store, f"{ctx.work}/shard_facts", store)], ctx.tasks)
+    return [RankFilesReader([f"{ctx.work}/prepared"], columns=ASSIGN_COLUMNS), route, assign, store,
+            ShardFacts(ctx.store, f"{ctx.work}/shard_facts", store)]
 
 
 ASSIGN_COLUMNS = ["id", "text", "source", "category", "origin", "content_type", "raw_score", "idx"]

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import heapq
-from collections import Counter
 
 import fsspec
 import numpy as np
 from datatrove.data import Document, DocumentsPipeline
 from datatrove.pipeline.base import PipelineStep
-from datatrove.pipeline.filters.base_filter import BaseFilter, get_filter_result
 from datatrove.pipeline.writers.disk_base import DiskWriter
-from datatrove.utils.typeshelper import StatHints
+from mixture.pipelines.datatrove_compat import CountedFilter
 
 from mixture.store.io import write_parquet_atomic
 from mixture.text.content_type import detect_content_type
@@ -56,33 +54,6 @@ class Quarantine(PipelineStep):
                     w.write(doc, rank)
                     continue
                 yield doc
-
-
-class CountedFilter(BaseFilter):
-    """datatrove's BaseFilter (one document at a time) that adds its counts (total, forwarded, dropped,
-    dropped_<reason>) to the stats once per task rather than four stats updates per document."""
-
-    def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
-        counts: Counter = Counter()
-        with self.exclusion_writer if self.exclusion_writer else contextlib.nullcontext() as writer:
-            try:
-                for doc in data:
-                    counts[StatHints.total] += 1
-                    keep, reason = get_filter_result(self.filter(doc))
-                    if keep:
-                        counts[StatHints.forwarded] += 1
-                        yield doc
-                        continue
-                    counts[StatHints.dropped] += 1
-                    if reason:
-                        counts[f"dropped_{reason}"] += 1
-                    if writer:
-                        if reason:
-                            doc.metadata["filter_reason"] = reason
-                        writer.write(doc, rank)
-            finally:
-                for label, n in counts.items():
-                    self.stat_update(label, value=n)
 
 
 class Gates(CountedFilter):

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import operator
-from collections import Counter
 
 from datatrove.data import Document
 from datatrove.pipeline.writers.parquet import ParquetWriter
-from datatrove.utils.typeshelper import StatHints
 from mixture.pipelines import schemas
+from mixture.pipelines.datatrove_compat import ParquetWriterBase
 
 from mixture.store.io import DigestingFile
 
@@ -29,14 +28,14 @@ def column_codecs(schema, codec: str | None) -> str | dict[str, str] | None:
     return {f.name: codec if f.name in BULKY else "snappy" for f in schema}
 
 
-class BoundedParquetWriter(ParquetWriter):
-    """datatrove's ParquetWriter with a bound on the text buffered across all its open files (an assign task keeps
-    one file open per cell, 200 in the reference partition, and 200 batches of STORE_BATCH documents would grow
-    with the input until every batch is full), without dictionary encoding or min/max statistics for long
-    text columns (measured on the demo store: 2.6× faster to write, 22 % smaller), the spec's codec for bulky
-    columns only (`column_codecs`), batches built column by column (3× faster than row by row), file names filled
-    once per file, stats counted per file, and, with `measure`, the facts of every file it wrote (`facts`: rows,
-    tokens, bytes, xxh64 by path)."""
+class BoundedParquetWriter(ParquetWriterBase):
+    """datatrove's ParquetWriter (through ParquetWriterBase: file names filled once per file, stats counted per
+    file) with a bound on the text buffered across all its open files (an assign task keeps one file open per
+    cell, 200 in the reference partition, and 200 batches of STORE_BATCH documents would grow with the input until
+    every batch is full), without dictionary encoding or min/max statistics for long text columns (measured on the
+    demo store: 2.6× faster to write, 22 % smaller), the spec's codec for bulky columns only (`column_codecs`),
+    batches built column by column (3× faster than row by row), and, with `measure`, the facts of every file it
+    wrote (`facts`: rows, tokens, bytes, xxh64 by path)."""
 
     def __init__(self, *args, measure: bool = False, **kwargs):
         super().__init__(*args, **kwargs)
@@ -46,90 +45,47 @@ class BoundedParquetWriter(ParquetWriter):
         self._open: dict[str, tuple[DigestingFile, list[int]]] = {}  # file, [rows, tokens]
         self.facts: dict[str, dict] = {}
         self._row = operator.itemgetter(*self.schema.names)  # an adapted row's values in schema order (≥ 2 columns)
-        self._fields = [f for f in self.output_filename.get_identifiers() if f != "rank"]  # metadata in the name
-        self._names: dict[tuple, tuple[str, str]] = {}  # those fields' values -> (file name, its stats label)
-        self._written: Counter = Counter()  # documents per stats label, added to the stats at close
 
-    def write(self, document: Document, rank: int = 0, **kwargs):
-        """datatrove's `write` (same names, same switch to a new file at max_file_size, same counts in the stats)
-        with the name template filled once per file rather than twice per document."""
-        if kwargs:
-            return super().write(document, rank, **kwargs)
-        key = (rank, *map(document.metadata.get, self._fields))
-        if key not in self._names:
-            self._names[key] = (self._get_output_filename(document, rank), self._get_output_filename(document, "XXXXX"))
-        original, label = self._names[key]
-        output = original
-        if self.max_file_size > 0:
-            output = self._get_filename_with_file_id(original)
-            if self._get_output_file_with_retry(output).tell() >= self.max_file_size:
-                self.file_id_counter[original] += 1
-                new_output = self._get_filename_with_file_id(original)
-                self._on_file_switch(original, output, new_output)
-                output = new_output
-        self._write(self.adapter(document), self._get_output_file_with_retry(output), original, output)
-        self._written[label] += 1
-
-    def run(self, data, rank: int = 0, world_size: int = 1):
-        with self:
-            for document in data:
-                self.write(document, rank)
-                yield document
-
-    def close(self):
-        for label, n in self._written.items():
-            self.stat_update(label, value=n)
-        if self._written:
-            self.stat_update(StatHints.total, value=sum(self._written.values()))
-        self._written.clear()
-        super().close()
-
-    def _write(self, document: dict, file_handler, filename: str, name: str | None = None):
+    def open_parquet(self, name: str, file_handler):
         import pyarrow.parquet as pq
 
-        if name is None:
-            name = self._get_filename_with_file_id(filename) if self.max_file_size > 0 else filename
-        if name not in self._writers:
-            short = [f.name for f in self.schema if f.name not in LONG_TEXT]
-            sink = file_handler
-            if self.measure:
-                sink = DigestingFile(file_handler)
-                self._open[name] = (sink, [0, 0])
-            self._writers[name] = pq.ParquetWriter(
-                sink, schema=self.schema, compression=column_codecs(self.schema, self.compression), use_dictionary=short,
-                write_statistics=short, use_content_defined_chunking=self.use_content_defined_chunking,
-                write_page_index=self.write_page_index)
+        short = [f.name for f in self.schema if f.name not in LONG_TEXT]
+        sink = file_handler
+        if self.measure:
+            sink = DigestingFile(file_handler)
+            self._open[name] = (sink, [0, 0])
+        return pq.ParquetWriter(
+            sink, schema=self.schema, compression=column_codecs(self.schema, self.compression), use_dictionary=short,
+            write_statistics=short, use_content_defined_chunking=self.use_content_defined_chunking,
+            write_page_index=self.write_page_index)
+
+    def row_buffered(self, name: str, row: dict) -> None:
         if self.measure:
             counts = self._open[name][1]
             counts[0] += 1
-            counts[1] += document.get("n_tokens") or 0
-        size = sum(len(document.get(c) or "") for c in LONG_TEXT)
+            counts[1] += row.get("n_tokens") or 0
+        size = sum(len(row.get(c) or "") for c in LONG_TEXT)
         self._chars[name] = self._chars.get(name, 0) + size
         self._pending += size
-        batch = self._batches[name]
-        batch.append(document)
-        if len(batch) == self.batch_size:
-            self._write_batch(name)
+
+    def rows_buffered(self) -> None:
         if self._pending > BUFFER_CHARS:  # write the largest batches until half the budget is left
             for big in sorted(self._chars, key=self._chars.get, reverse=True):
-                self._write_batch(big)
+                self.flush(big)
                 if self._pending <= BUFFER_CHARS // 2:
                     break
 
-    def _write_batch(self, filename: str):
+    def batch_flushed(self, name: str) -> None:
+        self._pending -= self._chars.pop(name, 0)
+
+    def record_batch(self, rows: list[dict]):
         import pyarrow as pa
 
-        self._pending -= self._chars.pop(filename, 0)
-        rows = self._batches.pop(filename, None)
-        if rows:
-            values = zip(*map(self._row, rows), strict=True)  # every schema here has several columns
-            columns = [pa.array(v, type=f.type) for v, f in zip(values, self.schema, strict=True)]
-            self._writers[filename].write_batch(pa.RecordBatch.from_arrays(columns, schema=self.schema))
+        values = zip(*map(self._row, rows), strict=True)  # every schema here has several columns
+        columns = [pa.array(v, type=f.type) for v, f in zip(values, self.schema, strict=True)]
+        return pa.RecordBatch.from_arrays(columns, schema=self.schema)
 
-    def close_file(self, filename: str):
-        name = self._get_filename_with_file_id(filename) if self.max_file_size > 0 and filename not in self._writers \
-            else filename
-        super().close_file(filename)
+    def file_closed(self, name: str) -> None:
         if name in self._open:  # the footer is written: the file is complete
             sink, (rows, tokens) = self._open.pop(name)
             self.facts[name] = {"rows": rows, "tokens": tokens, "bytes": sink.size, "xxh64": sink.digest.hexdigest()}

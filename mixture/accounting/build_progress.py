@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 
 from mixture.accounting.reader import StoreReader
 from mixture.accounting.side_files import dropped_files, quarantine_files
+from mixture.pipelines.stage_registry import order_key
 from mixture.store import layout
 
 StoreState = Literal["complete", "building", "missing"]
@@ -57,7 +58,7 @@ def stages(reader: StoreReader) -> pd.DataFrame:
     """One row per `_build/<stage>/`: tasks (executor.json world_size), completed (completions/), status."""
     rows = []
     lock = reader.exists(layout.LOCK_FILE)
-    for d in sorted(reader.fs.glob(reader.path(f"{layout.BUILD_DIR}/*"))):
+    for d in sorted(reader.fs.glob(reader.path(f"{layout.BUILD_DIR}/*")), key=order_key):  # pipeline order
         name = d.rstrip("/").rsplit("/", 1)[-1]
         if name in ("work", "LOCK") or not reader.fs.isdir(d):
             continue

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
+from mixture.pipelines import stage_registry  # light: stage names only, no datatrove
 from mixture.spec.amounts import parse_amount
 
 TokenAmount = Annotated[int, BeforeValidator(parse_amount), Field(description="tokens: 18.75T, 926B, 48e9 or an int")]
@@ -167,9 +168,6 @@ class StoreSection(Strict):
 class Execution(Strict):
     """Where the build's stages run: datatrove's local, Ray or Slurm executor (see docs/scaling.md)."""
 
-    STAGES: ClassVar[tuple[str, ...]] = ("prepare", "find_duplicates", "minhash_sigs", "minhash_buckets",
-                                         "minhash_cluster", "sample", "fit", "assign")
-
     class StageResources(Strict):
         """Per-stage overrides of the execution settings (e.g. more memory for `fit` and `minhash_cluster`)."""
 
@@ -206,9 +204,9 @@ class Execution(Strict):
     @field_validator("stages")
     @classmethod
     def _stage_names(cls, v: dict) -> dict:
-        unknown = sorted(set(v) - set(cls.STAGES))
+        unknown = sorted(set(v) - set(stage_registry.names()))
         if unknown:
-            raise ValueError(f"unknown stage(s) {', '.join(unknown)}; stages are {', '.join(cls.STAGES)}")
+            raise ValueError(f"unknown stage(s) {', '.join(unknown)}; stages are {', '.join(stage_registry.names())}")
         return v
 
     def for_stage(self, stage: str) -> Execution:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 import yaml
@@ -26,15 +25,12 @@ def ray_cluster():
 
 def test_ray_build_equals_local_build(tmp_path, demo_corpus, built_store, ray_cluster):
     from mixture.pipelines.build import build
-    from mixture.pipelines.executors import execution_overrides
 
     spec_path = tmp_path / "spec.yaml"
     spec_path.write_text(yaml.safe_dump(small_spec(str(demo_corpus), "store")))  # the very spec of built_store
-    t0 = time.perf_counter()
     # 14 tiny bucket tasks run as 2 Ray jobs of 7; settings given like CLI options, so the spec (and its hash) match
-    with execution_overrides(stages={"minhash_buckets": {"tasks_per_job": 7}}):
-        artifact = build(str(spec_path), executor="ray", progress=False)
-    elapsed = time.perf_counter() - t0
+    artifact = build(str(spec_path), executor="ray", progress=False,
+                     overrides={"stages": {"minhash_buckets": {"tasks_per_job": 7}}})
     assert ray.is_initialized()
     assert ray.cluster_resources()["CPU"] == 2  # the executor started a local cluster with the build's 2 workers
     store = tmp_path / "store"
@@ -48,4 +44,3 @@ def test_ray_build_equals_local_build(tmp_path, demo_corpus, built_store, ray_cl
         assert (saved["stage_name"], saved["local_cpus"], saved["tasks_per_job"]) == (stage, 2, per_job)
         assert len(list((d / "completions").iterdir())) == tasks
         assert len(list((d / "logs").glob("task_*.log"))) == tasks
-    assert elapsed < 120, elapsed

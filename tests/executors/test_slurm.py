@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mixture.spec.models import Execution
 from tests.conftest import small_spec
 from tests.executors import fake_slurm
 from tests.executors.fingerprint import assert_same_store
@@ -63,35 +62,33 @@ def _write_spec(root: Path, corpus: Path) -> Path:
     return spec_path
 
 
-def test_stage_names_match_the_build():
-    """`execution.stages` keys and the Slurm chain are defined on stage names: they must be the build's."""
+def test_the_driver_waits_after_the_last_dedup_stage_and_assign():
+    """The Slurm chains come from the stage registry: a barrier before `sample` (it reads the kept count) and at
+    the end; every other stage is chained behind the one before."""
     import copy
 
-    from mixture.pipelines.executors import driver_waits_after
-    from mixture.pipelines.stages import BuildContext, assign_stage, dedup_stages, fit_stage, sample_stage
+    from mixture.pipelines.stage_registry import driver_waits_after, planned
 
     from mixture.spec.models import Spec
 
     raw = {**small_spec("corpus"), "sources": [{"name": "s", "uri": "/nonexistent", "format": "jsonl"}]}
     spec = Spec.model_validate(raw)
-    ctx = BuildContext(spec, ".", "/tmp/store", 2)
-    ctx.sources = lambda: []
-    ctx.benchmarks = lambda: []
-    dedup = [s.name for s in dedup_stages(ctx)]
-    names = [*dedup, sample_stage(ctx, 0.5).name, fit_stage(ctx).name, assign_stage(ctx).name]
-    assert names == list(Execution.STAGES)
-    assert [n for n in names if driver_waits_after(spec, n)] == [dedup[-1], "assign"] == ["minhash_cluster", "assign"]
+    names = [s.name for s in planned(spec)]
+    assert names == ["prepare", "find_duplicates", "minhash_sigs", "minhash_buckets", "minhash_cluster", "sample",
+                     "fit", "assign"]
+    assert [n for n in names if driver_waits_after(spec, n)] == ["minhash_cluster", "assign"]
     raw = copy.deepcopy(raw)
     raw["processing"]["dedup"]["fuzzy"]["enabled"] = False
-    ctx.spec = no_fuzzy = Spec.model_validate(raw)
-    dedup = [s.name for s in dedup_stages(ctx)]
-    assert [n for n in dedup if driver_waits_after(no_fuzzy, n)] == [dedup[-1]] == ["find_duplicates"]
+    no_fuzzy = Spec.model_validate(raw)
+    names = [s.name for s in planned(no_fuzzy)]
+    assert names == ["prepare", "find_duplicates", "sample", "fit", "assign"]
+    assert [n for n in names if driver_waits_after(no_fuzzy, n)] == ["find_duplicates", "assign"]
+    assert driver_waits_after(spec, "not_a_stage")  # the safe default: wait
 
 
 @pytest.mark.slow
 def test_slurm_build_fails_cleanly_then_resumes_to_the_local_store(tmp_path, demo_corpus, built_store, slurm, monkeypatch):
     from mixture.pipelines.build import BuildError, build
-    from mixture.pipelines.executors import execution_overrides
 
     spec_path = _write_spec(tmp_path / "run", demo_corpus)
     store = tmp_path / "run" / "store"
@@ -99,8 +96,8 @@ def test_slurm_build_fails_cleanly_then_resumes_to_the_local_store(tmp_path, dem
     # 1. find_duplicates fails on the "cluster": the jobs queued behind it never start; the driver notices at its
     #    first barrier (minhash_cluster), cancels them and names the stage that failed
     monkeypatch.setenv("FAKE_SLURM_FAIL", "demo.find_duplicates")
-    with execution_overrides(**SETTINGS), pytest.raises(BuildError) as failed:
-        build(str(spec_path), executor="slurm", progress=False)
+    with pytest.raises(BuildError) as failed:
+        build(str(spec_path), executor="slurm", progress=False, overrides=SETTINGS)
     msg = str(failed.value)
     first = _stage_jobs(slurm)
     assert "stage 'find_duplicates'" in msg and "1 of 1 tasks did not finish on Slurm" in msg, msg
@@ -117,8 +114,7 @@ def test_slurm_build_fails_cleanly_then_resumes_to_the_local_store(tmp_path, dem
     # 2. rerun: finished stages are not resubmitted, find_duplicates and the rest are; the store equals the local one
     monkeypatch.delenv("FAKE_SLURM_FAIL")
     n_before = len(_jobs(slurm))
-    with execution_overrides(**SETTINGS):
-        artifact = build(str(spec_path), executor="slurm", progress=False)
+    artifact = build(str(spec_path), executor="slurm", progress=False, overrides=SETTINGS)
     fp = assert_same_store(store, built_store.store)
     _settle(slurm)
     assert artifact["counters"] == fp["artifact"]["counters"]
@@ -219,3 +215,40 @@ def test_sbatch_arguments_without_partition_or_time(tmp_path):
     assert args["output"] == f"{tmp_path}/logs/prepare/%A_%a.out"
     script = ex.get_launch_file_contents(args, "true")
     assert "module load python" in script and "None" not in script
+
+
+def test_submit_tells_the_arrays_from_the_merge_stats_job(tmp_path, slurm):
+    """datatrove's `launch_job` queues one array per `max_array_size` elements, then calls `launch_merge_stats`:
+    `SlurmArrays.submit` (datatrove_compat) returns the array jobs and that helper job apart."""
+    from mixture.pipelines.datatrove_compat import JobIdRecorder, SlurmArrays
+    from mixture.pipelines.executors import default_env_command
+
+    ex = SlurmArrays([], tasks=3, time=None, partition=None, max_array_size=2,
+                     job_name="demo.split", env_command=default_env_command(), job_id_retriever=JobIdRecorder(),
+                     logging_dir=str(tmp_path / "logs"))
+    arrays, helpers = ex.submit(None)
+    _settle(slurm)
+    jobs = {j["id"]: j for j in _jobs(slurm)}
+    assert sorted(jobs) == sorted([*arrays, *helpers]) and len(arrays) == 2 and len(helpers) == 1
+    assert [jobs[j]["directives"]["array"] for j in arrays] == ["0-1", "0-1"]
+    assert "merge_stats" in Path(jobs[helpers[0]]["script"]).read_text()
+    assert jobs[helpers[0]]["dependency"] == f"afterok:{arrays[-1]}"
+    assert ex.get_incomplete_ranks() == [] and all(jobs[j]["state"] == "COMPLETED" for j in jobs)
+
+
+def test_command_line_settings_apply_over_the_spec_and_under_its_stage_entries(tmp_path):
+    """`mixture build --cpus-per-task 4 ...` (BuildContext.overrides): over the spec's settings, None ignored,
+    `execution.stages` entries still on top; the spec itself is left as it is."""
+    from mixture.pipelines.executors import make_executor
+    from mixture.pipelines.stages import BuildContext, Stage
+
+    from mixture.spec.models import Spec
+
+    spec = Spec.model_validate({**small_spec("corpus"), "execution": {"executor": "slurm", **SETTINGS}})
+    ctx = BuildContext(spec, str(tmp_path), str(tmp_path / "store"), 2,
+                       {"cpus_per_task": 4, "mem_per_cpu_gb": 3, "partition": None, "time": "02:00:00"})
+    prepare = make_executor(ctx, Stage("prepare", [], 2), "slurm", 2)
+    fit = make_executor(ctx, Stage("fit", [], 1), "slurm", 2)
+    assert (prepare.cpus_per_task, prepare.mem_per_cpu_gb, prepare.partition, prepare.time) == (4, 3, "cpu", "02:00:00")
+    assert (fit.cpus_per_task, fit.mem_per_cpu_gb, fit.time) == (4, 6, "01:00:00")  # the spec's stage entry wins
+    assert spec.execution.cpus_per_task == 1 and ctx.execution().time == "02:00:00"

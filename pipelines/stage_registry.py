@@ -1,0 +1,116 @@
+"""The build's stages, in pipeline order: the one place a stage is added. The spec's `execution.stages` names, the
+build loop, the Slurm chains and the explorer's stage order all come from `STAGES`.
+
+Light on purpose (no datatrove import): the spec validation imports it; a stage's steps are imported when it is built."""
+
+from __future__ import annotations
+
+import importlib
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from mixture.store import layout
+
+if TYPE_CHECKING:
+    from mixture.spec.models import Spec
+
+TASKS = "tasks"  # a stage's task count: the build's (execution.tasks, or --tasks)
+ID_QUARANTINE = "part-ids-${rank}.parquet"  # `_quarantine/` file of the duplicate-id check (one per task)
+FUZZY = "processing.dedup.fuzzy.enabled"
+
+
+@dataclass(frozen=True)
+class StageDef:
+    """One stage: a datatrove pipeline run as `tasks` tasks, its logs and completions in `_build/<name>/`.
+
+    `chained`: the stage is built without reading the results of the stages before it, so a Slurm build submits it
+    right behind them (`afterok`) and the driver does not wait. False, the safe default: the driver waits until every
+    earlier stage has finished (it reads their results to build this one)."""
+
+    name: str
+    about: str  # one line, for the docs and the build's progress display
+    steps: str  # "module:function": the function that returns the stage's steps for a BuildContext
+    tasks: int | str  # a number, TASKS, or the dotted spec field that holds the count
+    when: str | None = None  # the dotted boolean spec field that turns the stage on; None: every build runs it
+    chained: bool = False
+    # globs under the store ({rank}: the task, 5 digits) of the files a task writes under names its rerun may not
+    # rewrite; the stage's first step removes them (see steps.ClearTaskFiles)
+    side_files: tuple[str, ...] = ()
+
+    def runs(self, spec: Spec) -> bool:
+        return self.when is None or bool(operator.attrgetter(self.when)(spec))
+
+    def task_count(self, spec: Spec, tasks: int) -> int:
+        if isinstance(self.tasks, int):
+            return self.tasks
+        return tasks if self.tasks == TASKS else int(operator.attrgetter(self.tasks)(spec))
+
+    def steps_function(self) -> Callable:
+        module, _, function = self.steps.partition(":")
+        return getattr(importlib.import_module(module), function)
+
+
+def _drop_files(*reasons: str) -> tuple[str, ...]:
+    return tuple(f"{layout.dropped_dir(r)}/part-{{rank}}.parquet" for r in reasons)
+
+
+STAGES: tuple[StageDef, ...] = (
+    StageDef("prepare", "read, clean, filter, fingerprint and score every document",
+             "mixture.pipelines.stages:prepare_steps", TASKS, chained=True,
+             side_files=(f"{layout.QUARANTINE_DIR}/part-{{rank}}.parquet", f"{layout.WORK_DIR}/prepared/{{rank}}.parquet",
+                         f"{layout.WORK_DIR}/tally/{{rank}}.json", *_drop_files("filtered", "contaminated"))),
+    StageDef("find_duplicates", "repeated ids and exact duplicates (DuckDB)",
+             "mixture.pipelines.stages:find_duplicates_steps", 1, chained=True),
+    StageDef("minhash_sigs", "MinHash signatures of the kept fuzzy-group documents",
+             "mixture.pipelines.stages:minhash_sigs_steps", TASKS, when=FUZZY, chained=True),
+    StageDef("minhash_buckets", "candidate near-duplicate pairs, one task per band",
+             "mixture.pipelines.stages:minhash_buckets_steps", "processing.dedup.fuzzy.bands", when=FUZZY, chained=True),
+    StageDef("minhash_cluster", "near-duplicate clusters: the first of each is kept",
+             "mixture.pipelines.stages:minhash_cluster_steps", 1, when=FUZZY, chained=True),
+    # not chained: its sample rate comes from the number of documents dedup kept
+    StageDef("sample", "a seeded sample of the kept documents for the fit",
+             "mixture.pipelines.stages:sample_steps", TASKS),
+    StageDef("fit", "embedder, clusters, labels and quality calibration",
+             "mixture.pipelines.stages:fit_steps", 1, chained=True),
+    StageDef("assign", "route duplicates; cluster, score and tokenize; write the cells",
+             "mixture.pipelines.stages:assign_steps", TASKS, chained=True,
+             side_files=("cluster=*/quality=*/*part-{rank}.parquet", f"{layout.WORK_DIR}/samples/{{rank}}.parquet",
+                         f"{layout.WORK_DIR}/shard_facts/{{rank}}.json",
+                         f"{layout.QUARANTINE_DIR}/{ID_QUARANTINE.replace('${rank}', '{rank}')}",
+                         *_drop_files("exact_duplicate", "fuzzy_duplicate"))),
+)
+
+
+def names() -> tuple[str, ...]:
+    """Every stage's name, in pipeline order (the keys `execution.stages` accepts)."""
+    return tuple(s.name for s in STAGES)
+
+
+def get(name: str) -> StageDef:
+    for s in STAGES:
+        if s.name == name:
+            return s
+    raise KeyError(f"no stage {name!r}; stages are {', '.join(names())}")
+
+
+def planned(spec: Spec) -> list[StageDef]:
+    """The stages a build of `spec` runs, in order."""
+    return [s for s in STAGES if s.runs(spec)]
+
+
+def driver_waits_after(spec: Spec, name: str) -> bool:
+    """True after the last stage and before a stage that is not chained: a Slurm driver waits there; the stages in
+    between are submitted as one chain of `afterok` dependencies. A stage not in the registry is a barrier."""
+    plan = [s.name for s in planned(spec)]
+    if name not in plan:
+        return True
+    i = plan.index(name)
+    return i == len(plan) - 1 or not get(plan[i + 1]).chained
+
+
+def order_key(stage: str) -> tuple[int, str]:
+    """Sort key of stages (names, or paths that end in one) in pipeline order; other names come after, by name."""
+    name, order = stage.rstrip("/").rpartition("/")[2], names()
+    return (order.index(name), "") if name in order else (len(order), name)
