@@ -216,3 +216,30 @@ def test_schema_describes_the_datasets_fields():
     assert "datasets" in props["format"]["enum"]
     for f in ("split", "subset", "revision", "streaming"):
         assert "format: datasets" in props[f]["description"], f
+
+
+def test_saved_dataset_at_an_fsspec_uri(hf_data):
+    """A saved dataset at a non-local URI is checked, listed and read file by file like a local one."""
+    import fsspec
+    from mixture.pipelines.readers import SourceFiles, SourceReader
+
+    from mixture.spec.datasets_source import check_dataset_source, dataset_units
+    from mixture.spec.models import Source
+
+    local = str(hf_data["root"] / "saved_dict")
+    fsspec.filesystem("memory").put(local, "/hfds-test/saved_dict", recursive=True)
+    remote = "memory://hfds-test/saved_dict"
+    src = Source(name="saved-dict", uri=remote, format="datasets", split="train")
+    assert check_dataset_source(src, remote) == []
+    assert check_dataset_source(src.model_copy(update={"text_field": "body"}), remote)[0][0] == "text_field"
+
+    def read(uri: str) -> list[tuple]:
+        units = dataset_units(src, uri)
+        files = SourceFiles(src.name, src.category, src.format, units.base, units.units, src.text_field, src.id_field,
+                            False, units.sizes, units)
+        reader = SourceReader([files], "memory://hfds-test/tally")
+        return [(d.id, d.text, d.metadata.get("_bad")) for f in units.units for d in reader.read_file(files, f)]
+
+    docs = read(remote)
+    assert docs == read(local) and len(docs) == 25 + 40 + 4
+    assert sorted(r for _, _, r in docs if r) == ["empty_text", "empty_text", "missing_text", "wrong_type"]
