@@ -28,11 +28,11 @@ def read_dataset_unit(src: SourceFiles, rel: str, make_doc: MakeDoc) -> Document
         yield from _read_arrow(src, rel, make_doc)
 
 
-def _records(src: SourceFiles, rel: str, start: int, columns: dict[str, list], raw: Callable[[int], Callable[[], str]],
-             make_doc: MakeDoc) -> Iterator[Document]:
-    """Documents of one decoded batch (`columns`: text and id values); a null text is a missing one (a columnar
-    dataset has no other way to lack a field), a dataset without the text column quarantines every record."""
-    n = len(next(iter(columns.values()))) if columns else 0
+def _records(src: SourceFiles, rel: str, start: int, n: int, columns: dict[str, list],
+             raw: Callable[[int], Callable[[], str]], make_doc: MakeDoc) -> Iterator[Document]:
+    """Documents of one decoded batch of `n` rows (`columns`: its text and id values, those it has); a null text is
+    a missing one (a columnar dataset has no other way to lack a field), a dataset without the text column
+    quarantines every record."""
     for j in range(n):
         idx = start + j
         if src.text_field not in columns:
@@ -66,9 +66,7 @@ def _read_arrow(src: SourceFiles, rel: str, make_doc: MakeDoc) -> DocumentsPipel
                 def raw(j: int, batch=batch, values=values) -> Callable[[], str]:
                     return lambda: _dumps({**batch.slice(j, 1).to_pylist()[0], **{c: v[j] for c, v in values.items()}})
 
-                if not cols:  # neither text nor id column: still one record per row
-                    values = {"__row__": [None] * batch.num_rows}
-                yield from _records(src, rel, idx, values, raw, make_doc)
+                yield from _records(src, rel, idx, batch.num_rows, values, raw, make_doc)
                 idx += batch.num_rows
     except Exception as exc:  # noqa: BLE001 - not Arrow, permission, unreachable: name the file, go on
         yield bad_record(src, rel, idx, "unreadable_file", _describe(exc), b"")
@@ -102,7 +100,7 @@ def _read_shard(src: SourceFiles, rel: str, make_doc: MakeDoc) -> DocumentsPipel
             def raw(j: int, batch=batch) -> Callable[[], str]:
                 return lambda: _dumps({c: v[j] for c, v in batch.items()})
 
-            yield from _records(src, rel, idx, cols or {"__row__": [None] * rows}, raw, make_doc)
+            yield from _records(src, rel, idx, rows, cols, raw, make_doc)
             idx += rows
     except (ValueError, TypeError, KeyError, pa.ArrowException) as exc:
         if isinstance(exc, OSError):

@@ -135,3 +135,13 @@ def test_mixture_without_manifest_or_shard_is_refused(mixture_folder, tmp_path):
     (copy / "manifest.json").unlink()
     with pytest.raises(FileNotFoundError, match="manifest.json"):
         load_mixture(str(copy))
+
+
+@pytest.mark.slow
+def test_mixture_at_an_fsspec_uri(mixture_folder):
+    import fsspec
+
+    fsspec.filesystem("memory").put(str(mixture_folder), "/hf-out-test/mixture", recursive=True)
+    manifest = json.loads((mixture_folder / "manifest.json").read_text())
+    ds = load_mixture("memory://hf-out-test/mixture", columns=["n_tokens"], streaming=True)
+    assert sum(r["n_tokens"] for r in ds) == sum(p["tokens"] for p in manifest["phases"])

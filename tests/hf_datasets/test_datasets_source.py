@@ -243,3 +243,42 @@ def test_saved_dataset_at_an_fsspec_uri(hf_data):
     docs = read(remote)
     assert docs == read(local) and len(docs) == 25 + 40 + 4
     assert sorted(r for _, _, r in docs if r) == ["empty_text", "empty_text", "missing_text", "wrong_type"]
+
+
+def test_read_time_problems_are_quarantined(tmp_path):
+    """What validation cannot see (a hub dataset, a file changed since) is bad input at read time, every row counted:
+    a saved dataset without the text column, an Arrow file that is not one, a data file that does not parse."""
+    import datasets
+    from mixture.pipelines.readers import SourceFiles, SourceReader
+
+    from mixture.spec.datasets_source import dataset_units
+    from mixture.spec.models import Source
+
+    datasets.Dataset.from_dict({"body": ["one text", "two texts", "three"]}).save_to_disk(str(tmp_path / "other"))
+    folder = tmp_path / "files" / "data"
+    folder.mkdir(parents=True)
+    (folder / "a.jsonl").write_text('{"text": "a fine first record"}\n{"text": "and a second"}\n')
+    (folder / "b.jsonl").write_text('{"text": "fine"}\n')
+
+    def read(uri: str, listed_with: str = "text") -> tuple[SourceReader, SourceFiles, list]:
+        """Listed with text_field `listed_with` (as when the build started), read with text_field: text."""
+        units = dataset_units(Source(name="s", uri=uri, format="datasets", text_field=listed_with), uri)
+        files = SourceFiles("s", "web", "datasets", units.base, units.units, "text", "id", False, units.sizes, units)
+        reader = SourceReader([files], str(tmp_path / "tally"))
+        return reader, files, [d for f in units.units for d in reader.read_file(files, f)]
+
+    _, _, docs = read(str(tmp_path / "other"), listed_with="body")
+    assert [(d.metadata["_bad"], d.metadata["_record"]) for d in docs] == [("missing_text", i) for i in range(3)]
+    assert json.loads(docs[1].metadata["_raw"]) == {"body": "two texts"}
+
+    arrow = next((tmp_path / "other").glob("*.arrow"))
+    arrow.write_bytes(b"not an arrow stream")
+    _, _, docs = read(str(tmp_path / "other"), listed_with="body")
+    assert [d.metadata["_bad"] for d in docs] == ["unreadable_file"] and docs[0].metadata["_file"] == arrow.name
+
+    reader, files, docs = read(str(tmp_path / "files"))
+    assert [d.id for d in docs] == [f"s/train/shard-0000{f}-of-00002/{i}" for f, i in ((0, 0), (0, 1), (1, 0))]
+    (folder / "b.jsonl").write_text('{"text": "fine"}\n{"text": broken\n')  # changed after the listing
+    docs = [d for f in files.files for d in reader.read_file(files, f)]
+    assert [d.metadata.get("_bad") for d in docs][:2] == [None, None]
+    assert docs[-1].metadata["_bad"] == "unreadable_file" and docs[-1].metadata["_file"] == "train/shard-00001-of-00002"
