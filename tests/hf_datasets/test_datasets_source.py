@@ -282,3 +282,21 @@ def test_read_time_problems_are_quarantined(tmp_path):
     docs = [d for f in files.files for d in reader.read_file(files, f)]
     assert [d.metadata.get("_bad") for d in docs][:2] == [None, None]
     assert docs[-1].metadata["_bad"] == "unreadable_file" and docs[-1].metadata["_file"] == "train/shard-00001-of-00002"
+
+
+def test_a_hub_dataset_that_cannot_be_resolved_stops_the_build_with_its_name(tmp_path, monkeypatch):
+    """A hub name passes validate (no network then) and is resolved when the build starts; offline here."""
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    spec = {"name": "hub", "sources": [{"name": "fw", "uri": "hf://datasets/someorg/somecorpus", "format": "datasets",
+                                        "split": "train"}],
+            "store": {"uri": str(tmp_path / "store")}, "execution": {"tasks": 2, "workers": 1}}
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    assert CliRunner().invoke(app, ["validate", str(path)]).exit_code == 0
+    res = CliRunner().invoke(app, ["build", str(path)])
+    out = " ".join(res.output.split())
+    assert res.exit_code == 1, res.output
+    assert "source 'fw': cannot resolve hub dataset 'someorg/somecorpus' at revision main" in out, out
+    assert not (tmp_path / "store" / "store.json").exists() and not (tmp_path / "store" / "_build" / "LOCK").exists()
