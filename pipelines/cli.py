@@ -76,6 +76,7 @@ def register(app: typer.Typer) -> None:
         from mixture.pipelines.executors import EXECUTORS
 
         from mixture.spec.cli import load_or_exit
+        from mixture.spec.datasets_source import DatasetSourceError
 
         load_or_exit(spec)
         if executor is not None and executor not in EXECUTORS:
@@ -86,7 +87,7 @@ def register(app: typer.Typer) -> None:
         try:
             artifact = run_build(str(spec), executor=executor, tasks=tasks, workers=workers, break_lock=break_lock,
                                  keep_work=keep_work, overrides=overrides)
-        except BuildError as exc:
+        except (BuildError, DatasetSourceError) as exc:  # a hub dataset is resolved when the build starts
             err.print(f"[bold red]build failed[/] {exc}", highlight=False)
             raise typer.Exit(1) from None
         from mixture.spec.load import resolve_uri, spec_dir

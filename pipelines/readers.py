@@ -17,6 +17,7 @@ import zstandard
 from datatrove.data import Document, DocumentsPipeline
 from datatrove.pipeline.base import PipelineStep
 
+from mixture.spec.datasets_source import DatasetUnits
 from mixture.store.io import write_json_atomic
 
 RAW_KEEP = 1_000_000  # characters of a bad record kept in quarantine (its full size is recorded too)
@@ -35,6 +36,7 @@ class SourceFiles:
     id_field: str | None
     exempt: bool
     sizes: tuple[int | None, ...] = ()  # bytes of each file, from the listing (balances the tasks)
+    dataset: DatasetUnits | None = None  # format: datasets: what `files` are (Arrow files or shards) and how to open them
 
 
 def bad_record(src: SourceFiles, rel: str, idx: int, reason: str, detail: str, raw: bytes | str | Callable) -> Document:
@@ -169,7 +171,11 @@ class SourceReader(PipelineStep):
 
     def read_file(self, src: SourceFiles, rel: str) -> DocumentsPipeline:
         path = f"{src.base}/{rel}"
-        if src.format == "parquet" or (src.format == "hf" and rel.endswith(".parquet")):
+        if src.dataset is not None:
+            from mixture.pipelines.dataset_reader import read_dataset_unit
+
+            yield from read_dataset_unit(src, rel, self._make_doc)
+        elif src.format == "parquet" or (src.format == "hf" and rel.endswith(".parquet")):
             yield from self._read_parquet(src, rel, path)
         else:
             yield from self._read_jsonl(src, rel, path)

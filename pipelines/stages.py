@@ -13,6 +13,7 @@ from mixture.pipelines.readers import RankFilesReader, SourceFiles
 from mixture.pipelines.shard_facts import ShardFacts
 from mixture.pipelines.stage_registry import ID_QUARANTINE, StageDef
 
+from mixture.spec.datasets_source import dataset_units
 from mixture.spec.load import list_source_files_sized, resolve_uri
 from mixture.spec.models import Execution, Spec
 from mixture.store import layout
@@ -54,6 +55,11 @@ class BuildContext:
     def sources(self) -> list[SourceFiles]:
         out = []
         for s in self.spec.sources:
+            if s.format == "datasets":  # Arrow files or IterableDataset shards (hub datasets resolve here)
+                units = dataset_units(s, resolve_uri(s.uri, self.spec_dir))
+                out.append(SourceFiles(s.name, s.category, s.format, units.base, units.units, s.text_field, s.id_field,
+                                       s.exempt_from_fuzzy_dedup, units.sizes, units))
+                continue
             base, files = list_source_files_sized(resolve_uri(s.uri, self.spec_dir), s.format)
             out.append(SourceFiles(s.name, s.category, s.format, base, tuple(f for f, _ in files), s.text_field,
                                    s.id_field, s.exempt_from_fuzzy_dedup, tuple(size for _, size in files)))

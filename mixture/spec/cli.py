@@ -52,6 +52,11 @@ def register(app: typer.Typer) -> None:
         if not offline:
             for src in s.sources:
                 uri = resolve_uri(src.uri, base)
+                if src.format == "datasets":
+                    from mixture.spec.datasets_source import describe_dataset_source
+
+                    out.print(escape(f"  {src.name:<24} {src.format:<9} {describe_dataset_source(src, uri)}  {uri}"))
+                    continue
                 n = "hub" if uri.startswith("hf://") else len(list_source_files(uri, src.format)[1])
                 out.print(escape(f"  {src.name:<24} {src.format:<9} {n} file(s)  {uri}"))
         out.print(escape(f"  store → {resolve_uri(s.store.uri, base)}"))

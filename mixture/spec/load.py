@@ -116,6 +116,12 @@ def _check_resources(spec: Spec, base_dir: str) -> list[SpecProblem]:
         uri = resolve_uri(src.uri, base_dir)
         if src.format == "hf" and uri.startswith("hf://"):
             continue  # hub datasets resolve at read time (network)
+        if src.format == "datasets":
+            from mixture.spec.datasets_source import check_dataset_source
+
+            problems += [SpecProblem(f"sources[{i}].{key}", f"source {src.name!r}: {msg}")
+                         for key, msg in check_dataset_source(src, uri)]
+            continue
         try:
             _, files = list_source_files(uri, src.format)
         except Exception as exc:  # permission, bad protocol, unreachable bucket

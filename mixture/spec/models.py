@@ -5,7 +5,16 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from mixture.pipelines import stage_registry  # light: stage names only, no datatrove
 from mixture.spec.amounts import parse_amount
@@ -20,13 +29,35 @@ class Strict(BaseModel):
 
 
 class Source(Strict):
-    """One input source: files under a local path/glob or any fsspec URI (gs://, s3://, hf://, memory://)."""
+    """One input source: files under a local path/glob or any fsspec URI (gs://, s3://, hf://, memory://), or a
+    Hugging Face dataset read with the `datasets` library (`format: datasets`)."""
+
+    DATASETS_FIELDS: ClassVar[tuple[str, ...]] = ("split", "subset", "revision", "streaming")
 
     name: str = Field(pattern=NAME_RE, description="unique name; becomes the `source` column")
-    uri: str = Field(min_length=1, description="path, glob or fsspec URI, relative paths are relative to the spec")
-    format: Literal["jsonl", "jsonl.gz", "jsonl.zst", "parquet", "hf"] = Field(
-        description="file format; `hf`: the Parquet/JSONL files of a Hugging Face dataset (a local copy or hf://datasets/...)"
+    uri: str = Field(
+        min_length=1,
+        description="path, glob or fsspec URI, relative paths are relative to the spec; `format: datasets`: a folder "
+                    "written by save_to_disk (local or fsspec URI), a local folder of data files, or hf://datasets/<org>/<name>",
     )
+    format: Literal["jsonl", "jsonl.gz", "jsonl.zst", "parquet", "hf", "datasets"] = Field(
+        description="file format; `hf`: the Parquet/JSONL files of a Hugging Face dataset (a local copy or "
+                    "hf://datasets/...); `datasets`: a dataset read with the `datasets` library (save_to_disk folder, "
+                    "load_dataset of a hub dataset or a local folder of data files)"
+    )
+    split: str | None = Field(
+        None, description="format: datasets: the split to read (default: the dataset's only split; a dataset with "
+                          "several needs one named)")
+    subset: str | None = Field(
+        None, description="format: datasets: the subset (configuration) name given to load_dataset (`name=`); not for "
+                          "a save_to_disk folder")
+    revision: str | None = Field(
+        None, description="format: datasets: the git revision (branch, tag or commit) of a hub dataset (default: "
+                          "the main branch, pinned to its commit when the build starts)")
+    streaming: bool = Field(
+        True, description="format: datasets, load_dataset: read the data files as they are, each task its shards "
+                          "(true); false: download and prepare the Arrow cache first on the machine that runs the "
+                          "build, the tasks read it (put HF_DATASETS_CACHE on shared storage for a cluster)")
     text_field: str = "text"
     id_field: str | None = Field("id", description="field holding a stable id; null: ids from file + record index")
     category: str = Field("web", description="web, code, math, multilingual, specialized, synthetic, …")
@@ -34,6 +65,24 @@ class Source(Strict):
     exempt_from_fuzzy_dedup: bool = Field(False, description="skip MinHash dedup (exact dedup still applies)")
     synthetic: bool = False
     machine_translated: bool = False
+
+    @model_validator(mode="after")
+    def _datasets_fields(self) -> Source:
+        if self.format != "datasets":
+            used = [f for f in self.DATASETS_FIELDS if f in self.model_fields_set]
+            if used:
+                raise ValueError(f"{', '.join(used)} appl{'y' if len(used) > 1 else 'ies'} to format: datasets only "
+                                 f"(this source has format: {self.format})")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # the datasets-only fields stay out of other sources' dumps: the spec hash of existing specs is unchanged
+        data = handler(self)
+        if self.format != "datasets":
+            for f in self.DATASETS_FIELDS:
+                data.pop(f, None)
+        return data
 
 
 class LengthFilter(Strict):
