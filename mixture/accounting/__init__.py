@@ -5,8 +5,11 @@ Python API (the planner, the explorer and the CLI all go through it)::
     from mixture.accounting import StoreReader, audit, report, matrix, diff, cell_table
 
     reader = StoreReader("gs://bucket/store")     # any local path or fsspec URI; caches small artifacts
-    reader.artifact                                # parsed store.json (raises StoreNotReady while building)
-    reader.is_complete, reader.ledgers()           # store.json present?; every readable cell ledger
+    reader.store_info                              # store.json as mixture.store.formats.StoreArtifact (raises
+                                                   # StoreNotReady while building, FormatError naming bad fields)
+    reader.ledger_models()                         # {cell dir: Ledger} of every ledger matching its format
+    reader.artifact                                # store.json as a plain dict, unvalidated (prefer store_info)
+    reader.is_complete, reader.ledgers()           # store.json present?; every valid cell ledger as a dict
     reader.shard_files()                           # finished shards: ledger-listed AND present (never partials)
     con = reader.connect()                         # DuckDB connection with the views below
 
@@ -20,10 +23,11 @@ Python API (the planner, the explorer and the CLI all go through it)::
         # keys…, [label], [quality_name], tokens, tokens_h, docs, share, mean_tokens_per_doc
     matrix(reader, value="tokens"|"docs"|"share") -> DataFrame   # cluster x quality, with labels and totals
     source_counts(reader) -> DataFrame   # per-source table (name, tokens, category, docs, share, license, …)
+    load_counts(store | file) -> Counts   # per-cell counts (counts.py): a store, or .csv/.json/.yaml holding
+        # cell,tokens[,docs] rows, a {cell: tokens} map, a mix file's available_tokens or a store.json
     diff(a, b, ids=True, samples=3) -> DiffResult
-        # a/b: StoreReader, store URI, or counts file (.csv/.json/.yaml: cell,tokens[,docs]; mix file
-        # available_tokens; store.json); .cells (per-cell deltas, entered/left ids), .summary, .added,
-        # .removed, .incompatibilities (tokenizer, k, quality_levels, bucket_edges)
+        # a/b: StoreReader, store URI, counts file or Counts; .cells (per-cell deltas, entered/left ids),
+        # .summary, .added, .removed, .incompatibilities (tokenizer, k, quality_levels, bucket_edges)
     write_synthetic_store(uri, docs=None, k=4, ...)  # a valid small store for tests and benchmarks
 
 DuckDB views on `reader.connect()`:
@@ -40,7 +44,8 @@ sources (per-source recount), checksums (xxh64), and with --deep tokens (re-toke
 """
 
 from mixture.accounting.checks import AuditResult, Check, Failure, audit
-from mixture.accounting.diffs import Counts, DiffResult, diff, load_counts
+from mixture.accounting.counts import CellCount, Counts, CountsError, load_counts, store_counts
+from mixture.accounting.diffs import DiffResult, diff
 from mixture.accounting.reader import StoreNotReady, StoreReader, open_fs
 from mixture.accounting.reports import matrix, report, source_counts
 from mixture.accounting.synthetic import synthetic_documents, write_synthetic_store
@@ -54,8 +59,10 @@ from mixture.accounting.tables import (
 
 __all__ = [
     "AuditResult",
+    "CellCount",
     "Check",
     "Counts",
+    "CountsError",
     "DiffResult",
     "Failure",
     "StoreNotReady",
@@ -72,6 +79,7 @@ __all__ = [
     "report",
     "source_counts",
     "source_table",
+    "store_counts",
     "synthetic_documents",
     "write_synthetic_store",
 ]

@@ -25,7 +25,7 @@ def test_audit_passes_on_valid_store(store: Path, template_store) -> None:
     result = audit(StoreReader(str(store)), deep=True, sample=50)
     assert result.status == "ok", result.messages()
     assert [c.status for c in result.checks] == ["pass"] * len(result.checks)
-    n_shards = sum(c["shards"] for c in template_store[1]["cells"])
+    n_shards = sum(c.shards for c in template_store[1].cells)
     assert result.check("files").checked == n_shards == 45
     assert result.check("checksums").checked == n_shards
     assert result.check("tokens (deep)").checked == 50

