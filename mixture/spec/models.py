@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from mixture.spec.amounts import parse_amount
+from mixture.spec.mixture_section import MixtureSection
 
 TokenAmount = Annotated[int, BeforeValidator(parse_amount), Field(description="tokens: 18.75T, 926B, 48e9 or an int")]
 NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
@@ -232,7 +233,7 @@ class Spec(Strict):
     partition: Partition = Partition()
     store: StoreSection
     execution: Execution = Execution()
-    mixture: dict[str, Any] | None = Field(None, description="the planner's section (see docs/planner.md)")
+    mixture: MixtureSection | None = Field(None, description="the planner's section (see docs/planner.md)")
 
     @field_validator("tokenizer")
     @classmethod

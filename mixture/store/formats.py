@@ -82,22 +82,35 @@ def parse_model(model: type[M], data: Any, file: str, hint: str = "") -> M:
         raise FormatError(file, validation_problems(exc), hint) from None
 
 
+def load_json(raw: bytes | str, file: str, hint: str = "") -> Any:
+    """Parsed JSON text; FormatError (naming `file`, the line and the column) when it is not JSON."""
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise FormatError(file, [("", f"not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}")],
+                          hint) from None
+    except UnicodeDecodeError as exc:
+        raise FormatError(file, [("", f"not valid JSON: not UTF-8 text ({exc})")], hint) from None
+
+
 def parse_json(model: type[M], raw: bytes | str, file: str, hint: str = "") -> M:
     """Parse JSON text into `model`; invalid JSON and a wrong shape both raise FormatError naming `file`."""
+    return parse_model(model, load_json(raw, file, hint), file, hint)
+
+
+def read_bytes(uri: str, hint: str = "") -> bytes:
+    """The bytes of a file at a local path or any fsspec URI; FormatError when there is no such file."""
+    fs, path = fsspec.core.url_to_fs(str(uri))
     try:
-        data = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        where = f" (line {exc.lineno}, column {exc.colno})" if isinstance(exc, json.JSONDecodeError) else ""
-        raise FormatError(file, [("", f"not valid JSON{where}: {exc}")], hint) from None
-    return parse_model(model, data, file, hint)
+        with fs.open(path, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        raise FormatError(str(uri), [("", "no such file")], hint) from None
 
 
 def read_model(model: type[M], uri: str, hint: str = "") -> M:
-    """Read a JSON file at a local path or any fsspec URI into `model` (FileNotFoundError when it is absent)."""
-    fs, path = fsspec.core.url_to_fs(str(uri))
-    with fs.open(path, "rb") as f:
-        raw = f.read()
-    return parse_json(model, raw, str(uri), hint)
+    """Read a JSON file at a local path or any fsspec URI into `model` (FormatError when absent or wrong)."""
+    return parse_json(model, read_bytes(uri, hint), str(uri), hint)
 
 
 def write_model(fs: fsspec.AbstractFileSystem, path: str, model: BaseModel, indent: int | None = 1) -> None:
