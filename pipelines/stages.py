@@ -11,7 +11,7 @@ from mixture.pipelines.shard_facts import ShardFacts
 
 from mixture.spec.load import list_source_files_sized, resolve_uri
 from mixture.spec.models import Spec
-from mixture.store import layout
+from mixture.store import drops, layout
 
 ID_QUARANTINE = "part-ids-${rank}.parquet"  # `_quarantine/` file of the duplicate-id check (one per task)
 
@@ -60,12 +60,11 @@ class BuildContext:
         return {
             "prepare": [self.at(f"{layout.QUARANTINE_DIR}/part-{{rank}}.parquet"), f"{w}/prepared/{{rank}}.parquet",
                         f"{w}/tally/{{rank}}.json",
-                        *(self.at(f"{layout.dropped_dir(r)}/part-{{rank}}.parquet") for r in ("filtered", "contaminated"))],
+                        *(self.at(f"{r.folder}/part-{{rank}}.parquet") for r in drops.dropped_by("prepare"))],
             "assign": [self.at("cluster=*/quality=*/*part-{rank}.parquet"), f"{w}/samples/{{rank}}.parquet",
                        f"{w}/shard_facts/{{rank}}.json",
                        self.at(f"{layout.QUARANTINE_DIR}/{ID_QUARANTINE.replace('${rank}', '{rank}')}"),
-                       *(self.at(f"{layout.dropped_dir(r)}/part-{{rank}}.parquet")
-                         for r in ("exact_duplicate", "fuzzy_duplicate"))],
+                       *(self.at(f"{r.folder}/part-{{rank}}.parquet") for r in drops.dropped_by("assign"))],
         }[stage]
 
 
@@ -134,7 +133,7 @@ def assign_stage(ctx: BuildContext) -> Stage:
                           assignments_folder=f"{ctx.work}/fit_assignments")
     route = dedup.RouteDrops(ctx.work, ctx.fuzzy_drops, {
         "duplicate_id": writers.quarantine_writer(ctx.at(layout.QUARANTINE_DIR), ID_QUARANTINE),
-        **{r: writers.drop_writer(ctx.at(layout.dropped_dir(r)), r) for r in ("exact_duplicate", "fuzzy_duplicate")}})
+        **{r.name: writers.drop_writer(ctx.at(r.folder), r.name) for r in drops.dropped_by("assign")}})
     store = writers.store_writer(ctx.store, s.keep_token_ids, s.shard_bytes, s.compression)
     return Stage("assign", [steps.ClearTaskFiles(ctx.task_side_files("assign")),
                             RankFilesReader([f"{ctx.work}/prepared"], columns=ASSIGN_COLUMNS), route, assign, store,

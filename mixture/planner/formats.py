@@ -67,18 +67,18 @@ class Component(Format):
 class PlanPhase(Format):
     """One training phase."""
 
-    name: str
+    name: str = Field(description="the phase's name")
     tokens: int = Field(ge=0, description="the phase's token budget")
     weights: dict[str, float] = Field(description="weight of every cell, summing to 1")
     start_step: int | None = Field(None, description="first step of the phase (with a batch size)")
     end_step: int | None = Field(None, description="the step after its last (with a batch size)")
-    components: list[Component]
+    components: list[Component] = Field(description="the loader's components: cells, the tail, validation sets")
 
 
 class CellPhase(Format):
     """A cell in one phase."""
 
-    weight: float = Field(ge=0)
+    weight: float = Field(ge=0, description="the cell's weight in the phase")
     tokens: int = Field(ge=0, description="tokens drawn: the phase budget apportioned by largest remainder")
     sequences: int = Field(ge=0, description="sequences per block of its component")
     realised_weight: float = Field(ge=0, description="its share of the block (a tail cell: the tail's share × "
@@ -89,9 +89,9 @@ class CellPhase(Format):
 class PlanCell(Format):
     """A cell of the counts."""
 
-    cell: str = Field(pattern=CELL_PATTERN)
-    cluster: int = Field(ge=0)
-    quality: int = Field(ge=0)
+    cell: str = Field(pattern=CELL_PATTERN, description="cell name cNNqQ")
+    cluster: int = Field(ge=0, description="topic cluster")
+    quality: int = Field(ge=0, description="quality bucket")
     available_tokens: int = Field(ge=0, description="N_c: tokens in the store")
     docs: int | None = Field(description="documents in the store (null: not known)")
     component: str = Field(description="its component: itself or `tail`")
@@ -102,28 +102,32 @@ class PlanCell(Format):
 class Tail(Format):
     """Cells too small to mix alone, concatenated into one component."""
 
-    min_tokens: int = Field(ge=0)
-    cells: list[str]
+    min_tokens: int = Field(ge=0, description="tail_min_tokens: cells below it are in the tail")
+    cells: list[str] = Field(description="the tail's cells")
     tokens: int = Field(ge=0, description="Σ N_c of its cells")
 
 
 class ValidationSet(Format):
-    name: str
-    uri: str | None = None
+    """A validation set: a component with weight 0 in every phase."""
+
+    name: str = Field(description="its name (must not be a cell's)")
+    uri: str | None = Field(None, description="where it is (from the spec)")
     weight: float = Field(0.0, description="always 0")
 
 
 class Steps(Format):
     """Phase boundaries in steps, on multiples of m = B / gcd(B, batch)."""
 
-    batch_sequences: int = Field(gt=0)
-    tokens_per_step: int = Field(gt=0)
-    total_steps: int = Field(ge=0)
-    m: int = Field(gt=0)
+    batch_sequences: int = Field(gt=0, description="sequences per step")
+    tokens_per_step: int = Field(gt=0, description="batch · seq_len")
+    total_steps: int = Field(ge=0, description="S: train_steps, or budget / tokens_per_step")
+    m: int = Field(gt=0, description="B / gcd(B, batch): boundaries fall on multiples of m")
     starts: list[int] = Field(description="first step of every phase")
 
 
 class ExposureSummary(Format):
+    """Exposure (epochs) over the whole run."""
+
     cap: float = Field(description="max_epochs")
     max: float | None = Field(description="the largest finite exposure (null when a cell's is infinite)")
     max_cell: str | None = Field(description="the cell with the largest exposure")
@@ -133,22 +137,26 @@ class ExposureSummary(Format):
 
 
 class TopExposure(Format):
-    cell: str
-    exposure: float | None
-    available_tokens: int
+    """One of the cells with the highest exposure."""
+
+    cell: str = Field(description="cell name")
+    exposure: float | None = Field(description="epochs (null: infinite)")
+    available_tokens: int = Field(ge=0, description="N_c")
     tokens: int = Field(description="tokens drawn over all phases")
     weights: dict[str, float] = Field(description="per phase name")
 
 
 class LadderSteps(Format):
-    total_steps: int
-    starts: list[int]
+    """A rung's steps (with a batch size)."""
+
+    total_steps: int = Field(ge=0, description="X / (batch · seq_len)")
+    starts: list[int] = Field(description="first step of every phase")
 
 
 class LadderRung(Format):
     """A smaller run of the scaling ladder: each cell truncated to ⌊N_c·X/T⌋ (simulated epoching)."""
 
-    name: str
+    name: str = Field(description="the rung's name (e.g. the model size)")
     tokens: int = Field(ge=0, description="X: the rung's budget")
     scale: float = Field(description="X / T")
     phase_tokens: dict[str, int] = Field(description="per phase name: its budget at this rung")
@@ -163,18 +171,18 @@ class Repair(Format):
     """How a repaired plan was derived from the plan it repairs."""
 
     repaired_from: str = Field(description="plan_id of the original plan")
-    method: Literal["water-filling", "linear-program"]
-    l1_total: float
-    l1_by_phase: dict[str, float]
+    method: Literal["water-filling", "linear-program"] = Field(description="how the weights were repaired")
+    l1_total: float = Field(description="Σ over phases of Σ_c |w' − w|")
+    l1_by_phase: dict[str, float] = Field(description="per phase name: Σ_c |w' − w|")
     capped_cells: list[str] = Field(description="cells held at the cap")
-    cap: float
-    message: str
+    cap: float = Field(description="the exposure cap repaired to")
+    message: str = Field(description="what was done, for people")
 
 
 class MarinInfo(Format):
     """What an imported Marin mix JSON had beyond counts and weights (so that exporting gives it back)."""
 
-    key_order: list[str]
+    key_order: list[str] = Field(description="the file's keys in their order")
     phase_budgets: list[int | float] | None = Field(description="the budgets as written in the file")
     extra: dict[str, Any] = Field(description="keys the planner does not use, kept as they were")
 
@@ -186,22 +194,22 @@ class Plan(Format):
     kind: Literal["mixture-plan"] = Field(description="always mixture-plan")
     plan_id: str = Field(description="xxh64 of what the plan draws: phases (tokens, weights), counts, settings")
     name: str = Field(description="the spec's name")
-    source: PlanSource
+    source: PlanSource = Field(description="where the counts came from")
     tokenizer: str | None = Field(description="the store's tokenizer")
     store_uri: str | None = Field(description="the store to materialize from")
     k: int = Field(ge=0, description="clusters of the partition")
-    settings: PlanSettings
+    settings: PlanSettings = Field(description="the settings of the plan")
     budget: int = Field(ge=0, description="Σ phase tokens")
     available_tokens: int = Field(ge=0, description="Σ N_c")
-    phases: list[PlanPhase]
-    cells: list[PlanCell]
-    tail: Tail | None
-    validation: list[ValidationSet]
-    steps: Steps | None
-    exposure: ExposureSummary
+    phases: list[PlanPhase] = Field(description="the training phases, in order")
+    cells: list[PlanCell] = Field(description="every cell of the counts, in their order")
+    tail: Tail | None = Field(description="the tail component (null: none)")
+    validation: list[ValidationSet] = Field(description="validation sets (weight 0)")
+    steps: Steps | None = Field(description="phase boundaries in steps (null without a batch size)")
+    exposure: ExposureSummary = Field(description="exposure over the run")
     top_exposure: list[TopExposure] = Field(description="the 10 cells with the highest exposure")
-    ladder: list[LadderRung]
-    warnings: list[PlanWarning]
+    ladder: list[LadderRung] = Field(description="the scaling ladder's rungs")
+    warnings: list[PlanWarning] = Field(description="warnings, each naming its cells")
     repair: Repair | None = Field(description="set on a repaired plan (`plan.repaired.json`)")
     marin: MarinInfo | None = Field(None, description="set when the counts came from a Marin mix JSON")
 
@@ -244,16 +252,16 @@ class ManifestShard(Format):
     """One written Parquet shard of a phase."""
 
     path: str = Field(description="file name, relative to the phase folder")
-    rows: int = Field(ge=0)
-    tokens: int = Field(ge=0)
-    bytes: int = Field(ge=0)
+    rows: int = Field(ge=0, description="documents in the file")
+    tokens: int = Field(ge=0, description="Σ n_tokens of its documents")
+    bytes: int = Field(ge=0, description="file size in bytes")
     xxh64: str = Field(pattern=r"^[0-9a-f]{16}$", description="hex xxHash64 of the file's bytes")
 
 
 class ManifestCellPhase(Format):
     """What one cell gave one phase."""
 
-    planned_tokens: int = Field(ge=0)
+    planned_tokens: int = Field(ge=0, description="the plan's tokens of the cell in the phase")
     docs: int = Field(ge=0, description="documents drawn (a draw below half a document can take none)")
     tokens: int = Field(ge=0, description="tokens drawn (within one document of planned_tokens)")
     passes: list[int] = Field(description="the seeded permutations (passes over the cell) the documents come from")
@@ -263,13 +271,13 @@ class ManifestCellPhase(Format):
 class PhaseManifest(Format):
     """`phase=NAME/_manifest.json` (and an entry of manifest.json `phases`)."""
 
-    name: str
-    planned_tokens: int = Field(ge=0)
+    name: str = Field(description="the phase's name")
+    planned_tokens: int = Field(ge=0, description="the phase's budget in the plan")
     tokens: int = Field(ge=0, description="tokens written")
     docs: int = Field(ge=0, description="documents written")
     tolerance: int = Field(ge=0, description="Σ over cells of their largest document: the allowed drift")
-    max_doc_tokens: int = Field(ge=0)
-    shards: list[ManifestShard]
+    max_doc_tokens: int = Field(ge=0, description="the largest document of the phase's cells")
+    shards: list[ManifestShard] = Field(description="the phase's Parquet files, in order")
     cells: dict[str, ManifestCellPhase] = Field(description="per cell")
 
 
@@ -278,7 +286,7 @@ class ManifestCell(Format):
 
     available_tokens: int = Field(ge=0, description="tokens of the cell in the store")
     planned_available_tokens: int = Field(ge=0, description="the plan's N_c")
-    docs_in_store: int = Field(ge=0)
+    docs_in_store: int = Field(ge=0, description="documents of the cell in the store")
     max_doc_tokens: int = Field(ge=0, description="its largest document")
 
 
@@ -287,10 +295,10 @@ class Manifest(Format):
 
     format: Literal[1] = Field(description="format version of the manifest")
     plan_id: str = Field(description="the plan materialized")
-    plan_name: str
+    plan_name: str = Field(description="the plan's name")
     store_uri: str = Field(description="the store drawn from")
-    seed: int
+    seed: int = Field(description="the permutation seed drawn with")
     shard_bytes: int = Field(gt=0, description="text bytes per shard")
     cells: dict[str, ManifestCell] = Field(description="per used cell")
     count_mismatch: list[str] = Field(description="cells whose store counts differ from the plan's")
-    phases: list[PhaseManifest]
+    phases: list[PhaseManifest] = Field(description="per phase, in order (each also in phase=NAME/_manifest.json)")

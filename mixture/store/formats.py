@@ -289,26 +289,26 @@ class StoreArtifact(Format):
     """`store.json`: what a complete store holds; written last, atomically (its presence means complete)."""
 
     format_version: Literal[1] = Field(description="format version of store.json")
-    spec: SpecRef
+    spec: SpecRef = Field(description="the spec the store was built from")
     code_version: str = Field(description="version of mixture that built the store")
     created: str = Field(description="UTC time the build finished, ISO 8601 (2026-11-30T10:00:00Z)")
     tokenizer: str = Field(description="the spec's tokenizer (tiktoken:<encoding> or hf:<tokenizer.json>)")
     seed: int | None = Field(None, description="the spec's seed")
-    partition: PartitionInfo
+    partition: PartitionInfo = Field(description="how documents were partitioned into cells")
     raw_score_cutoffs: dict[str, list[float]] = Field(
         default_factory=dict, description="per content type, the raw scores at the calibrated bucket edges")
     calibration_docs: dict[str, int] = Field(default_factory=dict,
                                              description="per content type, sample documents of its calibration")
-    dedup: DedupInfo | None = None
+    dedup: DedupInfo | None = Field(None, description="the dedup settings")
     clusters: list[ClusterEntry] = Field(description="every cluster 0..k-1")
     cells: list[CellEntry] = Field(description="every non-empty cell, by path")
     empty_cells: list[str] = Field(default_factory=list, description="cells of the partition with no document")
     sources: list[SourceEntry] = Field(description="every source of the spec")  # type: ignore[valid-type]
-    counters: Counters  # type: ignore[valid-type]
+    counters: Counters = Field(description="the record funnel")  # type: ignore[valid-type]
     filtered_by_reason: dict[str, int] = Field(default_factory=dict, description="filtered documents per gate")
     bad_input_by_reason: dict[str, int] = Field(default_factory=dict, description="bad input records per reason")
-    fit: FitInfo | None = None
-    samples: SamplesInfo | None = None
+    fit: FitInfo | None = Field(None, description="the frozen fit's sample and settings")
+    samples: SamplesInfo | None = Field(None, description="the sample files")
 
     def cell_entries(self) -> dict[str, CellEntry]:
         return {c.cell: c for c in self.cells}

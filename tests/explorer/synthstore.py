@@ -209,9 +209,14 @@ def build_store(root: Path, k: int = 5, scale: int = 1, shards_per_cell: int = 1
     return artifact.model_dump(mode="json")
 
 
-def build_plan(path: Path, artifact: dict, cap: float = 8.0) -> dict:
-    """A plan in the explorer's minimal shape whose exposures put a known set of cells over `cap`."""
-    cells = {c["cell"]: c["tokens"] for c in artifact["cells"]}
+def plan_inputs(store: Path, cap: float = 8.0):
+    """Planner inputs over the store's counts whose exposures put a known set of cells (names[1::7]: c00q1, c01q3,
+    c03q0, c04q2 for k=5) over `cap`, with a ladder whose smaller rung cuts cells to zero."""
+    from mixture.planner.counts import load_counts
+    from mixture.planner.plan import PhaseInput, PlanInputs
+
+    counts = load_counts(str(store))
+    cells = {n: c.tokens for n, c in counts.cells.items()}
     names = sorted(cells)
     total = sum(cells.values())
     hot = set(names[1::7])  # these get weight that pushes them over the cap
@@ -219,15 +224,21 @@ def build_plan(path: Path, artifact: dict, cap: float = 8.0) -> dict:
     raw1 = {n: cells[n] * (1.0 + (i % 3)) for i, n in enumerate(names)}
     w0 = {n: v / sum(raw0.values()) for n, v in raw0.items()}
     w1 = {n: v / sum(raw1.values()) for n, v in raw1.items()}
-    budgets = [3.0 * total, 1.0 * total]
-    exposure = {n: (budgets[0] * w0[n] + budgets[1] * w1[n]) / cells[n] for n in names}
-    plan = {
-        "phases": [{"name": "phase0", "tokens": budgets[0], "weights": w0},
-                   {"name": "phase1", "tokens": budgets[1], "weights": w1}],
-        "cells": {n: {"tokens": cells[n], "exposure": exposure[n]} for n in names},
-        "max_epochs": cap,
-        "warnings": [f"{names[0]} gets zero sequences per block", "tail group: 2 cells concatenated"],
-        "ladder": [{"run": "tiny", "tokens": 2 * total / 1000}, {"run": "small", "tokens": total / 10}],
-    }
+    return PlanInputs(counts, [PhaseInput("phase0", 3 * total, w0), PhaseInput("phase1", total, w1)],
+                      max_epochs=cap, name="synthetic",
+                      ladder=[{"name": "tiny", "tokens": 2 * total // 1000}, {"name": "small", "tokens": total // 10}])
+
+
+def build_plan(path: Path, store: Path, cap: float = 8.0, repaired: bool = False):
+    """Plan the store with the real planner (see `plan_inputs`) and write plan.json at `path`, and with `repaired`
+    the cap-repaired plan beside it as `mixture plan --out` does; returns the plan."""
+    from mixture.planner.plan import compute_plan
+    from mixture.planner.run import repair_plan
+
+    inputs = plan_inputs(store, cap)
+    plan = compute_plan(inputs)
     _write_json(plan, path)
+    if repaired:
+        _, fixed = repair_plan(inputs, plan)
+        _write_json(fixed, path.with_name(path.stem + ".repaired.json"))
     return plan
