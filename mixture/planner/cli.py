@@ -119,8 +119,12 @@ def export_cmd(
     if fmt not in FORMATS:
         raise _fail(console, f"--format: expected one of {', '.join(FORMATS)}, found {fmt!r}")
     try:
-        text = export_plan(load_plan(plan_path), fmt)
-    except (PlanInputError, ExportError) as exc:
+        plan = load_plan(plan_path)
+    except PlanInputError as exc:
+        raise _fail(console, str(exc)) from None
+    try:
+        text = export_plan(plan, fmt)
+    except ExportError as exc:
         raise _fail(console, f"{plan_path}: {exc}") from None
     if out:
         write_atomic(out, text)

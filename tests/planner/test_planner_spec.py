@@ -110,3 +110,25 @@ def test_plan_cli_writes_plan_repaired_plan_and_exit_codes(tmp_path: Path):
     res = runner.invoke(app, ["plan", str(spec2), "--counts", str(counts2), "--format", "json"])
     assert res.exit_code == 0, res.output
     assert parse_plan(json.loads(res.stdout), "stdout").exposure.max == pytest.approx(1.0)
+
+
+def test_a_file_that_is_not_a_plan_is_refused_with_how_to_write_one(tmp_path: Path):
+    alias = tmp_path / "alias.json"
+    alias.write_text(json.dumps({"phases": [{"name": "a", "tokens_budget": 10, "weights": {"c00q0": 1.0}}],
+                                 "cells": {"c00q0": {"tokens": 10, "exposure": 1.0}}, "max_epochs": 8}))
+    runner = CliRunner()
+    for args in (["export", str(alias), "--format", "csv"], ["materialize", str(alias), "--out", str(tmp_path / "m")],
+                 ["realised", str(tmp_path), str(alias)]):
+        res = runner.invoke(app, args)
+        assert res.exit_code == 2, (args, res.output)
+        text = " ".join(res.output.split())
+        assert "kind: expected a plan written by `mixture plan` (kind: mixture-plan)" in text
+        assert "mixture plan SPEC --out plan.json" in text
+    spec, counts = write_spec(tmp_path, {"budget": "10K", "phases": [{"name": "a", "weights": "proportional"}]})
+    plan = tmp_path / "plan.json"
+    assert runner.invoke(app, ["plan", str(spec), "--counts", str(counts), "--out", str(plan)]).exit_code == 0
+    data = json.loads(plan.read_text())
+    data["phases"][0]["tokens"] = 1.5
+    plan.write_text(json.dumps(data))
+    res = runner.invoke(app, ["export", str(plan), "--format", "csv"])
+    assert res.exit_code == 2 and "phases[0].tokens: Input should be a valid integer, found 1.5" in res.output
