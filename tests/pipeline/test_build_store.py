@@ -123,7 +123,7 @@ def test_large_document_filtered(built_store):
 
 
 def test_token_totals_agree(built_store):
-    art = built_store.artifact
+    art = built_store.artifact.model_dump(mode="json")
     docs = store_docs(built_store.store, ["n_tokens"])
     parquet_sum = int(np.sum(docs.column("n_tokens").to_numpy()))
     ledgers = [json.loads(p.read_text()) for p in built_store.store.glob("cluster=*/quality=*/_ledger.json")]
@@ -171,7 +171,7 @@ def test_quality_levels_populated_and_calibrated(built_store):
 
 
 def test_clusters(built_store):
-    art = built_store.artifact
+    art = built_store.artifact.model_dump(mode="json")
     k = art["partition"]["k"]
     assert [c["id"] for c in art["clusters"]] == list(range(k))
     labels = [c["label"] for c in art["clusters"]]
@@ -186,7 +186,7 @@ def test_clusters(built_store):
 
 
 def test_samples_per_cell(built_store):
-    art = built_store.artifact
+    art = built_store.artifact.model_dump(mode="json")
     uniform = pq.read_table(built_store.store / "_samples" / "uniform.parquet").to_pandas()
     per_cell = uniform.groupby(["cluster", "quality"]).size()
     for c in art["cells"]:
@@ -211,4 +211,4 @@ def test_rebuild_is_identical(built_store, store_builder, tmp_path):
     a, b = ids_by_cell(built_store.store), ids_by_cell(again.store)
     assert a.equals(b)
     strip = lambda art: {k: v for k, v in art.items() if k not in ("created", "spec")}  # noqa: E731
-    assert strip(built_store.artifact) == strip(again.artifact)
+    assert strip(built_store.artifact.model_dump(mode="json")) == strip(again.artifact.model_dump(mode="json"))

@@ -152,12 +152,12 @@ def test_gcs_explorer_overview_and_store_pages(gcs_store: dict, monkeypatch) -> 
     monkeypatch.delenv("MIXTURE_PLAN", raising=False)
     monkeypatch.delenv("MIXTURE_STORE_B", raising=False)
     at = run(timeout=60)
-    tokens = art["counters"]["tokens_out"]
-    assert at.header[0].value == (f"{humanize(tokens)} tokens across {len(art['clusters'])} semantic domains "
+    tokens = art.counters.tokens_out
+    assert at.header[0].value == (f"{humanize(tokens)} tokens across {len(art.clusters)} semantic domains "
                                   "and 5 calibrated quality buckets")
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["documents"] == f"{art['counters']['records_out']:,}"
-    assert metrics["cells"] == str(len(art["cells"]))
+    assert metrics["documents"] == f"{art.counters.records_out:,}"
+    assert metrics["cells"] == str(len(art.cells))
     run("store", timeout=60)
 
 

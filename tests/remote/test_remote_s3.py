@@ -35,9 +35,9 @@ def test_s3_build_and_audit_match_local_build(s3: Remote, demo_corpus: Path, bui
     assert code == 0, out
     checks = {c["name"]: c for c in json.loads(out)["checks"]}
     assert checks["checksums"]["status"] == "pass"
-    assert checks["checksums"]["checked"] == sum(c["shards"] for c in artifact["cells"])
+    assert checks["checksums"]["checked"] == sum(c.shards for c in artifact.cells)
     # a rerun of the finished build is a no-op that returns the same artifact
-    assert build(str(spec_path), progress=False)["counters"] == artifact["counters"]
+    assert build(str(spec_path), progress=False).counters == artifact.counters
 
 
 def test_s3_materialize_from_a_local_store(s3: Remote, built_store, tmp_path) -> None:
