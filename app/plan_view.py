@@ -13,7 +13,10 @@ from typing import Any
 
 import pandas as pd
 
+from mixture.planner.counts import PlanInputError, is_marin_mix
 from mixture.planner.formats import NOT_A_PLAN, LadderRung, Plan, is_plan, parse_plan
+from mixture.planner.marin import inputs_from_marin
+from mixture.planner.plan import compute_plan
 from mixture.store.formats import FormatError, load_json
 
 
@@ -97,12 +100,7 @@ def view_of(plan: Plan, source: str = "plan") -> PlanView:
 def plan_from_data(data: Any, source: str) -> Plan:
     """A plan model from parsed JSON: a plan.json as written by `mixture plan`, or a Marin mix JSON converted by the
     planner; anything else raises PlanError naming the file and field."""
-    from mixture.planner.counts import PlanInputError, is_marin_mix
-
     if is_marin_mix(data) and not is_plan(data):
-        from mixture.planner.marin import inputs_from_marin
-        from mixture.planner.plan import compute_plan
-
         try:
             return compute_plan(inputs_from_marin(data, source))
         except PlanInputError as exc:

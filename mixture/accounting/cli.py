@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from mixture.accounting.checks import AuditResult, audit
+from mixture.accounting.counts import COUNTS_SUFFIXES
 from mixture.accounting.diffs import diff
 from mixture.accounting.reader import StoreNotReady, StoreReader
 from mixture.accounting.render import FORMATS, exact_frame, render
@@ -179,7 +180,7 @@ def diff_cmd(
     _check_format(fmt)
     sides = []
     for x in (a, b):
-        if x.endswith((".csv", ".json", ".yaml", ".yml")):
+        if x.endswith(COUNTS_SUFFIXES):
             sides.append(x)
         else:
             sides.append(_open(x))

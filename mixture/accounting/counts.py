@@ -28,6 +28,10 @@ class CountsError(ValueError):
     """Counts that cannot be read; the message names the file, the record or line and the field."""
 
 
+class StoreStillBuilding(CountsError):
+    """Complete counts were asked of a store that has no store.json yet."""
+
+
 @dataclass(frozen=True)
 class CellCount:
     cell: str
@@ -112,14 +116,15 @@ def store_counts(reader: StoreReader, *, require_complete: bool = False) -> Coun
     """Counts of a store from its ledgers (the exact counts; no Parquet opened), with the tokenizer and partition
     of its store.json. A store still building has only ledger counts, or raises CountsError with
     `require_complete`; a store.json that does not match its format raises CountsError naming the field."""
-    if not reader.fs.exists(reader.root):
-        raise CountsError(f"{reader.uri}: no such store, and not a counts file ({', '.join(COUNTS_SUFFIXES)})")
+    if not reader.fs.exists(reader.root) or reader.fs.isfile(reader.root):
+        raise CountsError(f"{reader.uri}: no such store (a folder holding store.json), and not a counts file "
+                          f"({', '.join(COUNTS_SUFFIXES)})")
     info: StoreArtifact | None = None
     try:
         info = reader.store_info
     except StoreNotReady as exc:
         if require_complete:
-            raise CountsError(f"{exc}; wait for `mixture build` to finish") from None
+            raise StoreStillBuilding(f"{exc}; wait for `mixture build` to finish") from None
     except FormatError as exc:
         raise CountsError(str(exc)) from None
     cells: dict[str, CellCount] = {}

@@ -11,6 +11,7 @@ from mixture.accounting.counts import (
     CellCount,
     Counts,
     CountsError,
+    StoreStillBuilding,
     counts_from_mix,
     store_counts,
 )
@@ -35,8 +36,10 @@ def counts_from_store(uri: str) -> Counts:
 
     try:
         return store_counts(StoreReader(uri), require_complete=True)
+    except StoreStillBuilding as exc:
+        raise PlanInputError(f"{exc} (or pass --counts)") from None
     except CountsError as exc:
-        raise PlanInputError(f"{exc}; or pass --counts") from None
+        raise PlanInputError(str(exc)) from None
 
 
 def counts_from_marin(data: dict[str, Any], source: str) -> Counts:

@@ -91,5 +91,5 @@ def test_planning_needs_a_complete_store(store: Path) -> None:
     (store / "store.json").unlink()
     building = load_counts(StoreReader(str(store)))  # diff compares a building store by its ledgers
     assert as_dict(building) == want and building.meta == {}
-    with pytest.raises(PlanInputError, match="still building.*pass --counts"):
+    with pytest.raises(PlanInputError, match=r"still building; wait for `mixture build` to finish \(or pass --counts\)"):
         planner_counts(str(store))
