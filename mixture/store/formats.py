@@ -316,11 +316,3 @@ class StoreArtifact(Format):
     def breakdown(self, key: str) -> dict[str, int]:
         """A by-reason breakdown of a drop reason (its `breakdown` key in mixture.store.drops)."""
         return dict(getattr(self, key))
-
-
-def store_json_schema() -> dict[str, Any]:
-    return StoreArtifact.model_json_schema()
-
-
-def ledger_json_schema() -> dict[str, Any]:
-    return Ledger.model_json_schema()
