@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import pandas as pd
 from mixture.explorer.fmt import humanize
 
+from mixture.store.drops import REASONS
 from mixture.store.layout import cell_name
 
 DEFAULT_QUALITY_NAMES = ["junk", "poor", "usable", "good", "excellent"]
@@ -116,8 +117,7 @@ class Cards:
     drops: dict[str, int]
 
 
-DROP_KEYS = {"bad_input": "bad input", "filtered": "filtered", "exact_duplicate_dropped": "exact duplicate",
-             "fuzzy_duplicate_dropped": "fuzzy duplicate", "contaminated_dropped": "contaminated"}
+DROP_KEYS = {r.counter: r.label for r in REASONS}  # store.json counter -> label, from mixture.store.drops
 
 
 def cards(artifact: dict) -> Cards:

@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -21,6 +20,7 @@ if str(ROOT) not in sys.path:
 from mixture.explorer import MAIN  # noqa: E402
 
 from bench.common import publish  # noqa: E402
+from mixture.store.formats import StoreArtifact, read_model  # noqa: E402
 from tests.explorer.synthstore import build_store  # noqa: E402
 
 APP = str(MAIN)
@@ -60,7 +60,7 @@ def run(repeats: int = 5, k: int = 20) -> dict:
         files = {n: len(list(s.glob("cluster=*/quality=*/*.parquet"))) for n, s in (("small", small), ("large", large))}
         docs = {}
         for n, s in (("small", small), ("large", large)):
-            docs[n] = json.loads((s / "store.json").read_text())["counters"]["records_out"]
+            docs[n] = read_model(StoreArtifact, str(s / "store.json")).counters.records_out
     med = {n: statistics.median(v) for n, v in times.items()}
     return {"k": k, "repeats": repeats, "build_seconds": built, "files": files, "docs": docs, "times": times,
             "median": med, "ratio": med["large"] / med["small"]}

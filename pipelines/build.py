@@ -19,6 +19,7 @@ from mixture.pipelines.stages import BuildContext, BuildError, Stage, build_stag
 
 from mixture.spec.load import load_spec, resolve_uri, spec_dir
 from mixture.store import layout
+from mixture.store.formats import FormatError, StoreArtifact, parse_json
 from mixture.text import kernel as text_kernel
 
 
@@ -144,7 +145,7 @@ def run_stage(ctx: BuildContext, stage: Stage, executor: str, workers: int, on_p
 
 def build(spec_path: str, *, executor: str | None = None, tasks: int | None = None, workers: int | None = None,
           break_lock: bool = False, keep_work: bool = False, progress: bool = True,
-          overrides: dict | None = None) -> dict:
+          overrides: dict | None = None) -> StoreArtifact:
     """Build the store of a spec; returns the store artifact. A finished store with the same spec is left as is.
 
     `overrides`: execution settings given on the command line, applied over the spec's (`None` values ignored; the
@@ -162,9 +163,13 @@ def build(spec_path: str, *, executor: str | None = None, tasks: int | None = No
     ctx = BuildContext(spec, base, store, n_tasks, dict(overrides or {}))
     fs, root = fsspec.core.url_to_fs(store)
     if fs.exists(f"{root}/{layout.STORE_JSON}"):
-        with fs.open(f"{root}/{layout.STORE_JSON}") as f:
-            artifact = json.load(f)
-        if artifact["spec"]["hash"] == spec_hash(ctx):
+        with fs.open(f"{root}/{layout.STORE_JSON}", "rb") as f:
+            try:
+                artifact = parse_json(StoreArtifact, f.read(), f"{store}/{layout.STORE_JSON}")
+            except FormatError as exc:
+                raise BuildError(f"{exc}\n{store} holds a store.json that does not match its format; delete the "
+                                 "store or point store.uri at a new location") from None
+        if artifact.spec.hash == spec_hash(ctx):
             # a build killed after publishing store.json may have left its work files and its lock behind
             if not keep_work and fs.exists(f"{root}/{layout.WORK_DIR}"):
                 fs.rm(f"{root}/{layout.WORK_DIR}", recursive=True)
@@ -173,7 +178,7 @@ def build(spec_path: str, *, executor: str | None = None, tasks: int | None = No
             if holder and "unreadable" not in holder and lock_is_stale(holder):
                 fs.rm(lock)
             return artifact
-        raise BuildError(f"{store} holds a finished store of another spec (hash {artifact['spec']['hash'][:12]}); "
+        raise BuildError(f"{store} holds a finished store of another spec (hash {artifact.spec.hash[:12]}); "
                          "point store.uri at a new location or delete the old store")
     quiet_datatrove_console()
     if text_kernel.kernel is None:

@@ -9,44 +9,43 @@ from rich.console import Console
 from rich.table import Table
 
 from mixture.spec.amounts import humanize
+from mixture.store import drops
+from mixture.store.formats import FormatError, StoreArtifact
 
 out = Console(width=max(100, Console().width))
 err = Console(stderr=True)
 
 
-def print_summary(artifact: dict, store: str) -> None:
-    c = artifact["counters"]
-    p = artifact["partition"]
+def print_summary(artifact: StoreArtifact, store: str) -> None:
+    c, p = artifact.counters, artifact.partition
     out.print(
-        f"[bold]{humanize(c['tokens_out'])} tokens across {p['k']} semantic domains and {p['quality_levels']} "
-        f"calibrated quality buckets[/]  ({c['records_out']:,} documents, {len(artifact['cells'])} cells, "
-        f"tokenizer {artifact['tokenizer']})"
+        f"[bold]{humanize(c.tokens_out)} tokens across {p.k} semantic domains and {p.quality_levels} "
+        f"calibrated quality buckets[/]  ({c.records_out:,} documents, {len(artifact.cells)} cells, "
+        f"tokenizer {artifact.tokenizer})"
     )
     t = Table(title="records", show_edge=False)
-    for col in ("records_in", "bad_input", "filtered", "exact dup", "fuzzy dup", "contaminated", "records_out"):
+    for col in ("records_in", *(r.label for r in drops.REASONS), "records_out"):
         t.add_column(col, justify="right")
-    t.add_row(*(f"{c[k]:,}" for k in ("records_in", "bad_input", "filtered", "exact_duplicate_dropped",
-                                       "fuzzy_duplicate_dropped", "contaminated_dropped", "records_out")))
+    t.add_row(f"{c.records_in:,}", *(f"{n:,}" for n in c.dropped().values()), f"{c.records_out:,}")
     out.print(t)
-    if c["bad_input"]:
-        reasons = ", ".join(f"{r} {n:,}" for r, n in artifact.get("bad_input_by_reason", {}).items())
-        out.print(f"{c['bad_input']:,} bad input records quarantined ({reasons}) → {store}/_quarantine/")
-    if c["filtered"]:
-        reasons = ", ".join(f"{r} {n:,}" for r, n in artifact.get("filtered_by_reason", {}).items())
-        out.print(f"{c['filtered']:,} documents filtered ({reasons}) → {store}/_dropped/filtered/")
+    for r in drops.REASONS:  # where the rows of each reason with a by-reason breakdown went
+        n = getattr(c, r.counter)
+        if n and r.breakdown:
+            reasons = ", ".join(f"{k} {v:,}" for k, v in artifact.breakdown(r.breakdown[1]).items())
+            out.print(f"{n:,} {r.label} records ({reasons}) → {store}/{r.folder}/")
     s = Table(title="sources", show_edge=False)
     for col in ("source", "category", "docs in", "kept", "tokens kept"):
         s.add_column(col, justify="left" if col in ("source", "category") else "right")
-    for src in artifact["sources"]:
-        s.add_row(src["name"], src["category"], f"{src['docs_in']:,}", f"{src['docs_kept']:,}", humanize(src["tokens_kept"]))
+    for src in artifact.sources:
+        s.add_row(src.name, src.category, f"{src.docs_in:,}", f"{src.docs_kept:,}", humanize(src.tokens_kept))
     out.print(s)
-    top = sorted(artifact["clusters"], key=lambda cl: -cl["tokens"])[:8]
+    top = sorted(artifact.clusters, key=lambda cl: -cl.tokens)[:8]
     d = Table(title="largest domains", show_edge=False)
     for col in ("id", "label", "share", "tokens", "confidence"):
         d.add_column(col)
     for cl in top:
-        d.add_row(str(cl["id"]), cl["label"], f"{cl['tokens'] / max(1, c['tokens_out']):.2%}", humanize(cl["tokens"]),
-                  cl["confidence_tag"])
+        d.add_row(str(cl.id), cl.label, f"{cl.tokens / max(1, c.tokens_out):.2%}", humanize(cl.tokens),
+                  cl.confidence_tag)
     out.print(d)
     out.print(f"store: {store}  (store.json, cluster=NN/quality=Q/, _samples/, _model/, _quarantine/, _dropped/, _build/)")
 
@@ -100,9 +99,9 @@ def register(app: typer.Typer) -> None:
         from mixture.accounting import StoreNotReady, StoreReader
 
         try:
-            artifact = StoreReader(store).artifact
-        except StoreNotReady as exc:
-            err.print(str(exc))
+            artifact = StoreReader(store).store_info
+        except (StoreNotReady, FormatError) as exc:
+            err.print(str(exc), highlight=False)
             raise typer.Exit(1) from None
         print_summary(artifact, store)
 

@@ -13,7 +13,7 @@ from typing import Any
 import fsspec
 import pyarrow as pa
 from datatrove.data import Document, DocumentsPipeline
-from mixture.pipelines.readers import SourceFiles, _describe, bad_record
+from mixture.pipelines.source_records import SourceFiles, bad_record, describe_error
 
 BATCH_ROWS = 256
 _SHARD_RE = re.compile(r"^(?P<split>.+)/shard-(?P<index>\d+)-of-(?P<n>\d+)$")
@@ -69,7 +69,7 @@ def _read_arrow(src: SourceFiles, rel: str, make_doc: MakeDoc) -> DocumentsPipel
                 yield from _records(src, rel, idx, batch.num_rows, values, raw, make_doc)
                 idx += batch.num_rows
     except Exception as exc:  # noqa: BLE001 - not Arrow, permission, unreachable: name the file, go on
-        yield bad_record(src, rel, idx, "unreadable_file", _describe(exc), b"")
+        yield bad_record(src, rel, idx, "unreadable_file", describe_error(exc), b"")
 
 
 @functools.lru_cache(maxsize=8)
@@ -105,4 +105,4 @@ def _read_shard(src: SourceFiles, rel: str, make_doc: MakeDoc) -> DocumentsPipel
     except (ValueError, TypeError, KeyError, pa.ArrowException) as exc:
         if isinstance(exc, OSError):
             raise
-        yield bad_record(src, rel, idx, "unreadable_file", _describe(exc), b"")
+        yield bad_record(src, rel, idx, "unreadable_file", describe_error(exc), b"")

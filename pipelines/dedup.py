@@ -436,7 +436,7 @@ class RouteDrops(PipelineStep):
     def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
         from contextlib import ExitStack
 
-        from mixture.pipelines.readers import RAW_KEEP
+        from mixture.pipelines.source_records import RAW_KEEP
 
         drops = load_drops(self.work, rank, self.fuzzy_drops)
         with ExitStack() as stack:

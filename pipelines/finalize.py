@@ -19,8 +19,24 @@ from mixture.pipelines.stages import BuildContext, tokenizer_ref
 import mixture
 from mixture.fit.model_store import load_model
 from mixture.spec.load import resolve_uri
-from mixture.store import layout
-from mixture.store.io import write_json_atomic, write_parquet_atomic
+from mixture.store import drops, layout
+from mixture.store.formats import (
+    STORE_FORMAT_VERSION,
+    CellEntry,
+    ClusterEntry,
+    Counters,
+    DedupInfo,
+    FitInfo,
+    Ledger,
+    LedgerShard,
+    PartitionInfo,
+    SamplesInfo,
+    SourceEntry,
+    SpecRef,
+    StoreArtifact,
+    write_model,
+)
+from mixture.store.io import write_parquet_atomic
 
 _TASK_RE = re.compile(r"part-(\d+)\.parquet$")
 
@@ -33,7 +49,7 @@ def _read_columns(fs, paths: list[str], columns: list[str]) -> pa.Table | None:
     return pa.concat_tables(tables) if tables else None
 
 
-def write_ledgers(ctx: BuildContext, fs, root: str, facts: list[dict]) -> tuple[list[dict], dict]:
+def write_ledgers(ctx: BuildContext, fs, root: str, facts: list[dict]) -> tuple[list[Ledger], dict]:
     """One `_ledger.json` per cell: rows, tokens, bytes and xxh64 of every shard, as measured by the assign task
     that wrote it (a shard its task did not measure is measured here; facts that no longer match the store stop
     finalize). Also returns
@@ -74,10 +90,9 @@ def write_ledgers(ctx: BuildContext, fs, root: str, facts: list[dict]) -> tuple[
     ledgers = []
     for cell_dir, shards in sorted(by_cell.items()):
         cluster, quality = layout.parse_cell_path(cell_dir)
-        ledger = {"format": 1, "cell": layout.cell_name(cluster, quality, k), "cluster": cluster, "quality": quality,
-                  "shards": shards, "total_num_rows": sum(s["rows"] for s in shards),
-                  "total_tokens": sum(s["tokens"] for s in shards), "is_finished": True}
-        write_json_atomic(fs, f"{cell_dir}/{layout.LEDGER}", ledger)
+        ledger = Ledger.of(layout.cell_name(cluster, quality, k), cluster, quality,
+                           [LedgerShard.model_validate(s) for s in shards])
+        write_model(fs, f"{cell_dir}/{layout.LEDGER}", ledger)
         ledgers.append(ledger)
     return ledgers, {"cell_sources": cell_sources, "docs": kept_docs, "tokens": kept_tokens}
 
@@ -142,7 +157,7 @@ def spec_hash(ctx: BuildContext) -> str:
     return hashlib.sha256(canon.encode()).hexdigest()
 
 
-def finalize(ctx: BuildContext, spec_path: str) -> dict:
+def finalize(ctx: BuildContext, spec_path: str) -> StoreArtifact:
     fs, root = fsspec.core.url_to_fs(ctx.store)
     root = root.rstrip("/")
     fs.invalidate_cache()  # the stages' workers wrote everything below: no listing cached before may be reused
@@ -160,79 +175,64 @@ def finalize(ctx: BuildContext, spec_path: str) -> dict:
         return _read_columns(fs, sorted(fs.glob(f"{root}/{rel}/*.parquet")), columns)
 
     per_source: dict[str, Counter] = defaultdict(Counter)
-    quarantine = side_table(layout.QUARANTINE_DIR, ["source", "reason"])
-    bad_by_reason = Counter(quarantine.column("reason").to_pylist()) if quarantine else Counter()
-    if quarantine:
-        for s in quarantine.column("source").to_pylist():
-            per_source[s]["bad_input"] += 1
-    drop_counts, filtered_by_reason = {}, Counter()
-    for reason in layout.DROP_REASONS:
-        t = side_table(layout.dropped_dir(reason), ["source", "detail"])
-        drop_counts[reason] = t.num_rows if t else 0
-        if t:
-            key = "filtered" if reason == "filtered" else f"{reason}_dropped"
-            for s in t.column("source").to_pylist():
-                per_source[s][key] += 1
-            if reason == "filtered":
-                filtered_by_reason.update(t.column("detail").to_pylist())
+    drop_counts: dict[str, int] = {}
+    breakdowns: dict[str, Counter] = {}
+    for reason in drops.REASONS:  # the rows of every drop reason, counted per source and by its breakdown column
+        columns = ["source", *([reason.breakdown[0]] if reason.breakdown else [])]
+        t = side_table(reason.folder, columns)
+        drop_counts[reason.counter] = t.num_rows if t else 0
+        for s in t.column("source").to_pylist() if t else []:
+            per_source[s][reason.counter] += 1
+        if reason.breakdown:
+            column, key = reason.breakdown
+            breakdowns[key] = Counter(t.column(column).to_pylist()) if t else Counter()
     kept_docs, kept_tokens, cell_sources = kept["docs"], kept["tokens"], kept["cell_sources"]
 
-    cells = [{"cell": lg["cell"], "cluster": lg["cluster"], "quality": lg["quality"],
-              "path": layout.cell_path(lg["cluster"], lg["quality"], k), "docs": lg["total_num_rows"],
-              "tokens": lg["total_tokens"], "shards": len(lg["shards"]),
-              "sources": dict(sorted(cell_sources[(lg["cluster"], lg["quality"])].items()))} for lg in ledgers]
-    present = {c["cell"] for c in cells}
+    cells = [CellEntry(cell=lg.cell, cluster=lg.cluster, quality=lg.quality,
+                       path=layout.cell_path(lg.cluster, lg.quality, k), docs=lg.total_num_rows,
+                       tokens=lg.total_tokens, shards=len(lg.shards),
+                       sources=dict(sorted(cell_sources[(lg.cluster, lg.quality)].items()))) for lg in ledgers]
+    present = {c.cell for c in cells}
     levels = spec.partition.quality.levels
     empty = [layout.cell_name(c, q, k) for c in range(k) for q in range(levels) if layout.cell_name(c, q, k) not in present]
     cl_docs, cl_tokens = Counter(), Counter()
     for c in cells:
-        cl_docs[c["cluster"]] += c["docs"]
-        cl_tokens[c["cluster"]] += c["tokens"]
-    clusters = [{**lab, "docs": cl_docs[lab["id"]], "tokens": cl_tokens[lab["id"]]} for lab in model.labels]
+        cl_docs[c.cluster] += c.docs
+        cl_tokens[c.cluster] += c.tokens
+    clusters = [ClusterEntry(**lab, docs=cl_docs[lab["id"]], tokens=cl_tokens[lab["id"]]) for lab in model.labels]
     sources = []
     for s in spec.sources:
         ps = per_source[s.name]
-        sources.append({"name": s.name, "category": s.category, "license": s.license, "format": s.format,
-                        "synthetic": s.synthetic, "exempt_from_fuzzy_dedup": s.exempt_from_fuzzy_dedup,
-                        "docs_in": records_in[s.name], "tokens_in": None, "docs_kept": kept_docs[s.name],
-                        "tokens_kept": kept_tokens[s.name], "bad_input": ps["bad_input"], "filtered": ps["filtered"],
-                        "exact_duplicate_dropped": ps["exact_duplicate_dropped"],
-                        "fuzzy_duplicate_dropped": ps["fuzzy_duplicate_dropped"],
-                        "contaminated_dropped": ps["contaminated_dropped"]})
-    counters = {
-        "records_in": sum(records_in.values()),
-        "bad_input": quarantine.num_rows if quarantine else 0,
-        "filtered": drop_counts["filtered"],
-        "exact_duplicate_dropped": drop_counts["exact_duplicate"],
-        "fuzzy_duplicate_dropped": drop_counts["fuzzy_duplicate"],
-        "contaminated_dropped": drop_counts["contaminated"],
-        "records_out": sum(c["docs"] for c in cells),
-        "tokens_out": sum(c["tokens"] for c in cells),
-    }
+        sources.append(SourceEntry(name=s.name, category=s.category, license=s.license, format=s.format,
+                                   synthetic=s.synthetic, exempt_from_fuzzy_dedup=s.exempt_from_fuzzy_dedup,
+                                   docs_in=records_in[s.name], tokens_in=None, docs_kept=kept_docs[s.name],
+                                   tokens_kept=kept_tokens[s.name], **{r.counter: ps[r.counter] for r in drops.REASONS}))
+    counters = Counters(records_in=sum(records_in.values()), **drop_counts,
+                        records_out=sum(c.docs for c in cells), tokens_out=sum(c.tokens for c in cells))
     q = spec.partition.quality
-    artifact = {
-        "format_version": 1,
-        "spec": {"name": spec.name, "hash": spec_hash(ctx), "path": spec_path},
-        "code_version": mixture.__version__,
-        "created": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "tokenizer": spec.tokenizer,
-        "seed": spec.seed,
-        "partition": {"k": k, "fine_k": model.fit["fine_k"], "quality_levels": levels, "bucket_edges": list(q.edges),
-                      "quality_names": list(layout.QUALITY_NAMES) if levels == 5 else [f"Q{i}" for i in range(levels)],
-                      "min_share": spec.partition.clusters.min_share, "embedder": spec.partition.clusters.embedder},
-        "raw_score_cutoffs": {ct: cal["raw_cutoffs"] for ct, cal in model.calibration.items()},
-        "calibration_docs": {ct: cal["n"] for ct, cal in model.calibration.items()},
-        "dedup": {"exact": spec.processing.dedup.exact.enabled, "fuzzy": spec.processing.dedup.fuzzy.model_dump(),
-                  "fuzzy_threshold": round(spec.processing.dedup.fuzzy.threshold, 4)},
-        "clusters": clusters,
-        "cells": cells,
-        "empty_cells": empty,
-        "sources": sources,
-        "counters": counters,
-        "filtered_by_reason": dict(sorted(filtered_by_reason.items())),
-        "bad_input_by_reason": dict(sorted(bad_by_reason.items())),
-        "fit": model.fit,
-        "samples": samples,
-    }
-    write_json_atomic(fs, f"{root}/{layout.STORE_JSON}", artifact)
+    artifact = StoreArtifact(
+        format_version=STORE_FORMAT_VERSION,
+        spec=SpecRef(name=spec.name, hash=spec_hash(ctx), path=spec_path),
+        code_version=mixture.__version__,
+        created=dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        tokenizer=spec.tokenizer,
+        seed=spec.seed,
+        partition=PartitionInfo(
+            k=k, fine_k=model.fit["fine_k"], quality_levels=levels, bucket_edges=list(q.edges),
+            quality_names=list(layout.QUALITY_NAMES) if levels == 5 else [f"Q{i}" for i in range(levels)],
+            min_share=spec.partition.clusters.min_share, embedder=spec.partition.clusters.embedder),
+        raw_score_cutoffs={ct: cal["raw_cutoffs"] for ct, cal in model.calibration.items()},
+        calibration_docs={ct: cal["n"] for ct, cal in model.calibration.items()},
+        dedup=DedupInfo(exact=spec.processing.dedup.exact.enabled, fuzzy=spec.processing.dedup.fuzzy.model_dump(),
+                        fuzzy_threshold=round(spec.processing.dedup.fuzzy.threshold, 4)),
+        clusters=clusters,
+        cells=cells,
+        empty_cells=empty,
+        sources=sources,
+        counters=counters,
+        **{key: dict(sorted(counts.items())) for key, counts in breakdowns.items()},
+        fit=FitInfo(**model.fit),
+        samples=SamplesInfo(**samples),
+    )
+    write_model(fs, f"{root}/{layout.STORE_JSON}", artifact)
     return artifact

@@ -9,53 +9,15 @@ import io
 import json
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import fsspec
 import orjson
 import zstandard
 from datatrove.data import Document, DocumentsPipeline
 from datatrove.pipeline.base import PipelineStep
+from mixture.pipelines.source_records import SourceFiles, bad_record, describe_error
 
-from mixture.spec.datasets_source import DatasetUnits
 from mixture.store.io import write_json_atomic
-
-RAW_KEEP = 1_000_000  # characters of a bad record kept in quarantine (its full size is recorded too)
-
-
-@dataclass(frozen=True)
-class SourceFiles:
-    """A source with its resolved files (base URI + paths relative to it)."""
-
-    name: str
-    category: str
-    format: str
-    base: str
-    files: tuple[str, ...]
-    text_field: str
-    id_field: str | None
-    exempt: bool
-    sizes: tuple[int | None, ...] = ()  # bytes of each file, from the listing (balances the tasks)
-    dataset: DatasetUnits | None = None  # format: datasets: what `files` are (Arrow files or shards) and how to open them
-
-
-def bad_record(src: SourceFiles, rel: str, idx: int, reason: str, detail: str, raw: bytes | str | Callable) -> Document:
-    if callable(raw):
-        raw = raw()
-    raw_text = raw.decode("utf-8", errors="backslashreplace") if isinstance(raw, bytes) else raw
-    return Document(
-        text="",
-        id=f"{src.name}/{rel}/{idx}",
-        metadata={
-            "_bad": reason,
-            "_detail": detail,
-            "_raw": raw_text[:RAW_KEEP],
-            "_raw_bytes": len(raw) if isinstance(raw, bytes) else len(raw.encode("utf-8", "surrogatepass")),
-            "source": src.name,
-            "_file": rel,
-            "_record": idx,
-        },
-    )
 
 
 class TruncatedStream(EOFError):
@@ -118,10 +80,6 @@ def _decompressed(raw_file, path: str):
 
 # errors of a broken compressed stream (the records after the break are lost) vs a file that cannot be read at all
 STREAM_ERRORS = (EOFError, gzip.BadGzipFile, zlib.error, zstandard.ZstdError)
-
-
-def _describe(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"[:300]
 
 
 class SourceReader(PipelineStep):
@@ -207,7 +165,7 @@ class SourceReader(PipelineStep):
         try:
             raw_file = fsspec.open(path, "rb").open()
         except Exception as exc:  # noqa: BLE001 - permission, missing object, unreachable bucket: name it, go on
-            yield bad_record(src, rel, 0, "unreadable_file", _describe(exc), b"")
+            yield bad_record(src, rel, 0, "unreadable_file", describe_error(exc), b"")
             return
         try:
             with raw_file, _decompressed(raw_file, path) as f:
@@ -229,10 +187,10 @@ class SourceReader(PipelineStep):
                     yield self._make_doc(src, rel, idx, rec, line)
         except STREAM_ERRORS as exc:
             # truncated or corrupt compressed stream: everything after the last good record is lost
-            yield bad_record(src, rel, idx + 1, "truncated_file", _describe(exc), b"")
+            yield bad_record(src, rel, idx + 1, "truncated_file", describe_error(exc), b"")
             return
         except (OSError, ValueError) as exc:  # a read error of the storage itself
-            yield bad_record(src, rel, idx + 1, "unreadable_file", _describe(exc), b"")
+            yield bad_record(src, rel, idx + 1, "unreadable_file", describe_error(exc), b"")
             return
         if idx < 0:
             yield bad_record(src, rel, 0, "empty_file", "the file holds no records", b"")
@@ -263,7 +221,7 @@ class SourceReader(PipelineStep):
                         yield self._make_doc(src, rel, idx, rec, lambda rec=rec: json.dumps(rec, default=str))
                         idx += 1
         except Exception as exc:  # noqa: BLE001 - not Parquet, permission, unreachable: name the file, go on
-            yield bad_record(src, rel, idx, "unreadable_file", _describe(exc), b"")
+            yield bad_record(src, rel, idx, "unreadable_file", describe_error(exc), b"")
 
 
 def read_rows(pf, rows, columns: list[str] | None = None):

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from mixture.store import layout
+from mixture.store import drops, layout
 
 if TYPE_CHECKING:
     from mixture.spec.models import Spec
@@ -52,15 +52,16 @@ class StageDef:
         return getattr(importlib.import_module(module), function)
 
 
-def _drop_files(*reasons: str) -> tuple[str, ...]:
-    return tuple(f"{layout.dropped_dir(r)}/part-{{rank}}.parquet" for r in reasons)
+def _drop_files(stage: str) -> tuple[str, ...]:
+    """The `_dropped/<reason>/` file of each reason whose rows the tasks of `stage` write (mixture.store.drops)."""
+    return tuple(f"{r.folder}/part-{{rank}}.parquet" for r in drops.dropped_by(stage))
 
 
 STAGES: tuple[StageDef, ...] = (
     StageDef("prepare", "read, clean, filter, fingerprint and score every document",
              "mixture.pipelines.stages:prepare_steps", TASKS, chained=True,
              side_files=(f"{layout.QUARANTINE_DIR}/part-{{rank}}.parquet", f"{layout.WORK_DIR}/prepared/{{rank}}.parquet",
-                         f"{layout.WORK_DIR}/tally/{{rank}}.json", *_drop_files("filtered", "contaminated"))),
+                         f"{layout.WORK_DIR}/tally/{{rank}}.json", *_drop_files("prepare"))),
     StageDef("find_duplicates", "repeated ids and exact duplicates (DuckDB)",
              "mixture.pipelines.stages:find_duplicates_steps", 1, chained=True),
     StageDef("minhash_sigs", "MinHash signatures of the kept fuzzy-group documents",
@@ -79,7 +80,7 @@ STAGES: tuple[StageDef, ...] = (
              side_files=("cluster=*/quality=*/*part-{rank}.parquet", f"{layout.WORK_DIR}/samples/{{rank}}.parquet",
                          f"{layout.WORK_DIR}/shard_facts/{{rank}}.json",
                          f"{layout.QUARANTINE_DIR}/{ID_QUARANTINE.replace('${rank}', '{rank}')}",
-                         *_drop_files("exact_duplicate", "fuzzy_duplicate"))),
+                         *_drop_files("assign"))),
 )
 
 

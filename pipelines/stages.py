@@ -9,14 +9,15 @@ from dataclasses import dataclass, field
 import fsspec
 import pyarrow.parquet as pq
 from mixture.pipelines import dedup, steps, writers
-from mixture.pipelines.readers import RankFilesReader, SourceFiles
+from mixture.pipelines.readers import RankFilesReader
 from mixture.pipelines.shard_facts import ShardFacts
+from mixture.pipelines.source_records import SourceFiles
 from mixture.pipelines.stage_registry import ID_QUARANTINE, StageDef
 
 from mixture.spec.datasets_source import dataset_units
 from mixture.spec.load import list_source_files_sized, resolve_uri
 from mixture.spec.models import Execution, Spec
-from mixture.store import layout
+from mixture.store import drops, layout
 
 
 class BuildError(RuntimeError):
@@ -178,7 +179,7 @@ def assign_steps(ctx: BuildContext) -> list:
                           assignments_folder=f"{ctx.work}/fit_assignments")
     route = dedup.RouteDrops(ctx.work, ctx.fuzzy_drops, {
         "duplicate_id": writers.quarantine_writer(ctx.at(layout.QUARANTINE_DIR), ID_QUARANTINE),
-        **{r: writers.drop_writer(ctx.at(layout.dropped_dir(r)), r) for r in ("exact_duplicate", "fuzzy_duplicate")}})
+        **{r.name: writers.drop_writer(ctx.at(r.folder), r.name) for r in drops.dropped_by("assign")}})
     store = writers.store_writer(ctx.store, s.keep_token_ids, s.shard_bytes, s.compression)
     return [RankFilesReader([f"{ctx.work}/prepared"], columns=ASSIGN_COLUMNS), route, assign, store,
             ShardFacts(ctx.store, f"{ctx.work}/shard_facts", store)]

@@ -21,8 +21,11 @@ class BuiltStore:
     corpus: Path
 
     @property
-    def artifact(self) -> dict:
-        return json.loads((self.store / "store.json").read_text())
+    def artifact(self):
+        """store.json read through its model (mixture.store.formats.StoreArtifact): every use validates it."""
+        from mixture.store.formats import StoreArtifact, read_model
+
+        return read_model(StoreArtifact, str(self.store / "store.json"))
 
     @property
     def ground_truth(self) -> dict:

@@ -6,8 +6,11 @@ Python API::
     from mixture.accounting import StoreReader, connect, audit, report, matrix, diff, cell_table
 
     reader = StoreReader("gs://bucket/store")     # any local path or fsspec URI; caches small artifacts
-    reader.artifact                                # parsed store.json (raises StoreNotReady while building)
-    reader.is_complete, reader.ledgers()           # store.json present?; every readable cell ledger
+    reader.store_info                              # store.json as mixture.store.formats.StoreArtifact (raises
+                                                   # StoreNotReady while building, FormatError naming bad fields)
+    reader.ledger_models()                         # {cell dir: Ledger} of every ledger matching its format
+    reader.artifact                                # store.json as a plain dict, unvalidated (prefer store_info)
+    reader.is_complete, reader.ledgers()           # store.json present?; every valid cell ledger as a dict
     reader.shard_files()                           # finished shards: ledger-listed AND present (never partials)
     con = connect(reader)                          # DuckDB connection with the views below (views.py)
 
@@ -22,10 +25,11 @@ Python API::
         # keys…, [label], [quality_name], tokens, tokens_h, docs, share, mean_tokens_per_doc
     matrix(reader, value="tokens"|"docs"|"share") -> DataFrame   # cluster x quality, with labels and totals
     source_counts(reader) -> DataFrame   # per-source table (name, tokens, category, docs, share, license, …)
+    load_counts(store | file) -> Counts   # per-cell counts (counts.py): a store, or .csv/.json/.yaml holding
+        # cell,tokens[,docs] rows, a {cell: tokens} map, a mix file's available_tokens or a store.json
     diff(a, b, ids=True, samples=3) -> DiffResult
-        # a/b: StoreReader, store URI, or counts file (.csv/.json/.yaml: cell,tokens[,docs]; mix file
-        # available_tokens; store.json); .cells (per-cell deltas, entered/left ids), .summary, .added,
-        # .removed, .incompatibilities (tokenizer, k, quality_levels, bucket_edges)
+        # a/b: StoreReader, store URI, counts file or Counts; .cells (per-cell deltas, entered/left ids),
+        # .summary, .added, .removed, .incompatibilities (tokenizer, k, quality_levels, bucket_edges)
     write_synthetic_store(uri, docs=None, k=4, ...)  # a valid small store for tests and benchmarks
 
     samples(reader, "uniform" | "exemplars")   # _samples/<kind>.parquet sorted by cell and rank  (sample_files.py)
@@ -63,7 +67,8 @@ from mixture.accounting.build_progress import (
     store_status,
 )
 from mixture.accounting.checks import AuditResult, Check, Failure, audit
-from mixture.accounting.diffs import Counts, DiffResult, diff, load_counts
+from mixture.accounting.counts import CellCount, Counts, CountsError, load_counts, store_counts
+from mixture.accounting.diffs import DiffResult, diff
 from mixture.accounting.document_search import search_documents
 from mixture.accounting.model_artifacts import centroids, model_json, sample_vectors
 from mixture.accounting.reader import StoreNotReady, StoreReader, open_fs
@@ -84,8 +89,10 @@ from mixture.accounting.views import VIEWS, connect, table_list
 __all__ = [
     "VIEWS",
     "AuditResult",
+    "CellCount",
     "Check",
     "Counts",
+    "CountsError",
     "DiffResult",
     "Failure",
     "Footer",
@@ -118,6 +125,7 @@ __all__ = [
     "source_table",
     "stages",
     "store_status",
+    "store_counts",
     "synthetic_documents",
     "table_list",
     "write_synthetic_store",

@@ -13,16 +13,12 @@ import pyarrow.parquet as pq
 from mixture.accounting.footers import FileFacts, parquet_rows, scan_files
 from mixture.accounting.footers import checksums as file_checksums
 from mixture.accounting.reader import StoreReader
-from mixture.accounting.tables import store_k
-from mixture.store import layout
-from mixture.store.schema import DROP_COUNTER
+from mixture.store import drops, layout
+from mixture.store.formats import FormatError, LedgerShard, StoreArtifact
 
 Status = Literal["pass", "fail", "skip"]
 CHECKSUM_ALL_MAX_BYTES = 4 << 30
 CHECKSUM_SAMPLE = 256
-REQUIRED_KEYS = ("format_version", "tokenizer", "partition", "clusters", "cells", "sources", "counters")
-COUNTER_KEYS = ("records_in", "bad_input", "filtered", "exact_duplicate_dropped", "fuzzy_duplicate_dropped",
-                "contaminated_dropped", "records_out", "tokens_out")
 
 
 @dataclass
@@ -106,32 +102,27 @@ class _Audit:
         return check
 
     # ------------------------------------------------------------------------------------------------------------
-    def artifact(self) -> dict | None:
-        c = self.new("artifact", "store.json present, readable, format 1, required fields")
+    def artifact(self) -> StoreArtifact | None:
+        c = self.new("artifact", "store.json present, readable and matching its format (mixture schema --store)")
         c.checked = 1
         try:
-            art = self.r.artifact
+            return self.r.store_info
+        except FormatError as exc:
+            for where, what in exc.problems:
+                c.fail(layout.STORE_JSON, f"{where}: {what}" if where else what)
+            c.fail(layout.STORE_JSON, "does not match its format (see `mixture schema --store` and docs/store.md); "
+                                      "rebuild or restore the file")
         except Exception as exc:  # noqa: BLE001
             c.fail(layout.STORE_JSON, f"unreadable ({type(exc).__name__}: {exc}); rebuild or restore the file")
-            return None
-        if art.get("format_version") != 1:
-            c.fail(layout.STORE_JSON, "format_version", 1, art.get("format_version"), "supported", "store.json")
-        for key in REQUIRED_KEYS:
-            if key not in art:
-                c.fail(layout.STORE_JSON, f"missing field `{key}` (see docs/store.md)")
-        for key in COUNTER_KEYS:
-            if not isinstance(art.get("counters", {}).get(key), int):
-                c.fail(layout.STORE_JSON, f"counters.{key} missing or not an integer")
-        return art if c.status == "pass" else None
+        return None
 
-    def ledgers(self, art: dict) -> None:
+    def ledgers(self, art: StoreArtifact) -> None:
         c = self.new("ledgers", "every cell has a finished ledger whose totals are the sums of its shards")
-        k = store_k(self.r)
-        ledgers = self.r.ledger_by_dir()
+        k = art.partition.k
+        ledgers = self.r.ledger_models()
         for cell_dir, err in self.r.ledger_errors().items():
             c.fail(f"{cell_dir}/{layout.LEDGER}", f"unreadable ledger ({err})")
-        listed_dirs = {cell.get("path") or layout.cell_path(cell["cluster"], cell["quality"], k)
-                       for cell in art["cells"]}
+        listed_dirs = {cell.path for cell in art.cells}
         for cell_dir, files in self.r.cell_files().items():
             if cell_dir not in ledgers and cell_dir not in self.r.ledger_errors():
                 parquet = [n for n in files if n.endswith(".parquet")]
@@ -142,134 +133,123 @@ class _Audit:
             c.checked += 1
             where = f"{cell_dir}/{layout.LEDGER}"
             cl, q = layout.parse_cell_path(cell_dir)
-            if ledger.get("cell") not in (None, layout.cell_name(cl, q, k)):
-                c.fail(where, "cell", layout.cell_name(cl, q, k), ledger.get("cell"), "path", "ledger")
-            if (ledger.get("cluster"), ledger.get("quality")) != (cl, q):
-                c.fail(where, "cluster/quality", (cl, q), (ledger.get("cluster"), ledger.get("quality")),
-                       "path", "ledger")
-            if ledger.get("is_finished") is not True:
+            if ledger.cell != layout.cell_name(cl, q, k):
+                c.fail(where, "cell", layout.cell_name(cl, q, k), ledger.cell, "path", "ledger")
+            if (ledger.cluster, ledger.quality) != (cl, q):
+                c.fail(where, "cluster/quality", (cl, q), (ledger.cluster, ledger.quality), "path", "ledger")
+            if not ledger.is_finished:
                 c.fail(where, "is_finished is not true: the cell's build did not finish")
             if cell_dir not in listed_dirs:
                 c.fail(where, "ledger of a cell that store.json does not list")
-            shards = ledger["shards"]
-            for name, n in Counter(s.get("path") for s in shards).items():
+            for name, n in Counter(s.path for s in ledger.shards).items():
                 if n > 1:
                     c.fail(f"{cell_dir}/{name}", f"listed {n} times in the ledger")
             for key, total in (("rows", "total_num_rows"), ("tokens", "total_tokens")):
-                s = sum(int(x.get(key) or 0) for x in shards)
-                if ledger.get(total) != s:
-                    c.fail(where, total, s, ledger.get(total), f"Σ shards.{key}", "ledger total")
+                s = sum(getattr(x, key) for x in ledger.shards)
+                if getattr(ledger, total) != s:
+                    c.fail(where, total, s, getattr(ledger, total), f"Σ shards.{key}", "ledger total")
 
-    def cells(self, art: dict) -> None:
+    def cells(self, art: StoreArtifact) -> None:
         c = self.new("cells", "store.json cells (docs, tokens, shards) equal the ledger totals")
-        k = store_k(self.r)
-        ledgers = self.r.ledger_by_dir()
-        for cell in art["cells"]:
+        k = art.partition.k
+        ledgers = self.r.ledger_models()
+        for cell in art.cells:
             c.checked += 1
-            cl, q = int(cell["cluster"]), int(cell["quality"])
-            name, path = layout.cell_name(cl, q, k), layout.cell_path(cl, q, k)
-            if cell.get("cell") != name:
-                c.fail(f"store.json cell {cell.get('cell')}", "name", name, cell.get("cell"), "cluster/quality",
-                       "store.json")
-            if cell.get("path", path) != path:
-                c.fail(name, "path", path, cell.get("path"), "cluster/quality", "store.json")
+            name, path = layout.cell_name(cell.cluster, cell.quality, k), layout.cell_path(cell.cluster, cell.quality, k)
+            if cell.cell != name:
+                c.fail(f"store.json cell {cell.cell}", "name", name, cell.cell, "cluster/quality", "store.json")
+            if cell.path != path:
+                c.fail(name, "path", path, cell.path, "cluster/quality", "store.json")
             ledger = ledgers.get(path)
             if ledger is None:
                 continue  # reported by the ledgers check
-            shards = ledger["shards"]
-            for key, value in (("docs", sum(int(s.get("rows") or 0) for s in shards)),
-                               ("tokens", sum(int(s.get("tokens") or 0) for s in shards)),
-                               ("shards", len(shards))):
-                if cell.get(key) != value:
-                    c.fail(name, key, value, cell.get(key), "ledger", "store.json")
+            for key, value in (("docs", sum(s.rows for s in ledger.shards)),
+                               ("tokens", sum(s.tokens for s in ledger.shards)),
+                               ("shards", len(ledger.shards))):
+                if getattr(cell, key) != value:
+                    c.fail(name, key, value, getattr(cell, key), "ledger", "store.json")
 
-    def counters(self, art: dict) -> None:
+    def counters(self, art: StoreArtifact) -> None:
         c = self.new("counters", "counters.tokens_out/records_out = Σ ledgers; records_in = out + drops; "
                                  "clusters and sources add up")
-        cnt = art["counters"]
-        ledgers = self.r.ledger_by_dir().values()
-        ledger_tokens = sum(int(s.get("tokens") or 0) for lg in ledgers for s in lg["shards"])
-        ledger_rows = sum(int(s.get("rows") or 0) for lg in ledgers for s in lg["shards"])
-        cell_tokens = sum(int(x.get("tokens") or 0) for x in art["cells"])
-        cell_docs = sum(int(x.get("docs") or 0) for x in art["cells"])
+        cnt = art.counters
+        ledgers = self.r.ledger_models().values()
+        ledger_tokens = sum(s.tokens for lg in ledgers for s in lg.shards)
+        ledger_rows = sum(s.rows for lg in ledgers for s in lg.shards)
+        cell_tokens = sum(x.tokens for x in art.cells)
+        cell_docs = sum(x.docs for x in art.cells)
         pairs = [
-            ("tokens_out", "Σ cells.tokens", cell_tokens, "counters.tokens_out", cnt["tokens_out"]),
-            ("tokens_out", "Σ ledger totals", ledger_tokens, "counters.tokens_out", cnt["tokens_out"]),
-            ("records_out", "Σ cells.docs", cell_docs, "counters.records_out", cnt["records_out"]),
-            ("records_out", "Σ ledger rows", ledger_rows, "counters.records_out", cnt["records_out"]),
+            ("tokens_out", "Σ cells.tokens", cell_tokens, "counters.tokens_out", cnt.tokens_out),
+            ("tokens_out", "Σ ledger totals", ledger_tokens, "counters.tokens_out", cnt.tokens_out),
+            ("records_out", "Σ cells.docs", cell_docs, "counters.records_out", cnt.records_out),
+            ("records_out", "Σ ledger rows", ledger_rows, "counters.records_out", cnt.records_out),
         ]
-        drops = cnt["records_out"] + sum(cnt[k] for k in ("bad_input", *DROP_COUNTER.values()))
-        pairs.append(("records_in", "records_out + bad_input + every drop", drops, "counters.records_in",
-                      cnt["records_in"]))
+        pairs.append(("records_in", "records_out + bad_input + every drop", cnt.records_out + sum(cnt.dropped().values()),
+                      "counters.records_in", cnt.records_in))
         by_cluster: dict[int, list[int]] = defaultdict(lambda: [0, 0])
-        for x in art["cells"]:
-            by_cluster[int(x["cluster"])][0] += int(x.get("docs") or 0)
-            by_cluster[int(x["cluster"])][1] += int(x.get("tokens") or 0)
-        for cluster in art["clusters"]:
-            docs, tokens = by_cluster.pop(int(cluster["id"]), [0, 0])
-            pairs.append((f"cluster {cluster['id']} docs", "Σ its cells", docs, "clusters[].docs", cluster.get("docs")))
-            pairs.append((f"cluster {cluster['id']} tokens", "Σ its cells", tokens, "clusters[].tokens",
-                          cluster.get("tokens")))
+        for x in art.cells:
+            by_cluster[x.cluster][0] += x.docs
+            by_cluster[x.cluster][1] += x.tokens
+        for cluster in art.clusters:
+            docs, tokens = by_cluster.pop(cluster.id, [0, 0])
+            pairs.append((f"cluster {cluster.id} docs", "Σ its cells", docs, "clusters[].docs", cluster.docs))
+            pairs.append((f"cluster {cluster.id} tokens", "Σ its cells", tokens, "clusters[].tokens", cluster.tokens))
         for cl in by_cluster:
             c.fail(f"cluster {cl}", "has cells but no entry in store.json clusters")
-        sources = art["sources"]
-        pairs.append(("records_out", "Σ sources.docs_kept", sum(int(s.get("docs_kept") or 0) for s in sources),
-                      "counters.records_out", cnt["records_out"]))
-        pairs.append(("tokens_out", "Σ sources.tokens_kept", sum(int(s.get("tokens_kept") or 0) for s in sources),
-                      "counters.tokens_out", cnt["tokens_out"]))
-        for key in ("bad_input", *DROP_COUNTER.values()):
-            if any(key in s for s in sources):
-                pairs.append((key, f"Σ sources.{key}", sum(int(s.get(key) or 0) for s in sources),
-                              f"counters.{key}", cnt[key]))
+        sources = art.sources
+        pairs.append(("records_out", "Σ sources.docs_kept", sum(s.docs_kept for s in sources),
+                      "counters.records_out", cnt.records_out))
+        pairs.append(("tokens_out", "Σ sources.tokens_kept", sum(s.tokens_kept for s in sources),
+                      "counters.tokens_out", cnt.tokens_out))
+        for key, total in cnt.dropped().items():
+            pairs.append((key, f"Σ sources.{key}", sum(getattr(s, key) for s in sources), f"counters.{key}", total))
         for where, left_from, left, right_from, right in pairs:
             c.checked += 1
             if left != right:
                 c.fail(where, "count", left, right, left_from, right_from)
 
-    def side_files(self, art: dict) -> None:
+    def side_files(self, art: StoreArtifact) -> None:
         c = self.new("side files", "bad_input and drop counters equal the rows in _quarantine/ and _dropped/")
-        cnt = art["counters"]
-        dirs = {"bad_input": layout.QUARANTINE_DIR,
-                **{counter: layout.dropped_dir(reason) for reason, counter in DROP_COUNTER.items()}}
-        for counter, rel_dir in dirs.items():
+        for reason in drops.REASONS:
             c.checked += 1
-            files = [self.r.rel(p) for p in self.r.fs.glob(self.r.path(f"{rel_dir}/*.parquet"))]
+            files = [self.r.rel(p) for p in self.r.fs.glob(self.r.path(f"{reason.folder}/*.parquet"))]
             counts = parquet_rows(self.r, sorted(files))
             for rel, n in counts.items():
                 if isinstance(n, str):
                     c.fail(rel, n)
             rows = sum(n for n in counts.values() if isinstance(n, int))
-            if rows != cnt.get(counter):
-                c.fail(f"{rel_dir}/", counter, rows, cnt.get(counter), "Parquet rows", f"counters.{counter}")
+            counted = getattr(art.counters, reason.counter)
+            if rows != counted:
+                c.fail(f"{reason.folder}/", reason.counter, rows, counted, "Parquet rows", f"counters.{reason.counter}")
 
-    def files(self) -> list[tuple[str, dict]]:
+    def files(self) -> list[tuple[str, LedgerShard]]:
         """Ledger entries vs the listing; returns the (file, entry) pairs present on storage."""
         c = self.new("files", "every ledger entry has its file with the recorded size; no unlisted file")
         present = []
         listing = self.r.cell_files()
-        for cell_dir, ledger in self.r.ledger_by_dir().items():
+        for cell_dir, ledger in self.r.ledger_models().items():
             files = listing.get(cell_dir, {})
-            listed = {s.get("path") for s in ledger["shards"]}
-            for s in ledger["shards"]:
+            listed = {s.path for s in ledger.shards}
+            for s in ledger.shards:
                 c.checked += 1
-                rel = f"{cell_dir}/{s.get('path')}"
-                if s.get("path") not in files:
+                rel = f"{cell_dir}/{s.path}"
+                if s.path not in files:
                     c.fail(rel, "listed in the ledger but missing on storage; rebuild the cell")
                     continue
                 present.append((rel, s))
-                if files[s["path"]] != s.get("bytes"):
-                    c.fail(rel, "bytes", s.get("bytes"), files[s["path"]], "ledger", "file")
+                if files[s.path] != s.bytes:
+                    c.fail(rel, "bytes", s.bytes, files[s.path], "ledger", "file")
             for name, size in files.items():
                 if name != layout.LEDGER and name not in listed:
                     c.fail(f"{cell_dir}/{name}", f"unlisted file ({size:,} bytes) not in {layout.LEDGER}: partial "
                                                  "output of a failed task or a stray copy; remove it or rebuild")
         for cell_dir, files in listing.items():
-            if cell_dir not in self.r.ledger_by_dir() and cell_dir not in self.r.ledger_errors():
+            if cell_dir not in self.r.ledger_models() and cell_dir not in self.r.ledger_errors():
                 for name, size in files.items():
                     c.fail(f"{cell_dir}/{name}", f"unlisted file ({size:,} bytes): its cell has no ledger")
         return present
 
-    def parquet(self, present: list[tuple[str, dict]], art: dict) -> dict[str, FileFacts]:
+    def parquet(self, present: list[tuple[str, LedgerShard]], art: StoreArtifact) -> dict[str, FileFacts]:
         self.progress("scan: row count, Σ n_tokens and cluster/quality range of every shard")
         facts = scan_files(self.r, [rel for rel, _ in present])
         rows = self.new("rows", "Parquet row counts equal the ledger rows")
@@ -286,10 +266,10 @@ class _Audit:
                 tokens.fail(rel, f.error)
                 continue
             total += f.tokens or 0
-            if f.rows != s.get("rows"):
-                rows.fail(rel, "rows", s.get("rows"), f.rows, "ledger", "Parquet")
-            if f.tokens != s.get("tokens"):
-                tokens.fail(rel, "tokens", s.get("tokens"), f.tokens, "ledger", "Σ n_tokens")
+            if f.rows != s.rows:
+                rows.fail(rel, "rows", s.rows, f.rows, "ledger", "Parquet")
+            if f.tokens != s.tokens:
+                tokens.fail(rel, "tokens", s.tokens, f.tokens, "ledger", "Σ n_tokens")
             cl, q = layout.parse_cell_path(rel)
             if f.rows:
                 if (f.cluster_min, f.cluster_max) != (cl, cl):
@@ -297,11 +277,11 @@ class _Audit:
                 if (f.quality_min, f.quality_max) != (q, q):
                     part.fail(rel, "quality column", q, f"{f.quality_min}..{f.quality_max}", "path", "Parquet")
         tokens.checked += 1
-        if total != art["counters"]["tokens_out"] and not any(f.error for f in facts.values()):
-            tokens.fail("store", "tokens_out", art["counters"]["tokens_out"], total, "counters", "Σ n_tokens")
+        if total != art.counters.tokens_out and not any(f.error for f in facts.values()):
+            tokens.fail("store", "tokens_out", art.counters.tokens_out, total, "counters", "Σ n_tokens")
         return facts
 
-    def sources(self, present: list[tuple[str, dict]], facts: dict[str, FileFacts], art: dict) -> None:
+    def sources(self, present: list[tuple[str, LedgerShard]], facts: dict[str, FileFacts], art: StoreArtifact) -> None:
         c = self.new("sources", "per-source docs and tokens in the Parquet files equal sources[].docs/tokens_kept")
         rels = [rel for rel, _ in present if not facts[rel].error]
         if not rels:
@@ -311,23 +291,23 @@ class _Audit:
         found = {s: (int(n), int(t or 0)) for s, n, t in con.execute(
             f"SELECT source, count(*), sum(n_tokens) FROM read_parquet({self.r.parquet_list_sql(rels)}, "
             "hive_partitioning=false) GROUP BY source").fetchall()}
-        for s in art["sources"]:
+        for s in art.sources:
             c.checked += 1
-            docs, toks = found.pop(s.get("name"), (0, 0))
-            if docs != s.get("docs_kept"):
-                c.fail(f"source {s.get('name')}", "docs", s.get("docs_kept"), docs, "store.json", "Parquet")
-            if toks != s.get("tokens_kept"):
-                c.fail(f"source {s.get('name')}", "tokens", s.get("tokens_kept"), toks, "store.json", "Parquet")
+            docs, toks = found.pop(s.name, (0, 0))
+            if docs != s.docs_kept:
+                c.fail(f"source {s.name}", "docs", s.docs_kept, docs, "store.json", "Parquet")
+            if toks != s.tokens_kept:
+                c.fail(f"source {s.name}", "tokens", s.tokens_kept, toks, "store.json", "Parquet")
         for name, (docs, _) in found.items():
             c.fail(f"source {name}", f"{docs:,} documents from a source that store.json does not list")
 
-    def checksums(self, present: list[tuple[str, dict]], mode: str, seed: int) -> None:
+    def checksums(self, present: list[tuple[str, LedgerShard]], mode: str, seed: int) -> None:
         c = self.new("checksums", "xxh64 of each file's bytes equals the ledger")
         if mode == "none" or not present:
             c.status, c.note = "skip", "not requested (--checksums all)" if present else "no file"
             return
         chosen = present
-        total_bytes = sum(int(s.get("bytes") or 0) for _, s in present)
+        total_bytes = sum(s.bytes for _, s in present)
         if mode == "auto" and total_bytes > CHECKSUM_ALL_MAX_BYTES and len(present) > CHECKSUM_SAMPLE:
             idx = np.sort(np.random.default_rng(seed).choice(len(present), CHECKSUM_SAMPLE, replace=False))
             chosen = [present[i] for i in idx]
@@ -339,18 +319,18 @@ class _Audit:
             got = sums[rel]
             if got.startswith("error:"):
                 c.fail(rel, got)
-            elif got != s.get("xxh64"):
-                c.fail(rel, "xxh64", s.get("xxh64"), got, "ledger", "file")
+            elif got != s.xxh64:
+                c.fail(rel, "xxh64", s.xxh64, got, "ledger", "file")
 
-    def deep(self, present: list[tuple[str, dict]], facts: dict[str, FileFacts], art: dict, sample: int,
+    def deep(self, present: list[tuple[str, LedgerShard]], facts: dict[str, FileFacts], art: StoreArtifact, sample: int,
              seed: int) -> None:
         c = self.new("tokens (deep)", "re-tokenized documents have the n_tokens the store recorded")
         from mixture.tokenizer import count_tokens, load_tokenizer
 
         try:
-            tok = load_tokenizer(art["tokenizer"])
+            tok = load_tokenizer(art.tokenizer)
         except Exception as exc:  # noqa: BLE001
-            c.fail(layout.STORE_JSON, f"tokenizer {art['tokenizer']!r} cannot be loaded ({exc})")
+            c.fail(layout.STORE_JSON, f"tokenizer {art.tokenizer!r} cannot be loaded ({exc})")
             return
         readable = [(rel, facts[rel].rows or 0) for rel, _ in present if not facts[rel].error]
         sizes = np.array([n for _, n in readable], dtype=np.int64)
@@ -376,7 +356,7 @@ class _Audit:
                                                strict=True):
                 c.checked += 1
                 if stored != counted:
-                    c.fail(f"{rel} id={doc_id}", "n_tokens", stored, counted, "stored", art["tokenizer"])
+                    c.fail(f"{rel} id={doc_id}", "n_tokens", stored, counted, "stored", art.tokenizer)
 
 
 def audit(reader: StoreReader, *, deep: bool = False, sample: int = 1000, seed: int = 0,

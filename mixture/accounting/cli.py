@@ -10,15 +10,18 @@ import duckdb
 import pandas as pd
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from mixture.accounting.checks import AuditResult, audit
+from mixture.accounting.counts import COUNTS_SUFFIXES
 from mixture.accounting.diffs import diff
 from mixture.accounting.reader import StoreNotReady, StoreReader
 from mixture.accounting.render import FORMATS, exact_frame, render
 from mixture.accounting.reports import matrix, parse_by, report, source_counts
 from mixture.accounting.views import VIEWS, connect, table_list
 from mixture.spec.amounts import humanize
+from mixture.store.formats import FormatError
 
 console = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
@@ -39,13 +42,13 @@ def _open(uri: str) -> StoreReader:
 def _complete(uri: str) -> StoreReader:
     reader = _open(uri)
     try:
-        reader.artifact  # noqa: B018 - raises StoreNotReady while building
+        reader.store_info  # noqa: B018 - raises StoreNotReady while building, FormatError when it does not match
     except StoreNotReady:
         err.print(f"[yellow]{uri}: building — no store.json yet; wait for `mixture build` to finish (or rerun it)")
         raise typer.Exit(1) from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        err.print(f"[red]{uri}/store.json: not valid JSON ({exc}); run `mixture audit {uri}` or rebuild")
-        raise typer.Exit(1) from exc
+    except FormatError as exc:
+        err.print(f"[red]{escape(str(exc))}", soft_wrap=True)
+        raise typer.Exit(1) from None
     return reader
 
 
@@ -179,7 +182,7 @@ def diff_cmd(
     _check_format(fmt)
     sides = []
     for x in (a, b):
-        if x.endswith((".csv", ".json", ".yaml", ".yml")):
+        if x.endswith(COUNTS_SUFFIXES):
             sides.append(x)
         else:
             sides.append(_open(x))

@@ -3,32 +3,17 @@ for weight reuse, and the documents that entered or left each cell (by id)."""
 
 from __future__ import annotations
 
-import io
 import json
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 import duckdb
 import pandas as pd
-import yaml
 
-from mixture.accounting.reader import StoreReader, open_fs
-from mixture.accounting.tables import cell_table, store_k
+from mixture.accounting.counts import COMPAT_FIELDS, Counts, load_counts
+from mixture.accounting.reader import StoreReader
+from mixture.accounting.tables import store_k
 from mixture.spec.amounts import humanize
 from mixture.store import layout
-
-COUNTS_SUFFIXES = (".csv", ".json", ".yaml", ".yml")
-COMPAT_FIELDS = ("tokenizer", "k", "quality_levels", "bucket_edges")
-
-
-@dataclass
-class Counts:
-    """Per-cell counts of one side of a diff: `cells` has columns cell, tokens, docs (docs may be missing)."""
-
-    name: str
-    cells: pd.DataFrame
-    meta: dict[str, Any] = field(default_factory=dict)
-    reader: StoreReader | None = None
 
 
 @dataclass
@@ -55,73 +40,9 @@ class DiffResult:
                 "cells": json.loads(self.cells.to_json(orient="records"))}
 
 
-def store_counts(reader: StoreReader) -> Counts:
-    meta: dict[str, Any] = {}
-    try:
-        art = reader.artifact
-        part = art.get("partition", {})
-        meta = {"tokenizer": art.get("tokenizer"), "k": part.get("k"), "quality_levels": part.get("quality_levels"),
-                "bucket_edges": part.get("bucket_edges")}
-    except Exception:  # noqa: BLE001 - a building store still has ledgers
-        meta = {"k": store_k(reader)}
-    return Counts(reader.uri, cell_table(reader)[["cell", "tokens", "docs"]].copy(), meta, reader)
-
-
-def _frame_from_records(records: Any, source: str) -> pd.DataFrame:
-    if isinstance(records, dict):
-        return pd.DataFrame({"cell": list(records), "tokens": [int(v) for v in records.values()]})
-    df = pd.DataFrame(records)
-    if "cell" not in df.columns and {"cluster", "quality"} <= set(df.columns):
-        df["cell"] = [layout.cell_name(int(c), int(q)) for c, q in zip(df["cluster"], df["quality"], strict=True)]
-    if "cell" not in df.columns or "tokens" not in df.columns:
-        raise ValueError(f"{source}: a counts table needs columns `cell` (cNNqQ) and `tokens` (found "
-                         f"{', '.join(map(str, df.columns))}); write one with `mixture report STORE --by cell "
-                         "--format csv`")
-    return df
-
-
-def load_counts(path: str) -> Counts:
-    """Read a counts file: CSV/JSON table with cell,tokens[,docs] (e.g. `mixture report --by cell` output), a JSON
-    {cell: tokens} map, a store.json, or a mix file (JSON/YAML with `available_tokens`)."""
-    fs, p = open_fs(path)
-    with fs.open(p, "rb") as f:
-        raw = f.read()
-    meta: dict[str, Any] = {}
-    if path.endswith(".csv"):
-        df = _frame_from_records(pd.read_csv(io.BytesIO(raw)).to_dict("records"), path)
-    else:
-        try:
-            doc = json.loads(raw) if path.endswith(".json") else yaml.safe_load(raw)
-        except (json.JSONDecodeError, yaml.YAMLError) as exc:
-            raise ValueError(f"{path}: not valid {'JSON' if path.endswith('.json') else 'YAML'} ({exc})") from exc
-        if isinstance(doc, dict) and "available_tokens" in doc:
-            df = _frame_from_records(doc["available_tokens"], path)
-            meta = {"tokenizer": doc.get("tokenizer")}
-        elif isinstance(doc, dict) and "cells" in doc and "counters" in doc:
-            df = _frame_from_records(doc["cells"], path)
-            part = doc.get("partition", {})
-            meta = {"tokenizer": doc.get("tokenizer"), "k": part.get("k"),
-                    "quality_levels": part.get("quality_levels"), "bucket_edges": part.get("bucket_edges")}
-        else:
-            df = _frame_from_records(doc, path)
-    for cell in df["cell"]:
-        layout.parse_cell(str(cell))
-    if "docs" not in df.columns:
-        df["docs"] = pd.NA
-    return Counts(path, df[["cell", "tokens", "docs"]].copy(), {k: v for k, v in meta.items() if v is not None})
-
-
 def open_side(x: str | StoreReader | Counts) -> Counts:
     """A store (StoreReader or URI) or a counts file (.csv/.json/.yaml) as Counts."""
-    if isinstance(x, Counts):
-        return x
-    if isinstance(x, StoreReader):
-        return store_counts(x)
-    if x.endswith(COUNTS_SUFFIXES):
-        fs, p = open_fs(x)
-        if fs.isfile(p):
-            return load_counts(x)
-    return store_counts(StoreReader(x))
+    return x if isinstance(x, Counts) else load_counts(x)
 
 
 def _doc_moves(a: StoreReader, b: StoreReader, samples: int) -> pd.DataFrame:
@@ -155,7 +76,7 @@ def diff(a: str | StoreReader | Counts, b: str | StoreReader | Counts, *, ids: b
          samples: int = 3) -> DiffResult:
     """Compare two stores (or a store and a counts file); `ids` also lists documents entering/leaving cells."""
     ca, cb = open_side(a), open_side(b)
-    df = ca.cells.merge(cb.cells, on="cell", how="outer", suffixes=("_a", "_b"), indicator=True)
+    df = ca.frame().merge(cb.frame(), on="cell", how="outer", suffixes=("_a", "_b"), indicator=True)
     df["status"] = df["_merge"].map({"both": "kept", "left_only": "removed", "right_only": "added"}).astype(str)
     df = df.drop(columns="_merge")
     for c in ("tokens_a", "tokens_b"):

@@ -11,6 +11,7 @@ import fsspec
 from fsspec.core import url_to_fs
 
 from mixture.store import layout
+from mixture.store.formats import FormatError, Ledger, StoreArtifact, parse_json
 
 
 class StoreNotReady(RuntimeError):
@@ -72,7 +73,7 @@ class StoreReader:
 
     def refresh(self) -> None:
         """Forget cached artifacts, ledgers and listings (after the store changed)."""
-        for name in ("artifact", "_listing", "_ledger_docs", "_tables"):
+        for name in ("artifact", "store_info", "_listing", "_ledger_docs", "_tables"):
             self.__dict__.pop(name, None)
         self.fs.invalidate_cache()
 
@@ -83,10 +84,22 @@ class StoreReader:
 
     @cached_property
     def artifact(self) -> dict:
-        """The parsed store.json; raises StoreNotReady while the store is building."""
+        """The parsed store.json as a plain dict, unvalidated; raises StoreNotReady while the store is building.
+        Prefer `store_info`."""
         if not self.is_complete:
             raise StoreNotReady(f"{self.uri}: no {layout.STORE_JSON} yet, the store is still building")
         return self.read_json(layout.STORE_JSON)
+
+    @cached_property
+    def store_info(self) -> StoreArtifact:
+        """store.json validated against its format (mixture.store.formats.StoreArtifact); raises StoreNotReady while
+        the store is building and FormatError (naming the file and every wrong field) when it does not match."""
+        if not self.is_complete:
+            raise StoreNotReady(f"{self.uri}: no {layout.STORE_JSON} yet, the store is still building")
+        file = f"{self.uri.rstrip('/')}/{layout.STORE_JSON}"
+        hint = f"run `mixture audit {self.uri}`; rebuild the store if store.json was edited or truncated"
+        with self.fs.open(self.path(layout.STORE_JSON), "rb") as f:
+            return parse_json(StoreArtifact, f.read(), file, hint)
 
     # -- listing -----------------------------------------------------------------------------------------------
     @cached_property
@@ -107,12 +120,15 @@ class StoreReader:
 
     # -- ledgers -----------------------------------------------------------------------------------------------
     @cached_property
-    def _ledger_docs(self) -> tuple[dict[str, dict], dict[str, str]]:
+    def _ledger_docs(self) -> tuple[dict[str, dict], dict[str, str], dict[str, Ledger]]:
+        """({cell dir: ledger as read}, {cell dir: error}, {cell dir: Ledger}) of every ledger in the listing; a
+        ledger that is not valid JSON or does not match mixture.store.formats.Ledger goes to the errors."""
         paths = [self.path(f"{d}/{layout.LEDGER}") for d, files in self._listing.items() if layout.LEDGER in files]
         docs: dict[str, dict] = {}
         errors: dict[str, str] = {}
+        models: dict[str, Ledger] = {}
         if not paths:
-            return docs, errors
+            return docs, errors, models
         blobs = self.fs.cat(paths, on_error="return") if len(paths) > 1 else {paths[0]: self.fs.cat(paths[0])}
         for path in paths:
             rel_dir = self.rel(path).rpartition("/")[0]
@@ -120,27 +136,31 @@ class StoreReader:
             try:
                 if isinstance(blob, Exception):
                     raise blob
-                doc = json.loads(blob)
-                if not isinstance(doc, dict) or not isinstance(doc.get("shards"), list):
-                    raise ValueError("expected an object with a `shards` list")
-                docs[rel_dir] = doc
+                models[rel_dir] = parse_json(Ledger, blob, f"{rel_dir}/{layout.LEDGER}")
+                docs[rel_dir] = json.loads(blob)
+            except FormatError as exc:  # reported by the audit, skipped by readers
+                errors[rel_dir] = "; ".join(f"{f}: {m}" if f else m for f, m in exc.problems)
             except Exception as exc:  # noqa: BLE001 - reported by the audit, skipped by readers
                 errors[rel_dir] = f"{type(exc).__name__}: {exc}"
-        return docs, errors
+        return docs, errors, models
 
     def ledger_paths(self) -> list[str]:
         return [self.path(f"{d}/{layout.LEDGER}") for d in self._ledger_docs[0]]
 
     def ledger_by_dir(self) -> dict[str, dict]:
-        """{cell dir: parsed ledger} for every readable ledger (cached)."""
+        """{cell dir: parsed ledger} for every valid ledger (cached). Prefer `ledger_models()`."""
         return self._ledger_docs[0]
 
+    def ledger_models(self) -> dict[str, Ledger]:
+        """{cell dir: Ledger} for every ledger that matches its format, ordered by cell path (cached)."""
+        return self._ledger_docs[2]
+
     def ledger_errors(self) -> dict[str, str]:
-        """{cell dir: error} for ledgers that could not be read or parsed."""
+        """{cell dir: error} for ledgers that could not be read or do not match their format."""
         return self._ledger_docs[1]
 
     def ledgers(self) -> list[dict]:
-        """Every readable cell ledger, ordered by cell path."""
+        """Every valid cell ledger as a dict, ordered by cell path."""
         return list(self._ledger_docs[0].values())
 
     # -- shard files -------------------------------------------------------------------------------------------
@@ -150,13 +170,12 @@ class StoreReader:
         Unlisted Parquet files (partial output of failed tasks) are never shown to readers. A store with no
         ledger at all (hand-made or legacy) falls back to every Parquet file in its cell folders.
         """
-        ledgers = self.ledger_by_dir()
-        if not ledgers and not self.ledger_errors():
+        if not self.ledger_models() and not self.ledger_errors():
             return [f"{d}/{n}" for d, files in self._listing.items() for n in files if n.endswith(".parquet")]
         out = []
-        for cell_dir, ledger in ledgers.items():
+        for cell_dir, ledger in self.ledger_models().items():
             present = self._listing.get(cell_dir, {})
-            out.extend(f"{cell_dir}/{s['path']}" for s in ledger["shards"] if s.get("path") in present)
+            out.extend(f"{cell_dir}/{s.path}" for s in ledger.shards if s.path in present)
         return out
 
     # -- DuckDB ------------------------------------------------------------------------------------------------

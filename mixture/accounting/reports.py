@@ -97,7 +97,7 @@ def source_counts(reader: StoreReader) -> pd.DataFrame:
     counted = con.execute(
         f"SELECT source AS name, any_value(category) AS category, sum(n_tokens)::BIGINT AS tokens, "
         f"count(*)::BIGINT AS docs FROM {documents_source_sql(reader)} GROUP BY source").fetchdf()
-    meta = pd.DataFrame(reader.artifact.get("sources", []))
+    meta = pd.DataFrame([src.model_dump() for src in reader.store_info.sources])
     if meta.empty:
         meta = pd.DataFrame(columns=["name"])
     meta = meta.drop(columns=[c for c in ("docs_kept", "tokens_kept") if c in meta.columns])

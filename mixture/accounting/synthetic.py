@@ -6,7 +6,6 @@ store.json counters are consistent with the ledgers, `_dropped/` and `_quarantin
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import numpy as np
@@ -16,9 +15,24 @@ import xxhash
 
 from mixture.accounting.reader import open_fs
 from mixture.store import layout
+from mixture.store.drops import REASONS
+from mixture.store.drops import reason as drop_reason
+from mixture.store.formats import (
+    STORE_FORMAT_VERSION,
+    CellEntry,
+    ClusterEntry,
+    Counters,
+    Ledger,
+    LedgerShard,
+    PartitionInfo,
+    SamplesInfo,
+    SourceEntry,
+    SpecRef,
+    StoreArtifact,
+    write_model,
+)
 from mixture.store.io import parquet_bytes, write_atomic
 from mixture.store.schema import DOCUMENTS as DOC_SCHEMA
-from mixture.store.schema import DROP_COUNTER
 from mixture.store.schema import DROPPED as DROPPED_SCHEMA
 from mixture.store.schema import QUARANTINE as QUARANTINE_SCHEMA
 
@@ -94,7 +108,7 @@ def write_synthetic_store(
     samples_per_cell: int = 2,
     seed: int = 0,
     **doc_kwargs: Any,
-) -> dict:
+) -> StoreArtifact:
     """Write a complete store at `uri` (local path or fsspec URI) and return its store.json content."""
     if docs is None:
         docs = synthetic_documents(k=k or 4, seed=seed, tokenizer=tokenizer, **doc_kwargs)
@@ -106,8 +120,7 @@ def write_synthetic_store(
     categories = dict(SOURCES) | dict(zip(docs.column("source").to_pylist(), docs.column("category").to_pylist(),
                                           strict=True))
     per_source: dict[str, dict[str, int]] = {
-        s: {"docs_kept": 0, "tokens_kept": 0, "bad_input": 0, **{c: 0 for c in DROP_COUNTER.values()}}
-        for s in sources
+        s: {"docs_kept": 0, "tokens_kept": 0, **{r.counter: 0 for r in REASONS}} for s in sources
     }
     cl = np.asarray(docs.column("cluster").to_numpy(), dtype=np.int64)
     ql = np.asarray(docs.column("quality").to_numpy(), dtype=np.int64)
@@ -133,15 +146,12 @@ def write_synthetic_store(
             name = shard_name(i)
             write_atomic(fs, f"{root}/{rel_dir}/{name}", data)
             tokens = int(np.asarray(part.column("n_tokens").to_numpy()).sum())
-            shards.append({"path": name, "task": i // 2, "rows": part.num_rows, "tokens": tokens,
-                           "bytes": len(data), "xxh64": xxhash.xxh64(data).hexdigest()})
-        name = layout.cell_name(c, q, k)
-        ledger = {"format": 1, "cell": name, "cluster": c, "quality": q, "shards": shards,
-                  "total_num_rows": sum(s["rows"] for s in shards),
-                  "total_tokens": sum(s["tokens"] for s in shards), "is_finished": True}
-        write_atomic(fs, f"{root}/{rel_dir}/{layout.LEDGER}", json.dumps(ledger, indent=1).encode())
-        cells.append({"cell": name, "cluster": c, "quality": q, "path": rel_dir, "docs": ledger["total_num_rows"],
-                      "tokens": ledger["total_tokens"], "shards": len(shards)})
+            shards.append(LedgerShard(path=name, task=i // 2, rows=part.num_rows, tokens=tokens, bytes=len(data),
+                                      xxh64=xxhash.xxh64(data).hexdigest()))
+        ledger = Ledger.of(layout.cell_name(c, q, k), c, q, shards)
+        write_model(fs, f"{root}/{rel_dir}/{layout.LEDGER}", ledger)
+        cells.append(CellEntry(cell=ledger.cell, cluster=c, quality=q, path=rel_dir, docs=ledger.total_num_rows,
+                               tokens=ledger.total_tokens, shards=len(shards)))
         for s, t in zip(cell_docs.column("source").to_pylist(), cell_docs.column("n_tokens").to_pylist(),
                         strict=True):
             per_source[s]["docs_kept"] += 1
@@ -156,7 +166,7 @@ def write_synthetic_store(
             continue
         src = [sources[i % len(sources)] for i in rng.integers(0, len(sources), size=n)]
         for s in src:
-            per_source[s][DROP_COUNTER[reason]] += 1
+            per_source[s][drop_reason(reason).counter] += 1
         table = pa.table({"id": [f"dropped-{reason}-{i}" for i in range(n)], "source": src,
                           "origin": [f"{s}/file.jsonl:{i}" for i, s in enumerate(src)], "reason": [reason] * n,
                           "detail": ["synthetic"] * n, "n_chars": [10] * n, "text_head": ["dropped text"] * n},
@@ -177,40 +187,41 @@ def write_synthetic_store(
         uniform = pa.concat_tables(sample_parts)
         write_atomic(fs, f"{root}/{layout.UNIFORM_SAMPLES}", parquet_bytes(uniform, "snappy"))
 
-    counters = {"records_out": sum(c["docs"] for c in cells), "tokens_out": sum(c["tokens"] for c in cells),
-                "bad_input": bad_input, **{DROP_COUNTER[r]: drops.get(r, 0) for r in DROP_COUNTER}}
-    counters["records_in"] = counters["records_out"] + bad_input + sum(drops.values())
+    records_out, tokens_out = sum(c.docs for c in cells), sum(c.tokens for c in cells)
+    counters = Counters(records_in=records_out + bad_input + sum(drops.values()), bad_input=bad_input,
+                        **{drop_reason(r).counter: n for r, n in drops.items()}, records_out=records_out,
+                        tokens_out=tokens_out)
     source_rows = []
     for s in sources:
         row = per_source[s]
-        dropped = row["bad_input"] + sum(row[c] for c in DROP_COUNTER.values())
-        source_rows.append({"name": s, "category": categories[s], "license": "CC-BY-4.0", "format": "jsonl",
-                            "docs_in": row["docs_kept"] + dropped, "tokens_in": None, **row})
+        dropped = sum(row[r.counter] for r in REASONS)
+        source_rows.append(SourceEntry(name=s, category=categories[s], license="CC-BY-4.0", format="jsonl",
+                                       docs_in=row["docs_kept"] + dropped, tokens_in=None, **row))
     clusters = []
     for c in range(k):
-        mine = [x for x in cells if x["cluster"] == c]
-        clusters.append({"id": c, "label": f"Topic {c}", "top_terms": [_WORDS[c % len(_WORDS)], "synthetic"],
-                         "summary": f"{_WORDS[c % len(_WORDS)]} · synthetic", "confidence": 0.5,
-                         "confidence_tag": "medium", "docs": sum(x["docs"] for x in mine),
-                         "tokens": sum(x["tokens"] for x in mine)})
-    artifact = {
-        "format_version": 1,
-        "spec": {"name": "synthetic", "hash": xxhash.xxh64(str(seed).encode()).hexdigest(), "path": None},
-        "code_version": "0.1.0",
-        "created": "2026-01-01T00:00:00Z",
-        "tokenizer": tokenizer,
-        "partition": {"k": k, "fine_k": k * 10, "quality_levels": 5, "bucket_edges": [0.2, 0.4, 0.6, 0.8],
-                      "quality_names": list(layout.QUALITY_NAMES)},
-        "raw_score_cutoffs": {t: [0.18, 0.36, 0.54, 0.72] for t in CONTENT_TYPES},
-        "clusters": clusters,
-        "cells": cells,
-        "sources": source_rows,
-        "counters": counters,
-        "filtered_by_reason": {"min_chars": drops.get("filtered", 0)},
-        "bad_input_by_reason": {"invalid_json": bad_input},
-        "samples": {"uniform": layout.UNIFORM_SAMPLES, "exemplars": layout.EXEMPLAR_SAMPLES,
-                    "per_cell": samples_per_cell},
-    }
-    write_atomic(fs, f"{root}/{layout.STORE_JSON}", json.dumps(artifact, indent=1).encode())
+        mine = [x for x in cells if x.cluster == c]
+        clusters.append(ClusterEntry(id=c, label=f"Topic {c}", top_terms=[_WORDS[c % len(_WORDS)], "synthetic"],
+                                     summary=f"{_WORDS[c % len(_WORDS)]} · synthetic", confidence=0.5,
+                                     confidence_tag="medium", docs=sum(x.docs for x in mine),
+                                     tokens=sum(x.tokens for x in mine)))
+    artifact = StoreArtifact(
+        format_version=STORE_FORMAT_VERSION,
+        spec=SpecRef(name="synthetic", hash=xxhash.xxh64(str(seed).encode()).hexdigest(), path=None),
+        code_version="0.1.0",
+        created="2026-01-01T00:00:00Z",
+        tokenizer=tokenizer,
+        partition=PartitionInfo(k=k, fine_k=k * 10, quality_levels=5, bucket_edges=[0.2, 0.4, 0.6, 0.8],
+                                quality_names=list(layout.QUALITY_NAMES)),
+        raw_score_cutoffs={t: [0.18, 0.36, 0.54, 0.72] for t in CONTENT_TYPES},
+        clusters=clusters,
+        cells=cells,
+        sources=source_rows,
+        counters=counters,
+        filtered_by_reason={"min_chars": drops.get("filtered", 0)},
+        bad_input_by_reason={"invalid_json": bad_input},
+        samples=SamplesInfo(uniform=layout.UNIFORM_SAMPLES, exemplars=layout.EXEMPLAR_SAMPLES,
+                            per_cell=samples_per_cell),
+    )
+    write_model(fs, f"{root}/{layout.STORE_JSON}", artifact)
     return artifact
 

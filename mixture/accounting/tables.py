@@ -10,6 +10,7 @@ import pandas as pd
 
 from mixture.accounting.reader import StoreNotReady, StoreReader
 from mixture.store import layout
+from mixture.store.formats import FormatError, StoreArtifact
 
 T = TypeVar("T")
 
@@ -27,28 +28,34 @@ def cached_on_reader(fn: Callable[[StoreReader], T]) -> Callable[[StoreReader], 
     return wrapper
 
 
+def _store_info(reader: StoreReader) -> StoreArtifact | None:
+    """store.json when present and valid; None while building or when it does not match its format (the audit
+    names the fields)."""
+    try:
+        return reader.store_info
+    except (StoreNotReady, FormatError):
+        return None
+
+
 def store_k(reader: StoreReader) -> int:
     """Cluster count: store.json `partition.k`, else inferred from the widest cluster folder name."""
-    try:
-        return int(reader.artifact["partition"]["k"])
-    except (StoreNotReady, KeyError, TypeError, ValueError):
-        dirs = list(reader.cell_files())
-        width = max((len(d.split("/")[0]) - len("cluster=") for d in dirs), default=2)
-        return 101 if width >= 3 else 100
+    info = _store_info(reader)
+    if info is not None:
+        return info.partition.k
+    dirs = list(reader.cell_files())
+    width = max((len(d.split("/")[0]) - len("cluster=") for d in dirs), default=2)
+    return 101 if width >= 3 else 100
 
 
 def quality_names(reader: StoreReader) -> list[str]:
-    try:
-        return list(reader.artifact["partition"].get("quality_names") or layout.QUALITY_NAMES)
-    except (StoreNotReady, KeyError, TypeError):
-        return list(layout.QUALITY_NAMES)
+    info = _store_info(reader)
+    return list(info.partition.quality_names if info is not None and info.partition.quality_names
+                else layout.QUALITY_NAMES)
 
 
 def cluster_labels(reader: StoreReader) -> dict[int, str]:
-    try:
-        return {int(c["id"]): str(c.get("label", "")) for c in reader.artifact.get("clusters", [])}
-    except StoreNotReady:
-        return {}
+    info = _store_info(reader)
+    return {c.id: c.label for c in info.clusters} if info is not None else {}
 
 
 @cached_on_reader
@@ -56,12 +63,12 @@ def ledger_shard_table(reader: StoreReader) -> pd.DataFrame:
     """One row per ledger entry: cell, cluster, quality, file (store-relative), task, rows, tokens, bytes, xxh64."""
     k = store_k(reader)
     rows = []
-    for cell_dir, ledger in reader.ledger_by_dir().items():
+    for cell_dir, ledger in reader.ledger_models().items():
         c, q = layout.parse_cell_path(cell_dir)
-        for s in ledger["shards"]:
+        for s in ledger.shards:
             rows.append({"cell": layout.cell_name(c, q, k), "cluster": c, "quality": q,
-                         "file": f"{cell_dir}/{s.get('path')}", "task": s.get("task"), "rows": s.get("rows"),
-                         "tokens": s.get("tokens"), "bytes": s.get("bytes"), "xxh64": s.get("xxh64")})
+                         "file": f"{cell_dir}/{s.path}", "task": s.task, "rows": s.rows,
+                         "tokens": s.tokens, "bytes": s.bytes, "xxh64": s.xxh64})
     cols = ["cell", "cluster", "quality", "file", "task", "rows", "tokens", "bytes", "xxh64"]
     return pd.DataFrame(rows, columns=cols)
 
@@ -92,20 +99,14 @@ def cell_table(reader: StoreReader) -> pd.DataFrame:
     Columns: cell, cluster, quality, quality_name, label, path, docs, tokens, shards, share. Cells listed in
     store.json without a ledger appear with zero counts; ordered by cluster then quality.
     """
-    k = store_k(reader)
     by_cell: dict[tuple[int, int], dict] = {}
-    for cell_dir, ledger in reader.ledger_by_dir().items():
+    for cell_dir, ledger in reader.ledger_models().items():
         c, q = layout.parse_cell_path(cell_dir)
-        shards = ledger["shards"]
-        by_cell[(c, q)] = {"path": cell_dir, "docs": int(sum(s.get("rows") or 0 for s in shards)),
-                           "tokens": int(sum(s.get("tokens") or 0 for s in shards)), "shards": len(shards)}
-    try:
-        for cell in reader.artifact.get("cells", []):
-            key = (int(cell["cluster"]), int(cell["quality"]))
-            by_cell.setdefault(key, {"path": cell.get("path") or layout.cell_path(*key, k), "docs": 0, "tokens": 0,
-                                     "shards": 0})
-    except StoreNotReady:
-        pass
+        by_cell[(c, q)] = {"path": cell_dir, "docs": sum(s.rows for s in ledger.shards),
+                           "tokens": sum(s.tokens for s in ledger.shards), "shards": len(ledger.shards)}
+    info = _store_info(reader)
+    for cell in info.cells if info is not None else []:
+        by_cell.setdefault((cell.cluster, cell.quality), {"path": cell.path, "docs": 0, "tokens": 0, "shards": 0})
     return _cell_frame(reader, by_cell)
 
 
@@ -113,28 +114,24 @@ def cell_table(reader: StoreReader) -> pd.DataFrame:
 def published_cell_table(reader: StoreReader) -> pd.DataFrame:
     """cell_table's columns from store.json `cells` alone: what the finished build published, without reading a
     ledger or listing the store (its cost does not grow with the store). Raises StoreNotReady while building."""
-    k = store_k(reader)
-    by_cell = {}
-    for cell in reader.artifact.get("cells", []):
-        key = (int(cell["cluster"]), int(cell["quality"]))
-        by_cell[key] = {"path": cell.get("path") or layout.cell_path(*key, k), "docs": int(cell.get("docs") or 0),
-                        "tokens": int(cell.get("tokens") or 0), "shards": int(cell.get("shards") or 0)}
+    by_cell = {(cell.cluster, cell.quality): {"path": cell.path, "docs": cell.docs, "tokens": cell.tokens,
+                                              "shards": cell.shards} for cell in reader.store_info.cells}
     return _cell_frame(reader, by_cell)
 
 
 @cached_on_reader
 def cluster_table(reader: StoreReader) -> pd.DataFrame:
     """store.json clusters (id, label, top_terms, summary, confidence, confidence_tag, docs, tokens)."""
-    return pd.DataFrame(reader.artifact.get("clusters", []))
+    return pd.DataFrame([c.model_dump() for c in reader.store_info.clusters])
 
 
 @cached_on_reader
 def source_table(reader: StoreReader) -> pd.DataFrame:
     """store.json sources, one row per source with every field the build recorded."""
-    return pd.DataFrame(reader.artifact.get("sources", []))
+    return pd.DataFrame([s.model_dump() for s in reader.store_info.sources])
 
 
 @cached_on_reader
 def counters_table(reader: StoreReader) -> pd.DataFrame:
     """store.json counters as a single row."""
-    return pd.DataFrame([reader.artifact.get("counters", {})])
+    return pd.DataFrame([reader.store_info.counters.model_dump()])

@@ -5,20 +5,21 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from mixture.planner.counts import PlanInputError, read_json
+from mixture.planner.counts import PlanInputError
 from mixture.planner.exports import FORMATS, ExportError, export_plan
+from mixture.planner.formats import Plan, read_plan
 from mixture.planner.inputs import build_inputs, load_planning_spec
 from mixture.planner.materialize import DEFAULT_SHARD_BYTES, MaterializeError, materialize, parse_bytes
 from mixture.planner.plan import compute_plan
 from mixture.planner.realised import RealisedError, realised_ledger
 from mixture.planner.report import print_ladder, print_plan, print_realised
 from mixture.planner.run import repair_plan
+from mixture.store.formats import FormatError, dump
 
 HARD = ("over_cap", "empty_cell")
 
@@ -45,11 +46,12 @@ def _fail(console: Console, message: str, code: int = 2) -> typer.Exit:
     return typer.Exit(code)
 
 
-def load_plan(path: str) -> dict[str, Any]:
-    data = read_json(path)
-    if not isinstance(data, dict) or data.get("kind") != "mixture-plan":
-        raise PlanInputError(f"{path}: expected a plan.json written by `mixture plan` (kind: mixture-plan)")
-    return data
+def load_plan(path: str) -> Plan:
+    """plan.json through its model; PlanInputError names the file and field (or says how to write a plan)."""
+    try:
+        return read_plan(path)
+    except FormatError as exc:
+        raise PlanInputError(str(exc)) from None
 
 
 def plan_cmd(
@@ -81,15 +83,15 @@ def plan_cmd(
     except PlanInputError as exc:
         raise _fail(console, str(exc)) from None
     if fmt == "json":
-        typer.echo(json.dumps(plan, indent=2))
+        typer.echo(dump(plan), nl=False)
     else:
         print_plan(plan, console)
         if ladder:
             print_ladder(plan, console)
     if out:
-        write_atomic(out, json.dumps(plan, indent=2) + "\n")
+        write_atomic(out, dump(plan))
         console.print(f"plan written to {out}")
-    codes = {w["code"] for w in plan["warnings"]}
+    codes = {w.code for w in plan.warnings}
     failed = bool(codes & set(HARD)) or (strict and bool(codes))
     if "over_cap" in codes:
         result, repaired = repair_plan(inputs, plan)
@@ -97,9 +99,9 @@ def plan_cmd(
             console.print(f"[red]cap repair: {result.message}[/]")
         else:
             target = repaired_out or (os.path.splitext(out)[0] + ".repaired.json" if out else None)
-            console.print(f"[cyan]cap repair[/]: {result.message}; max exposure now {repaired['exposure']['max']:.4f}")
+            console.print(f"[cyan]cap repair[/]: {result.message}; max exposure now {repaired.exposure.max:.4f}")
             if target:
-                write_atomic(target, json.dumps(repaired, indent=2) + "\n")
+                write_atomic(target, dump(repaired))
                 console.print(f"[cyan]repaired plan written to {target}[/] (a new plan; {out or 'the original'} is unchanged)")
             else:
                 console.print("pass --out (or --repaired-out) to write the repaired plan")
@@ -117,8 +119,12 @@ def export_cmd(
     if fmt not in FORMATS:
         raise _fail(console, f"--format: expected one of {', '.join(FORMATS)}, found {fmt!r}")
     try:
-        text = export_plan(load_plan(plan_path), fmt)
-    except (PlanInputError, ExportError) as exc:
+        plan = load_plan(plan_path)
+    except PlanInputError as exc:
+        raise _fail(console, str(exc)) from None
+    try:
+        text = export_plan(plan, fmt)
+    except ExportError as exc:
         raise _fail(console, f"{plan_path}: {exc}") from None
     if out:
         write_atomic(out, text)
@@ -141,7 +147,7 @@ def materialize_cmd(
         plan = load_plan(plan_path)
     except (ValueError, PlanInputError) as exc:
         raise _fail(console, str(exc)) from None
-    used = sum(1 for c in plan["cells"] if any(r["tokens"] > 0 for r in c["phases"].values()))
+    used = len(plan.used_cells())
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console, transient=True) as bar:
         draw = bar.add_task("drawing cells", total=used)
@@ -154,12 +160,12 @@ def materialize_cmd(
             manifest = materialize(plan, out, store, size, seed, progress=tick)
         except MaterializeError as exc:
             raise _fail(console, str(exc), 1) from None
-    for ph in manifest["phases"]:
-        console.print(f"phase {ph['name']}: {ph['tokens']:,} tokens of {ph['planned_tokens']:,} planned "
-                      f"(±{ph['tolerance']:,} allowed), {ph['docs']:,} docs in {len(ph['shards'])} shards")
-    if manifest["count_mismatch"]:
-        console.print(f"[yellow]store counts differ from the plan's for {len(manifest['count_mismatch'])} cells "
-                      f"({', '.join(manifest['count_mismatch'][:8])}); exposures differ from the plan[/]")
+    for ph in manifest.phases:
+        console.print(f"phase {ph.name}: {ph.tokens:,} tokens of {ph.planned_tokens:,} planned "
+                      f"(±{ph.tolerance:,} allowed), {ph.docs:,} docs in {len(ph.shards)} shards")
+    if manifest.count_mismatch:
+        console.print(f"[yellow]store counts differ from the plan's for {len(manifest.count_mismatch)} cells "
+                      f"({', '.join(manifest.count_mismatch[:8])}); exposures differ from the plan[/]")
     console.print(f"manifest: {out.rstrip('/')}/manifest.json")
 
 

@@ -6,9 +6,6 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-from pydantic import ValidationError
-
 from mixture.planner.blocks import largest_remainder
 from mixture.planner.counts import (
     Counts,
@@ -19,8 +16,10 @@ from mixture.planner.counts import (
     load_counts,
     read_json,
 )
+from mixture.planner.formats import PlanWarning
 from mixture.planner.plan import PhaseInput, PlanInputs
-from mixture.planner.weights import Warning_, check_explicit, resolve_weights
+from mixture.planner.weights import check_explicit, resolve_weights
+from mixture.spec.load import SpecError, load_spec, resolve_uri
 from mixture.spec.mixture_section import MixtureSection
 
 
@@ -34,35 +33,10 @@ class PlanningSpec:
     base_dir: str
 
 
-def _loc(loc: tuple[Any, ...]) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else ("." if out else "") + str(part)
-    return out
-
-
-def validate_section(data: Any, file: str) -> MixtureSection:
-    try:
-        return MixtureSection.model_validate(data)
-    except ValidationError as exc:
-        lines = []
-        for err in exc.errors(include_url=False):
-            loc = _loc(tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-"))))
-            msg = err["msg"].removeprefix("Value error, ")
-            if err["type"] == "extra_forbidden":
-                msg = "unknown field; see docs/planner.md for the fields of `mixture:`"
-            elif err["type"] not in ("value_error", "missing") and "input" in err:
-                msg += f", found {err['input']!r:.80}"
-            lines.append(f"{file}: mixture.{loc}: {msg}")
-        raise PlanInputError("\n".join(lines)) from None
-
-
 def load_planning_spec(path: str) -> PlanningSpec:
-    """The one place that reads a spec for planning (swap in the full spec loader here later).
-
-    A `.json` file is taken as a Marin mix JSON; anything else as a YAML spec whose `mixture:` section is
-    validated with MixtureSection and whose `store.uri` gives the counts.
-    """
+    """The spec to plan: a `.json` file is taken as a Marin mix JSON; anything else is loaded by the spec loader
+    (mixture.spec.load: the whole spec validated, its `mixture:` section included; sources need not exist yet),
+    whose `store.uri` gives the counts."""
     base_dir = os.path.dirname(os.path.abspath(path))
     if path.endswith(".json"):
         data = read_json(path)
@@ -71,19 +45,10 @@ def load_planning_spec(path: str) -> PlanningSpec:
         name = os.path.splitext(os.path.basename(path))[0]
         return PlanningSpec(path, name, None, data.get("candidate_store_uri"), data, base_dir)
     try:
-        with open(path, encoding="utf-8") as f:
-            data = yaml.safe_load(f)
-    except FileNotFoundError:
-        raise PlanInputError(f"{path}: spec file not found") from None
-    except yaml.YAMLError as exc:
-        raise PlanInputError(f"{path}: invalid YAML: {exc}") from None
-    if not isinstance(data, dict):
-        raise PlanInputError(f"{path}: expected a mapping of sections, found {type(data).__name__}")
-    section = validate_section(data["mixture"], path) if data.get("mixture") is not None else None
-    uri = (data.get("store") or {}).get("uri")
-    if uri and "://" not in uri and not os.path.isabs(uri):
-        uri = os.path.normpath(os.path.join(base_dir, uri))
-    return PlanningSpec(path, str(data.get("name") or "mixture"), section, uri, None, base_dir)
+        spec = load_spec(path, check_resources=False)
+    except SpecError as exc:
+        raise PlanInputError(str(exc)) from None
+    return PlanningSpec(path, spec.name, spec.mixture, resolve_uri(spec.store.uri, base_dir), None, base_dir)
 
 
 def _counts(spec: PlanningSpec, counts_source: str | None) -> Counts:
@@ -96,7 +61,7 @@ def _counts(spec: PlanningSpec, counts_source: str | None) -> Counts:
     raise PlanInputError(f"{spec.path}: no counts: the spec has no store.uri; pass --counts STORE|mix.json|counts.csv")
 
 
-def _marin_phases(data: dict[str, Any], counts: Counts, where: str) -> tuple[list[PhaseInput], list[Warning_]]:
+def _marin_phases(data: dict[str, Any], counts: Counts, where: str) -> tuple[list[PhaseInput], list[PlanWarning]]:
     budgets = data.get("phase_budgets")
     if not isinstance(budgets, list) or not budgets:
         raise PlanInputError(f"{where}: expected `phase_budgets` as a list of token counts, found {budgets!r}")
@@ -132,7 +97,7 @@ def build_inputs(
     if scale is not None:
         meta["scale"] = scale
     if section is None:
-        data = spec.marin or counts.marin
+        data = spec.marin or (counts.mix if is_marin_mix(counts.mix) else None)
         if data is None:
             raise PlanInputError(
                 f"{spec.path}: the spec has no `mixture:` section; add one (see docs/planner.md) "

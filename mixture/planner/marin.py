@@ -5,27 +5,28 @@ from __future__ import annotations
 from typing import Any
 
 from mixture.planner.counts import counts_from_marin
+from mixture.planner.formats import Plan
 from mixture.planner.plan import PhaseInput, PlanInputs
 
 
-def plan_to_marin(plan: dict[str, Any]) -> dict[str, Any]:
+def plan_to_marin(plan: Plan) -> dict[str, Any]:
     """The plan's counts, weights and budgets in the Marin mix format (extra keys and key order of an imported
     file kept; phase budgets kept in their original number form when unchanged)."""
-    budgets = [p["tokens"] for p in plan["phases"]]
-    info = plan.get("marin") or {}
-    raw_budgets = info.get("phase_budgets")
+    budgets: list[int | float] = [p.tokens for p in plan.phases]
+    info = plan.marin
+    raw_budgets = info.phase_budgets if info else None
     if isinstance(raw_budgets, list) and len(raw_budgets) == len(budgets) and all(
         r == b for r, b in zip(raw_budgets, budgets, strict=True)
     ):
         budgets = raw_budgets
-    content: dict[str, Any] = {"available_tokens": {c["cell"]: c["available_tokens"] for c in plan["cells"]}}
-    for i, ph in enumerate(plan["phases"]):
-        content[f"phase{i}_weights"] = dict(ph["weights"])
+    content: dict[str, Any] = {"available_tokens": {c.cell: c.available_tokens for c in plan.cells}}
+    for i, ph in enumerate(plan.phases):
+        content[f"phase{i}_weights"] = dict(ph.weights)
     content["phase_budgets"] = budgets
-    content["tokenizer"] = plan.get("tokenizer")
-    content["candidate_store_uri"] = plan.get("store_uri")
-    content.update(info.get("extra") or {})
-    order = [k for k in info.get("key_order", []) if k in content]
+    content["tokenizer"] = plan.tokenizer
+    content["candidate_store_uri"] = plan.store_uri
+    content.update(info.extra if info else {})
+    order = [k for k in (info.key_order if info else []) if k in content]
     return {**{k: content[k] for k in order}, **{k: v for k, v in content.items() if k not in order}}
 
 

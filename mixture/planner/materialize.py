@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -17,7 +15,18 @@ from fsspec import AbstractFileSystem
 from fsspec.core import url_to_fs
 
 from mixture.accounting import StoreNotReady, StoreReader, connect
-from mixture.store.io import DigestingFile, open_atomic, write_atomic
+from mixture.planner.formats import (
+    MANIFEST_FORMAT_VERSION,
+    Manifest,
+    ManifestCell,
+    ManifestCellPhase,
+    ManifestShard,
+    PhaseManifest,
+    Plan,
+    PlanCell,
+)
+from mixture.store.formats import FormatError, write_model
+from mixture.store.io import DigestingFile, open_atomic
 
 MANIFEST = "manifest.json"
 PHASE_MANIFEST = "_manifest.json"
@@ -149,16 +158,12 @@ def interleave(parts: list[np.ndarray]) -> np.ndarray:
     return np.lexsort((p, cell, key))
 
 
-def _write_json(fs: AbstractFileSystem, path: str, data: Any) -> None:
-    write_atomic(fs, path, json.dumps(data, indent=2) + "\n")
-
-
 def _remove(fs: AbstractFileSystem, path: str) -> None:
     if fs.exists(path):
         fs.rm(path)
 
 
-def _load_cells(reader: StoreReader, cells: list[dict[str, Any]]) -> dict[str, pa.Table]:
+def _load_cells(reader: StoreReader, cells: list[PlanCell]) -> dict[str, pa.Table]:
     con = connect(reader)
     try:
         columns = {r[0] for r in con.execute("DESCRIBE documents").fetchall()}
@@ -167,7 +172,7 @@ def _load_cells(reader: StoreReader, cells: list[dict[str, Any]]) -> dict[str, p
     source = "source" if "source" in columns else "NULL::VARCHAR AS source"
     # one query for every cell, cut into cells afterwards: a query per cell listed and opened the store's files
     # again each time (the demo's materialize took 15.7 s instead of 2.1; ~20 s instead of 0.6 on the GCS emulator)
-    wanted = pa.table({"cluster": [c["cluster"] for c in cells], "quality": [c["quality"] for c in cells],
+    wanted = pa.table({"cluster": [c.cluster for c in cells], "quality": [c.quality for c in cells],
                        "k": np.arange(len(cells), dtype=np.int64)})
     con.register("wanted", wanted)
     table = con.sql(
@@ -177,57 +182,57 @@ def _load_cells(reader: StoreReader, cells: list[dict[str, Any]]) -> dict[str, p
     con.close()
     ends = np.cumsum(np.bincount(table.column("k").to_numpy(), minlength=len(cells)))
     table = table.drop_columns(["k"])
-    return {c["cell"]: table.slice(int(end - n), int(n))
+    return {c.cell: table.slice(int(end - n), int(n))
             for c, end, n in zip(cells, ends, np.diff(ends, prepend=0), strict=True)}
 
 
 def materialize(
-    plan: dict[str, Any],
+    plan: Plan,
     out_dir: str | os.PathLike,
     store_uri: str | None = None,
     shard_bytes: int = DEFAULT_SHARD_BYTES,
     seed: int | None = None,
     progress: Callable[[str, int], None] | None = None,
-) -> dict[str, Any]:
+) -> Manifest:
     """Write DIR/phase=NAME/part-NNNNN.parquet and manifests (DIR: a local folder or any fsspec URL: gs://, s3://, …);
     returns the manifest. Re-running is byte-identical."""
-    uri = store_uri or plan.get("store_uri")
+    uri = store_uri or plan.store_uri
     if not uri:
         raise MaterializeError("the plan names no store; pass --store URI")
     reader = StoreReader(uri)
     try:
-        artifact = reader.artifact
-    except StoreNotReady as exc:
+        artifact = reader.store_info
+    except (StoreNotReady, FormatError) as exc:
         raise MaterializeError(str(exc)) from None
-    seed = plan["settings"]["seed"] if seed is None else seed
-    phases = plan["phases"]
-    used = [c for c in plan["cells"] if any(c["phases"][p["name"]]["tokens"] > 0 for p in phases)]
-    planned = {c["cell"]: {p: r["tokens"] for p, r in c["phases"].items()} for c in used}
+    seed = plan.settings.seed if seed is None else seed
+    phases = plan.phases
+    used = plan.used_cells()
+    planned = {c.cell: {p: r.tokens for p, r in c.phases.items()} for c in used}
     tables = _load_cells(reader, used)
-    store_tokens = {c.get("cell"): c.get("tokens") for c in artifact.get("cells", [])}
+    store_tokens = {c.cell: c.tokens for c in artifact.cells}
 
     streams: dict[str, CellStream] = {}
-    cell_info: dict[str, dict[str, Any]] = {}
+    cell_info: dict[str, ManifestCell] = {}
     for cell in used:
-        name = cell["cell"]
+        name = cell.cell
         n_tok = tables[name].column("n_tokens").to_numpy().astype(np.int64)
         streams[name] = cell_stream(n_tok, sum(planned[name].values()), seed, name, len(phases))
-        cell_info[name] = {
-            "available_tokens": int(n_tok.sum()),
-            "planned_available_tokens": cell["available_tokens"],
-            "docs_in_store": len(n_tok),
-            "max_doc_tokens": int(n_tok.max()) if len(n_tok) else 0,
-        }
+        cell_info[name] = ManifestCell(
+            available_tokens=int(n_tok.sum()),
+            planned_available_tokens=cell.available_tokens,
+            docs_in_store=len(n_tok),
+            max_doc_tokens=int(n_tok.max()) if len(n_tok) else 0,
+        )
         if progress:
             progress("draw", 1)
-    all_cuts = draw_phases(streams, {c: [planned[c][p["name"]] for p in phases] for c in streams}, len(phases))
+    all_cuts = draw_phases(streams, {c: [planned[c][p.name] for p in phases] for c in streams}, len(phases))
     draws = {
         c: CellDraw(st.stream[: all_cuts[c][-1]], st.passes[: all_cuts[c][-1]], all_cuts[c], st.tokens[: all_cuts[c][-1]])
         for c, st in streams.items()
     }
     mismatched = sorted(
-        c for c, i in cell_info.items() if i["available_tokens"] != i["planned_available_tokens"]
-        or store_tokens.get(c, i["available_tokens"]) != i["available_tokens"]
+        c for c, i in cell_info.items() if i.available_tokens != i.planned_available_tokens
+        or store_tokens.get(c, i.available_tokens) != i.available_tokens
     )
 
     names = list(tables)
@@ -235,8 +240,8 @@ def materialize(
     big = pa.concat_tables([tables[c] for c in names]) if names else None
     text_bytes = pc.binary_length(big.column("text").cast(pa.binary())).to_numpy(zero_copy_only=False) if big else None
     cell_index = {c: i for i, c in enumerate(names)}
-    cluster_of = {c["cell"]: c["cluster"] for c in used}
-    quality_of = {c["cell"]: c["quality"] for c in used}
+    cluster_of = {c.cell: c.cluster for c in used}
+    quality_of = {c.cell: c.quality for c in used}
 
     fs, root = url_to_fs(str(out_dir))
     root = root.rstrip("/")
@@ -246,7 +251,7 @@ def materialize(
     _remove(fs, f"{root}/{MANIFEST}")
     manifest_phases = []
     for pi, ph in enumerate(phases):
-        pdir = f"{root}/{phase_dir(ph['name'])}"
+        pdir = f"{root}/{phase_dir(ph.name)}"
         fs.makedirs(pdir, exist_ok=True)
         _remove(fs, f"{pdir}/{PHASE_MANIFEST}")
         fs.invalidate_cache(pdir)
@@ -261,14 +266,14 @@ def materialize(
             pass_parts.append(d.passes[lo:hi])
             cell_parts.append(np.full(hi - lo, cell_index[c], dtype=np.int64))
             passes = d.passes[lo:hi]
-            avail = cell_info[c]["available_tokens"]
-            per_cell[c] = {
-                "planned_tokens": planned[c][ph["name"]],
-                "docs": int(hi - lo),
-                "tokens": int(d.tokens[lo:hi].sum()),
-                "passes": sorted({int(x) for x in passes}),
-                "epochs": float(d.tokens[lo:hi].sum()) / avail if avail else 0.0,
-            }
+            avail = cell_info[c].available_tokens
+            per_cell[c] = ManifestCellPhase(
+                planned_tokens=planned[c][ph.name],
+                docs=int(hi - lo),
+                tokens=int(d.tokens[lo:hi].sum()),
+                passes=sorted({int(x) for x in passes}),
+                epochs=float(d.tokens[lo:hi].sum()) / avail if avail else 0.0,
+            )
         order = interleave(parts)
         rows = np.concatenate(rows_parts)[order] if names else np.zeros(0, np.int64)
         pass_col = np.concatenate(pass_parts)[order].astype(np.int32) if names else np.zeros(0, np.int32)
@@ -286,10 +291,10 @@ def materialize(
             with open_atomic(fs, f"{pdir}/{fname}") as f:  # checksummed as it is written: never read back
                 sink = DigestingFile(f)
                 pq.write_table(table, sink, compression="zstd")
-            shards.append({
-                "path": fname, "rows": table.num_rows, "tokens": int(pc.sum(table.column("n_tokens")).as_py() or 0),
-                "bytes": sink.size, "xxh64": sink.digest.hexdigest(),
-            })
+            shards.append(ManifestShard(
+                path=fname, rows=table.num_rows, tokens=int(pc.sum(table.column("n_tokens")).as_py() or 0),
+                bytes=sink.size, xxh64=sink.digest.hexdigest(),
+            ))
             written.add(fname)
             if progress:
                 progress("shard", 1)
@@ -297,28 +302,28 @@ def materialize(
         for stale in fs.glob(f"{pdir}/part-*.parquet"):
             if stale.rsplit("/", 1)[-1] not in written:
                 fs.rm(stale)
-        entry = {
-            "name": ph["name"],
-            "planned_tokens": ph["tokens"],
-            "tokens": int(sum(s["tokens"] for s in shards)),
-            "docs": int(sum(s["rows"] for s in shards)),
-            "tolerance": int(sum(cell_info[c]["max_doc_tokens"] for c in names)),  # one document per cell
-            "max_doc_tokens": max((cell_info[c]["max_doc_tokens"] for c in names), default=0),
-            "shards": shards,
-            "cells": per_cell,
-        }
-        _write_json(fs, f"{pdir}/{PHASE_MANIFEST}", entry)
+        entry = PhaseManifest(
+            name=ph.name,
+            planned_tokens=ph.tokens,
+            tokens=sum(s.tokens for s in shards),
+            docs=sum(s.rows for s in shards),
+            tolerance=sum(cell_info[c].max_doc_tokens for c in names),  # one document per cell
+            max_doc_tokens=max((cell_info[c].max_doc_tokens for c in names), default=0),
+            shards=shards,
+            cells=per_cell,
+        )
+        write_model(fs, f"{pdir}/{PHASE_MANIFEST}", entry, indent=2)
         manifest_phases.append(entry)
-    manifest = {
-        "format": 1,
-        "plan_id": plan.get("plan_id"),
-        "plan_name": plan.get("name"),
-        "store_uri": uri,
-        "seed": seed,
-        "shard_bytes": shard_bytes,
-        "cells": cell_info,
-        "count_mismatch": mismatched,
-        "phases": manifest_phases,
-    }
-    _write_json(fs, f"{root}/{MANIFEST}", manifest)
+    manifest = Manifest(
+        format=MANIFEST_FORMAT_VERSION,
+        plan_id=plan.plan_id,
+        plan_name=plan.name,
+        store_uri=uri,
+        seed=seed,
+        shard_bytes=shard_bytes,
+        cells=cell_info,
+        count_mismatch=mismatched,
+        phases=manifest_phases,
+    )
+    write_model(fs, f"{root}/{MANIFEST}", manifest, indent=2)
     return manifest

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import duckdb
 from fsspec.core import url_to_fs
 
+from mixture.planner.formats import Manifest, Plan
 from mixture.planner.materialize import MANIFEST
+from mixture.store.formats import FormatError, parse_json
 
 
 class RealisedError(RuntimeError):
@@ -42,30 +43,41 @@ def recount(out_dir: str | Path) -> dict[tuple[str, str], dict[str, int]]:
     return {(p, c): {"docs": int(d), "tokens": int(t), "max_doc": int(m)} for p, c, d, t, m in rows}
 
 
-def realised_ledger(out_dir: str | Path, plan: dict[str, Any]) -> dict[str, Any]:
+def read_manifest(out_dir: str | Path) -> Manifest | None:
+    """DIR/manifest.json through its model (None when there is none); RealisedError when it does not match."""
+    fs, root = url_to_fs(str(out_dir))
+    path = f"{root.rstrip('/')}/{MANIFEST}"
+    if not fs.exists(path):
+        return None
+    try:
+        return parse_json(Manifest, fs.cat_file(path), f"{str(out_dir).rstrip('/')}/{MANIFEST}")
+    except FormatError as exc:
+        raise RealisedError(f"{exc}\nrun `mixture materialize` again to rewrite it") from None
+
+
+def realised_ledger(out_dir: str | Path, plan: Plan) -> dict[str, Any]:
     """Planned vs realised tokens per (phase, cell), epochs per cell, phase totals; `ok` is False on any drift.
 
     A cell drifts when |realised - planned| exceeds its largest document (the draw cuts at document boundaries)
     or when the shards disagree with the manifest written beside them.
     """
     counted = recount(out_dir)
-    fs, root = url_to_fs(str(out_dir))
-    manifest_path = f"{root.rstrip('/')}/{MANIFEST}"
-    manifest = json.loads(fs.cat_file(manifest_path)) if fs.exists(manifest_path) else {}
-    info = manifest.get("cells", {})
-    man_cells = {ph["name"]: ph.get("cells", {}) for ph in manifest.get("phases", [])}
+    manifest = read_manifest(out_dir)
+    info = manifest.cells if manifest else {}
+    man_cells = {ph.name: ph.cells for ph in manifest.phases} if manifest else {}
     rows, phases, flagged = [], [], []
     epochs: dict[str, dict[str, float]] = {}
-    for ph in plan["phases"]:
-        name = ph["name"]
+    for ph in plan.phases:
+        name = ph.name
         tot_plan = tot_real = tol_sum = 0
-        for cell in plan["cells"]:
-            c = cell["cell"]
-            planned = int(cell["phases"][name]["tokens"])
+        for cell in plan.cells:
+            c = cell.cell
+            planned = cell.phases[name].tokens
             got = counted.get((name, c), {"docs": 0, "tokens": 0, "max_doc": 0})
-            tol = int(info.get(c, {}).get("max_doc_tokens", got["max_doc"]))
+            tol = info[c].max_doc_tokens if c in info else got["max_doc"]
             drift = got["tokens"] - planned
-            manifest_tokens = man_cells.get(name, {}).get(c, {}).get("tokens")
+            drawn = man_cells.get(name, {}).get(c)
+            manifest_tokens = drawn.tokens if drawn else None
             problems = []
             if abs(drift) > tol:
                 problems.append(f"drift {drift:+,} tokens exceeds one document ({tol:,})")
@@ -83,23 +95,23 @@ def realised_ledger(out_dir: str | Path, plan: dict[str, Any]) -> dict[str, Any]
             tot_plan += planned
             tot_real += got["tokens"]
             tol_sum += tol
-            e = epochs.setdefault(c, {"planned": cell["exposure"] or 0.0, "realised": 0.0})
-            avail = info.get(c, {}).get("available_tokens", cell["available_tokens"])
+            e = epochs.setdefault(c, {"planned": cell.exposure or 0.0, "realised": 0.0})
+            avail = info[c].available_tokens if c in info else cell.available_tokens
             e["realised"] += got["tokens"] / avail if avail else 0.0
         phases.append({
-            "phase": name, "budget": ph["tokens"], "planned_tokens": tot_plan, "realised_tokens": tot_real,
-            "drift": tot_real - ph["tokens"], "tolerance": tol_sum, "ok": abs(tot_real - ph["tokens"]) <= tol_sum,
+            "phase": name, "budget": ph.tokens, "planned_tokens": tot_plan, "realised_tokens": tot_real,
+            "drift": tot_real - ph.tokens, "tolerance": tol_sum, "ok": abs(tot_real - ph.tokens) <= tol_sum,
         })
     extra = sorted({f"{p}/{c}" for (p, c) in counted} - {f"{r['phase']}/{r['cell']}" for r in rows})
     return {
         "dir": str(out_dir),
-        "plan_id": plan.get("plan_id"),
-        "manifest_plan_id": manifest.get("plan_id"),
+        "plan_id": plan.plan_id,
+        "manifest_plan_id": manifest.plan_id if manifest else None,
         "rows": rows,
         "phases": phases,
         "epochs": [{"cell": c, **v} for c, v in epochs.items()],
         "flagged": flagged,
         "unplanned": extra,
         "ok": not flagged and not extra and all(p["ok"] for p in phases)
-        and manifest.get("plan_id") in (None, plan.get("plan_id")),
+        and (manifest is None or manifest.plan_id == plan.plan_id),
     }

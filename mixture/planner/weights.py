@@ -5,10 +5,9 @@ from __future__ import annotations
 import csv
 import math
 import os
-from dataclasses import dataclass
-from typing import Any
 
 from mixture.planner.counts import Counts, PlanInputError, read_json
+from mixture.planner.formats import PlanWarning, is_plan, parse_plan
 from mixture.spec.mixture_section import (
     CellWeights,
     FileWeights,
@@ -18,18 +17,9 @@ from mixture.spec.mixture_section import (
     UniformWeights,
     WeightSpec,
 )
+from mixture.store.formats import FormatError
 
 SUM_TOLERANCE = 1e-9
-
-
-@dataclass
-class Warning_:
-    code: str
-    message: str
-    cells: list[str]
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"code": self.code, "message": self.message, "cells": self.cells}
 
 
 def _normalised(raw: dict[str, float], where: str) -> dict[str, float]:
@@ -70,12 +60,16 @@ def read_weights_file(path: str, key: str | None, phase_index: int, phase_name: 
         except ValueError as exc:
             raise PlanInputError(f"{path}: expected numeric weights: {exc}") from None
     data = read_json(path)
-    if isinstance(data, dict) and data.get("kind") == "mixture-plan":
+    if is_plan(data):
+        try:
+            plan = parse_plan(data, path)
+        except FormatError as exc:
+            raise PlanInputError(str(exc)) from None
         name = key or phase_name
-        for ph in data["phases"]:
-            if ph["name"] == name:
-                return dict(ph["weights"])
-        raise PlanInputError(f"{path}: expected a phase named {name!r}, found {[p['name'] for p in data['phases']]}")
+        for ph in plan.phases:
+            if ph.name == name:
+                return dict(ph.weights)
+        raise PlanInputError(f"{path}: expected a phase named {name!r}, found {plan.phase_names()}")
     if isinstance(data, dict) and "available_tokens" in data:
         name = key or f"phase{phase_index}_weights"
         if name not in data:
@@ -96,9 +90,9 @@ def check_explicit(
     where: str,
     normalize: bool,
     validation: frozenset[str] = frozenset(),
-) -> tuple[dict[str, float], list[Warning_]]:
+) -> tuple[dict[str, float], list[PlanWarning]]:
     """Validate an explicit map: unknown/missing cells, negatives, NaN, sum 1 (or normalise with a warning)."""
-    warnings: list[Warning_] = []
+    warnings: list[PlanWarning] = []
     bad = sorted(c for c, w in raw.items() if not isinstance(w, int | float) or isinstance(w, bool) or not math.isfinite(w))
     if bad:
         raise PlanInputError(f"{where}: expected finite numeric weights, found {[(c, raw[c]) for c in bad[:5]]}")
@@ -131,7 +125,8 @@ def check_explicit(
         factor = 1.0 / total
         weights = {c: w * factor for c, w in weights.items()}
         warnings.append(
-            Warning_("normalized", f"{where}: weights summed to {total:.12g}; multiplied by {factor:.12g}", [])
+            PlanWarning(code="normalized", message=f"{where}: weights summed to {total:.12g}; multiplied by "
+                                                   f"{factor:.12g}", cells=[])
         )
     return weights, warnings
 
@@ -146,7 +141,7 @@ def resolve_weights(
     base_dir: str = ".",
     validation: frozenset[str] = frozenset(),
     where: str | None = None,
-) -> tuple[dict[str, float], list[Warning_]]:
+) -> tuple[dict[str, float], list[PlanWarning]]:
     """Weights over every cell of `counts` (in their order) and the warnings raised on the way."""
     where = where or f"mixture.phases[{phase_index}].weights"
     if isinstance(spec, ProportionalWeights | UniformWeights):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import typer
@@ -27,16 +28,20 @@ def load_or_exit(spec_path: Path, check_resources: bool = True):
 def spec_schema() -> dict:
     from mixture.spec.models import Spec
 
-    schema = Spec.model_json_schema()
-    try:
-        from mixture.spec.mixture_section import MixtureSection
-    except ModuleNotFoundError:
-        return schema
-    mix = MixtureSection.model_json_schema()
-    schema.setdefault("$defs", {}).update(mix.pop("$defs", {}))
-    schema["$defs"]["MixtureSection"] = mix
-    schema["properties"]["mixture"] = {"anyOf": [{"$ref": "#/$defs/MixtureSection"}, {"type": "null"}], "default": None}
-    return schema
+    return Spec.model_json_schema()
+
+
+def format_schemas() -> dict[str, tuple[str, Callable[[], dict]]]:
+    """{option: (file it defines, its JSON Schema)} of every JSON file format besides the spec."""
+    from mixture.planner.formats import Manifest, Plan
+    from mixture.store.formats import Ledger, StoreArtifact
+
+    return {
+        "store": ("store.json", StoreArtifact.model_json_schema),
+        "ledger": ("cluster=NN/quality=Q/_ledger.json", Ledger.model_json_schema),
+        "plan": ("plan.json (mixture plan --out)", Plan.model_json_schema),
+        "manifest": ("manifest.json (mixture materialize)", Manifest.model_json_schema),
+    }
 
 
 def register(app: typer.Typer) -> None:
@@ -62,6 +67,17 @@ def register(app: typer.Typer) -> None:
         out.print(escape(f"  store → {resolve_uri(s.store.uri, base)}"))
 
     @app.command()
-    def schema() -> None:
-        """Print the JSON Schema of the spec (point your editor's YAML language server at it)."""
-        typer.echo(json.dumps(spec_schema(), indent=2))
+    def schema(
+        store: bool = typer.Option(False, "--store", help="store.json instead of the spec"),
+        ledger: bool = typer.Option(False, "--ledger", help="a cell's _ledger.json"),
+        plan: bool = typer.Option(False, "--plan", help="plan.json (mixture plan --out)"),
+        manifest: bool = typer.Option(False, "--manifest", help="manifest.json (mixture materialize)"),
+    ) -> None:
+        """Print a JSON Schema: the spec's (point your editor's YAML language server at it), or with --store,
+        --ledger, --plan or --manifest the one of that file (the definition of its format)."""
+        chosen = [name for name, on in (("store", store), ("ledger", ledger), ("plan", plan),
+                                        ("manifest", manifest)) if on]
+        if len(chosen) > 1:
+            err.print(f"choose one of --{', --'.join(chosen)}")
+            raise typer.Exit(2)
+        typer.echo(json.dumps(format_schemas()[chosen[0]][1]() if chosen else spec_schema(), indent=2))

@@ -166,18 +166,6 @@ def _check_resources(spec: Spec, base_dir: str) -> list[SpecProblem]:
     return problems
 
 
-def _mixture_problems(section: Any) -> list[SpecProblem]:
-    try:
-        from mixture.spec.mixture_section import MixtureSection
-    except ModuleNotFoundError:
-        return []
-    try:
-        MixtureSection.model_validate(section)
-    except ValidationError as exc:
-        return _pydantic_problems(exc, ("mixture",))
-    return []
-
-
 def parse_spec(data: Any, file: str = "<spec>") -> Spec:
     """Validate already-parsed YAML/JSON; raises SpecError listing every problem."""
     if not isinstance(data, dict):
@@ -188,8 +176,6 @@ def parse_spec(data: Any, file: str = "<spec>") -> Spec:
         spec = Spec.model_validate(data)
     except ValidationError as exc:
         problems += _pydantic_problems(exc)
-    if data.get("mixture") is not None:
-        problems += _mixture_problems(data["mixture"])
     if problems or spec is None:
         raise SpecError(file, problems)
     return spec

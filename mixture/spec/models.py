@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
@@ -18,6 +18,7 @@ from pydantic import (
 
 from mixture.pipelines import stage_registry  # light: stage names only, no datatrove
 from mixture.spec.amounts import parse_amount
+from mixture.spec.mixture_section import MixtureSection
 
 TokenAmount = Annotated[int, BeforeValidator(parse_amount), Field(description="tokens: 18.75T, 926B, 48e9 or an int")]
 NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
@@ -279,7 +280,7 @@ class Spec(Strict):
     partition: Partition = Partition()
     store: StoreSection
     execution: Execution = Execution()
-    mixture: dict[str, Any] | None = Field(None, description="the planner's section (see docs/planner.md)")
+    mixture: MixtureSection | None = Field(None, description="the planner's section (see docs/planner.md)")
 
     @field_validator("tokenizer")
     @classmethod

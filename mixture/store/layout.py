@@ -1,8 +1,13 @@
-"""Every path and name inside a store, and the cNNqQ <-> cluster=NN/quality=Q mapping."""
+"""Every path and name inside a store, and the cNNqQ <-> cluster=NN/quality=Q mapping (drop folders: `drops`)."""
 
 from __future__ import annotations
 
 import re
+
+from mixture.store.drops import DROPPED_DIR as DROPPED_DIR
+from mixture.store.drops import DROPPED_REASONS
+from mixture.store.drops import QUARANTINE_DIR as QUARANTINE_DIR
+from mixture.store.drops import dropped_dir as dropped_dir
 
 STORE_JSON = "store.json"
 LEDGER = "_ledger.json"
@@ -10,12 +15,10 @@ SAMPLES_DIR = "_samples"
 UNIFORM_SAMPLES = f"{SAMPLES_DIR}/uniform.parquet"
 EXEMPLAR_SAMPLES = f"{SAMPLES_DIR}/exemplars.parquet"
 MODEL_DIR = "_model"
-QUARANTINE_DIR = "_quarantine"
-DROPPED_DIR = "_dropped"
 BUILD_DIR = "_build"
 WORK_DIR = f"{BUILD_DIR}/work"
 LOCK_FILE = f"{BUILD_DIR}/LOCK"
-DROP_REASONS = ("filtered", "exact_duplicate", "fuzzy_duplicate", "contaminated")
+DROP_REASONS = DROPPED_REASONS  # the folders under _dropped/ (mixture.store.drops defines every reason)
 QUALITY_NAMES = ("junk", "poor", "usable", "good", "excellent")
 
 _CELL_RE = re.compile(r"^c(\d{2,3})q(\d)$")
@@ -49,10 +52,6 @@ def parse_cell_path(path: str) -> tuple[int, int]:
     if not m:
         raise ValueError(f"{path!r} holds no cluster=NN/quality=Q partition")
     return int(m.group(1)), int(m.group(2))
-
-
-def dropped_dir(reason: str) -> str:
-    return f"{DROPPED_DIR}/{reason}"
 
 
 def stage_dir(stage: str) -> str:

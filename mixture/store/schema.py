@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from mixture.store.drops import REASONS
+
 DOCUMENT_FIELDS = [
     ("id", pa.string()),
     ("text", pa.string()),
@@ -58,9 +60,4 @@ QUARANTINE = pa.schema(
 
 
 # drop folder under _dropped/ -> its counter in store.json
-DROP_COUNTER = {
-    "filtered": "filtered",
-    "exact_duplicate": "exact_duplicate_dropped",
-    "fuzzy_duplicate": "fuzzy_duplicate_dropped",
-    "contaminated": "contaminated_dropped",
-}
+DROP_COUNTER = {r.name: r.counter for r in REASONS if not r.quarantined}

@@ -25,7 +25,7 @@ def test_audit_passes_on_valid_store(store: Path, template_store) -> None:
     result = audit(StoreReader(str(store)), deep=True, sample=50)
     assert result.status == "ok", result.messages()
     assert [c.status for c in result.checks] == ["pass"] * len(result.checks)
-    n_shards = sum(c["shards"] for c in template_store[1]["cells"])
+    n_shards = sum(c.shards for c in template_store[1].cells)
     assert result.check("files").checked == n_shards == 45
     assert result.check("checksums").checked == n_shards
     assert result.check("tokens (deep)").checked == 50
@@ -190,3 +190,33 @@ def test_source_recount_in_deep(store: Path) -> None:
     fails = {(f.where, f.what): (f.expected, f.found) for f in deep.check("sources").failures}
     assert fails[(f"source {src['name']}", "tokens")] == (true_tokens + 10, true_tokens)
     assert len(fails) == 2
+
+
+def test_store_json_with_a_wrong_field_type_fails_the_audit_naming_the_field(store: Path) -> None:
+    art = json.loads((store / "store.json").read_text())
+    art["counters"]["filtered"] = str(art["counters"]["filtered"])
+    art["cells"][2]["tokens"] += 0.5
+    del art["partition"]["k"]
+    (store / "store.json").write_text(json.dumps(art))
+    result = audit(StoreReader(str(store)))
+    assert result.status == "failed"
+    fails = [f.what for f in result.check("artifact").failures]
+    assert any(f.startswith("counters.filtered: Input should be a valid integer, found '") for f in fails), fails
+    assert any(f.startswith("cells[2].tokens: Input should be a valid integer, found ") for f in fails), fails
+    assert "partition.k: required field is missing" in fails
+    cli = runner.invoke(app, ["audit", str(store)])
+    assert cli.exit_code == 1 and "counters.filtered" in cli.output and "cells[2].tokens" in cli.output
+    report = runner.invoke(app, ["report", str(store)])  # readers refuse it too, naming the file and field
+    assert report.exit_code == 1 and "store.json: counters.filtered" in report.output
+
+
+def test_a_ledger_with_a_wrong_field_type_is_an_unreadable_ledger(store: Path) -> None:
+    path = store / "cluster=01/quality=0/_ledger.json"
+    ledger = json.loads(path.read_text())
+    ledger["shards"][0]["rows"] = "many"
+    path.write_text(json.dumps(ledger))
+    reader = StoreReader(str(store))
+    assert "cluster=01/quality=0" not in reader.ledger_models()
+    assert "shards[0].rows: Input should be a valid integer" in reader.ledger_errors()["cluster=01/quality=0"]
+    fails = [f.message() for f in audit(reader).check("ledgers").failures]
+    assert any(m.startswith("cluster=01/quality=0/_ledger.json: unreadable ledger (shards[0].rows:") for m in fails)

@@ -19,7 +19,7 @@ runner = CliRunner()
 def test_audit_passes_on_built_store(built_store) -> None:
     result = audit(StoreReader(str(built_store.store)), deep=True, sample=200)
     assert result.status == "ok", "\n".join(result.messages()[:20])
-    assert result.check("files").checked == sum(c["shards"] for c in built_store.artifact["cells"]) > 0
+    assert result.check("files").checked == sum(c.shards for c in built_store.artifact.cells) > 0
     assert result.check("tokens (deep)").checked > 0
     cli = runner.invoke(app, ["audit", str(built_store.store)])
     assert cli.exit_code == 0, cli.output
@@ -28,7 +28,7 @@ def test_audit_passes_on_built_store(built_store) -> None:
 @pytest.mark.parametrize("by", ["cell", "cluster", "quality", "source", "content_type", "category",
                                 "cluster,quality"])
 def test_report_totals_equal_built_store_json(built_store, by: str) -> None:
-    counters = built_store.artifact["counters"]
+    counters = built_store.artifact.counters.model_dump()
     df = report(StoreReader(str(built_store.store)), by)
     assert int(df["tokens"].sum()) == counters["tokens_out"]
     assert int(df["docs"].sum()) == counters["records_out"]
@@ -49,5 +49,5 @@ def test_pyarrow_recount_equals_duckdb_on_built_store(built_store) -> None:
     table = cell_table(reader)
     assert {r.cell: [r.docs, r.tokens] for r in table.itertuples() if r.docs} == dict(recount)
     counts = source_counts(reader)
-    kept = {s["name"]: s["tokens_kept"] for s in built_store.artifact["sources"]}
+    kept = {s.name: s.tokens_kept for s in built_store.artifact.sources}
     assert {r.name: r.tokens for r in counts.itertuples()} == kept

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow
 
 def test_samples_and_side_files_on_built_store(built_store) -> None:
     reader = StoreReader(str(built_store.store))
-    art = built_store.artifact
+    art = built_store.artifact.model_dump(mode="json")
     for kind in ("uniform", "exemplars"):
         got = accounting.samples(reader, kind)
         raw = pq.read_table(built_store.store / art["samples"][kind]).to_pandas()
@@ -34,7 +34,7 @@ def test_samples_and_side_files_on_built_store(built_store) -> None:
 def test_model_artifacts_on_built_store(built_store) -> None:
     reader = StoreReader(str(built_store.store))
     arrays = accounting.centroids(reader)
-    k = built_store.artifact["partition"]["k"]
+    k = built_store.artifact.partition.k
     assert arrays["centroids"].shape[0] == k and len(arrays["lookup"]) == len(arrays["fine_centroids"])
     assert accounting.model_json(reader, "fit.json") is not None
     assert accounting.model_json(reader, "no-such.json") is None
@@ -61,7 +61,7 @@ def test_search_documents_on_built_store(built_store) -> None:
 
 def test_build_progress_of_built_store(built_store) -> None:
     reader = StoreReader(str(built_store.store))
-    art = built_store.artifact
+    art = built_store.artifact.model_dump(mode="json")
     assert accounting.store_status(reader)[0] == "complete"
     assert accounting.lock_info(reader) is None
     stages = accounting.stages(reader)

@@ -17,7 +17,7 @@ runner = CliRunner()
 
 
 def test_all_commands_on_memory_store(memory_store: str, template_store) -> None:
-    counters = template_store[1]["counters"]
+    counters = template_store[1].counters.model_dump()
     result = audit(StoreReader(memory_store), deep=True, sample=20)
     assert result.status == "ok", result.messages()
     assert result.check("checksums").checked == 45

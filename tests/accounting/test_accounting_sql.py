@@ -35,7 +35,7 @@ def _expected_drops(counters: dict) -> dict[str, int]:
 
 
 def test_dropped_and_quarantine_views_equal_counters(store: Path, template_store) -> None:
-    counters = template_store[1]["counters"]
+    counters = template_store[1].counters.model_dump()
     assert _drops_by_reason(str(store)) == _expected_drops(counters)
     out = runner.invoke(app, ["sql", str(store), "SELECT count(*) AS n, count(DISTINCT file) AS files, "
                               "min(reason) AS reason FROM quarantine", "--format", "csv"])
@@ -48,7 +48,7 @@ def test_dropped_and_quarantine_views_equal_counters(store: Path, template_store
 
 
 def test_side_views_on_a_memory_store(memory_store: str, template_store) -> None:
-    assert _drops_by_reason(memory_store) == _expected_drops(template_store[1]["counters"])
+    assert _drops_by_reason(memory_store) == _expected_drops(template_store[1].counters.model_dump())
 
 
 def test_side_views_of_a_store_without_side_files(store: Path) -> None:
@@ -61,7 +61,7 @@ def test_side_views_of_a_store_without_side_files(store: Path) -> None:
 
 
 def test_tables_lists_every_view_with_rows(store: Path, template_store) -> None:
-    art = template_store[1]
+    art = template_store[1].model_dump(mode="json")
     loop = runner.invoke(app, ["sql", str(store), "--format", "csv"],
                          input=".tables\nCREATE TABLE mine AS SELECT 1 AS a;\n.tables;\n")
     assert loop.exit_code == 0, loop.output
@@ -137,7 +137,7 @@ def test_accounting_modules_import_without_cycles() -> None:
 
 @pytest.mark.slow
 def test_side_views_on_built_store(built_store) -> None:
-    counters = built_store.artifact["counters"]
+    counters = built_store.artifact.counters.model_dump()
     assert _drops_by_reason(str(built_store.store)) == _expected_drops(counters)
     out = runner.invoke(app, ["sql", str(built_store.store), "SELECT count(*) AS n FROM quarantine", "--format",
                               "csv"])

@@ -35,8 +35,8 @@ def test_ray_build_equals_local_build(tmp_path, demo_corpus, built_store, ray_cl
     assert ray.cluster_resources()["CPU"] == 2  # the executor started a local cluster with the build's 2 workers
     store = tmp_path / "store"
     fp = assert_same_store(store, built_store.store)
-    assert artifact["counters"]["records_out"] == fp["artifact"]["counters"]["records_out"] > 0
-    assert sum(len(ids) for ids in fp["cells"].values()) == artifact["counters"]["records_out"]
+    assert artifact.counters.records_out == fp["artifact"]["counters"]["records_out"] > 0
+    assert sum(len(ids) for ids in fp["cells"].values()) == artifact.counters.records_out
     # every stage ran through Ray: datatrove's Ray executor saved its config and a log per task
     for stage, tasks, per_job in (("prepare", 2, 1), ("minhash_buckets", 14, 7), ("assign", 2, 1)):
         d = store / "_build" / stage

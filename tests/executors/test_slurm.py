@@ -117,7 +117,7 @@ def test_slurm_build_fails_cleanly_then_resumes_to_the_local_store(tmp_path, dem
     artifact = build(str(spec_path), executor="slurm", progress=False, overrides=SETTINGS)
     fp = assert_same_store(store, built_store.store)
     _settle(slurm)
-    assert artifact["counters"] == fp["artifact"]["counters"]
+    assert artifact.counters.model_dump() == fp["artifact"]["counters"]
     second = {name: j for name, j in _stage_jobs(slurm).items() if int(j["id"]) > n_before + 1000}
     assert list(second) == ["find_duplicates", "minhash_sigs", "minhash_buckets", "minhash_cluster", "sample", "fit",
                             "assign"]

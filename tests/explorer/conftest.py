@@ -28,9 +28,9 @@ def artifact(store) -> dict:
 
 
 @pytest.fixture(scope="session")
-def plan_file(store, artifact) -> Path:
+def plan_file(store) -> Path:
     path = store.parent / "plan.json"
-    build_plan(path, artifact)
+    build_plan(path, store)
     return path
 
 

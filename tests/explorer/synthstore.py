@@ -6,10 +6,26 @@ import json
 import os
 from pathlib import Path
 
+import fsspec
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import xxhash
+from pydantic import BaseModel
+
+from mixture.store.formats import (
+    CellEntry,
+    ClusterEntry,
+    Counters,
+    Ledger,
+    LedgerShard,
+    PartitionInfo,
+    SamplesInfo,
+    SourceEntry,
+    SpecRef,
+    StoreArtifact,
+    write_model,
+)
 
 QUALITY_NAMES = ["junk", "poor", "usable", "good", "excellent"]
 CONTENT_TYPES = ["code", "prose", "math", "default"]
@@ -49,11 +65,9 @@ def _write_parquet(table: pa.Table, path: Path) -> None:
     os.replace(tmp, path)
 
 
-def _write_json(obj: dict, path: Path) -> None:
+def _write_json(model: BaseModel, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=1))
-    os.replace(tmp, path)
+    write_model(fsspec.filesystem("file"), str(path), model)
 
 
 def _text(rng: np.random.Generator, cluster: int, n_words: int) -> str:
@@ -109,15 +123,12 @@ def build_store(root: Path, k: int = 5, scale: int = 1, shards_per_cell: int = 1
                 _write_parquet(pa.Table.from_pylist(part, schema=DOC_SCHEMA), cell_dir / name)
                 data = (cell_dir / name).read_bytes()
                 tok = sum(r["n_tokens"] for r in part)
-                shards.append({"path": name, "task": s, "rows": len(part), "tokens": tok, "bytes": len(data),
-                               "xxh64": xxhash.xxh64(data).hexdigest()})
+                shards.append(LedgerShard(path=name, task=s, rows=len(part), tokens=tok, bytes=len(data),
+                                          xxh64=xxhash.xxh64(data).hexdigest()))
                 n_tok += tok
-            _write_json({"format": 1, "cell": f"c{c:02d}q{q}", "cluster": c, "quality": q, "shards": shards,
-                         "total_num_rows": n, "total_tokens": n_tok, "is_finished": True},
-                        cell_dir / "_ledger.json")
-            cells.append({"cell": f"c{c:02d}q{q}", "cluster": c, "quality": q,
-                          "path": f"cluster={c:02d}/quality={q}", "docs": n, "tokens": n_tok,
-                          "shards": len(shards)})
+            _write_json(Ledger.of(f"c{c:02d}q{q}", c, q, shards), cell_dir / "_ledger.json")
+            cells.append(CellEntry(cell=f"c{c:02d}q{q}", cluster=c, quality=q, path=f"cluster={c:02d}/quality={q}",
+                                   docs=n, tokens=n_tok, shards=len(shards)))
             cluster_tot[c][0] += n
             cluster_tot[c][1] += n_tok
             for r in rows:
@@ -157,51 +168,55 @@ def build_store(root: Path, k: int = 5, scale: int = 1, shards_per_cell: int = 1
     for stage, tasks, done in (("read", 2, 2), ("dedup", 2, 2 if not building else 1), ("write", 3, 3 if not building else 0)):
         d = root / "_build" / stage
         (d / "completions").mkdir(parents=True, exist_ok=True)
-        _write_json({"world_size": tasks, "tasks": tasks}, d / "executor.json")
+        (d / "executor.json").write_text(json.dumps({"world_size": tasks, "tasks": tasks}))
         for t in range(done):
             (d / "completions" / f"{t:05d}").write_text("")
 
-    tokens_out = sum(c["tokens"] for c in cells)
-    records_out = sum(c["docs"] for c in cells)
-    counters = {"bad_input": 2, "filtered": 4, "exact_duplicate_dropped": 6, "fuzzy_duplicate_dropped": 3,
-                "contaminated_dropped": 1, "records_out": records_out, "tokens_out": tokens_out}
-    counters["records_in"] = records_out + 2 + 4 + 6 + 3 + 1
+    tokens_out = sum(c.tokens for c in cells)
+    records_out = sum(c.docs for c in cells)
+    drops = {"bad_input": 2, "filtered": 4, "exact_duplicate_dropped": 6, "fuzzy_duplicate_dropped": 3,
+             "contaminated_dropped": 1}
+    counters = Counters(records_in=records_out + sum(drops.values()), **drops, records_out=records_out,
+                        tokens_out=tokens_out)
     clusters = []
     for c in range(k):
         topic = TOPICS[c % len(TOPICS)]
-        clusters.append({"id": c, "label": ", ".join(w.title() for w in topic[:3]), "top_terms": topic,
-                         "summary": " · ".join(topic), "confidence": round(0.4 + 0.1 * c, 2),
-                         "confidence_tag": ["low", "medium", "high"][c % 3],
-                         "docs": cluster_tot[c][0], "tokens": cluster_tot[c][1]})
-    sources = [{"name": name, "category": cat, "license": "CC-BY-4.0", "format": "jsonl",
-                "docs_in": src_tot[name][0] + (16 if name == "web-crawl" else 0), "tokens_in": None,
-                "docs_kept": src_tot[name][0], "tokens_kept": src_tot[name][1],
-                "bad_input": 2 if name == "web-crawl" else 0, "filtered": 4 if name == "web-crawl" else 0,
-                "exact_duplicate_dropped": 6 if name == "web-crawl" else 0,
-                "fuzzy_duplicate_dropped": 3 if name == "web-crawl" else 0,
-                "contaminated_dropped": 1 if name == "web-crawl" else 0} for name, cat in SOURCES]
-    artifact = {
-        "format_version": 1,
-        "spec": {"name": "synthetic", "hash": "0" * 64, "path": "specs/synthetic.yaml"},
-        "code_version": "0.1.0", "created": "2026-11-30T10:00:00Z", "tokenizer": "whitespace",
-        "partition": {"k": k, "fine_k": k * 10, "quality_levels": 5, "bucket_edges": [0.2, 0.4, 0.6, 0.8],
-                      "quality_names": QUALITY_NAMES},
-        "raw_score_cutoffs": {"code": [0.31, 0.42, 0.5, 0.61], "prose": [0.22, 0.39, 0.58, 0.77],
-                              "math": [0.25, 0.45, 0.65, 0.85], "default": [0.2, 0.4, 0.6, 0.8]},
-        "clusters": clusters, "cells": cells, "sources": sources, "counters": counters,
-        "filtered_by_reason": {"min_chars": 3, "max_chars": 1},
-        "bad_input_by_reason": {"invalid_json": 2},
-        "samples": {"uniform": "_samples/uniform.parquet", "exemplars": "_samples/exemplars.parquet",
-                    "per_cell": per_cell_samples},
-    }
+        clusters.append(ClusterEntry(id=c, label=", ".join(w.title() for w in topic[:3]), top_terms=topic,
+                                     summary=" · ".join(topic), confidence=round(0.4 + 0.1 * c, 2),
+                                     confidence_tag=["low", "medium", "high"][c % 3],
+                                     docs=cluster_tot[c][0], tokens=cluster_tot[c][1]))
+    sources = [SourceEntry(name=name, category=cat, license="CC-BY-4.0", format="jsonl",
+                           docs_in=src_tot[name][0] + (sum(drops.values()) if name == "web-crawl" else 0),
+                           tokens_in=None, docs_kept=src_tot[name][0], tokens_kept=src_tot[name][1],
+                           **{key: n if name == "web-crawl" else 0 for key, n in drops.items()})
+               for name, cat in SOURCES]
+    artifact = StoreArtifact(
+        format_version=1,
+        spec=SpecRef(name="synthetic", hash="0" * 64, path="specs/synthetic.yaml"),
+        code_version="0.1.0", created="2026-11-30T10:00:00Z", tokenizer="whitespace",
+        partition=PartitionInfo(k=k, fine_k=k * 10, quality_levels=5, bucket_edges=[0.2, 0.4, 0.6, 0.8],
+                                quality_names=QUALITY_NAMES),
+        raw_score_cutoffs={"code": [0.31, 0.42, 0.5, 0.61], "prose": [0.22, 0.39, 0.58, 0.77],
+                           "math": [0.25, 0.45, 0.65, 0.85], "default": [0.2, 0.4, 0.6, 0.8]},
+        clusters=clusters, cells=cells, sources=sources, counters=counters,
+        filtered_by_reason={"min_chars": 3, "max_chars": 1},
+        bad_input_by_reason={"invalid_json": 2},
+        samples=SamplesInfo(uniform="_samples/uniform.parquet", exemplars="_samples/exemplars.parquet",
+                            per_cell=per_cell_samples),
+    )
     if not building:
         _write_json(artifact, root / "store.json")
-    return artifact
+    return artifact.model_dump(mode="json")
 
 
-def build_plan(path: Path, artifact: dict, cap: float = 8.0) -> dict:
-    """A plan in the explorer's minimal shape whose exposures put a known set of cells over `cap`."""
-    cells = {c["cell"]: c["tokens"] for c in artifact["cells"]}
+def plan_inputs(store: Path, cap: float = 8.0):
+    """Planner inputs over the store's counts whose exposures put a known set of cells (names[1::7]: c00q1, c01q3,
+    c03q0, c04q2 for k=5) over `cap`, with a ladder whose smaller rung cuts cells to zero."""
+    from mixture.planner.counts import load_counts
+    from mixture.planner.plan import PhaseInput, PlanInputs
+
+    counts = load_counts(str(store))
+    cells = {n: c.tokens for n, c in counts.cells.items()}
     names = sorted(cells)
     total = sum(cells.values())
     hot = set(names[1::7])  # these get weight that pushes them over the cap
@@ -209,15 +224,21 @@ def build_plan(path: Path, artifact: dict, cap: float = 8.0) -> dict:
     raw1 = {n: cells[n] * (1.0 + (i % 3)) for i, n in enumerate(names)}
     w0 = {n: v / sum(raw0.values()) for n, v in raw0.items()}
     w1 = {n: v / sum(raw1.values()) for n, v in raw1.items()}
-    budgets = [3.0 * total, 1.0 * total]
-    exposure = {n: (budgets[0] * w0[n] + budgets[1] * w1[n]) / cells[n] for n in names}
-    plan = {
-        "phases": [{"name": "phase0", "tokens": budgets[0], "weights": w0},
-                   {"name": "phase1", "tokens": budgets[1], "weights": w1}],
-        "cells": {n: {"tokens": cells[n], "exposure": exposure[n]} for n in names},
-        "max_epochs": cap,
-        "warnings": [f"{names[0]} gets zero sequences per block", "tail group: 2 cells concatenated"],
-        "ladder": [{"run": "tiny", "tokens": 2 * total / 1000}, {"run": "small", "tokens": total / 10}],
-    }
+    return PlanInputs(counts, [PhaseInput("phase0", 3 * total, w0), PhaseInput("phase1", total, w1)],
+                      max_epochs=cap, name="synthetic",
+                      ladder=[{"name": "tiny", "tokens": 2 * total // 1000}, {"name": "small", "tokens": total // 10}])
+
+
+def build_plan(path: Path, store: Path, cap: float = 8.0, repaired: bool = False):
+    """Plan the store with the real planner (see `plan_inputs`) and write plan.json at `path`, and with `repaired`
+    the cap-repaired plan beside it as `mixture plan --out` does; returns the plan."""
+    from mixture.planner.plan import compute_plan
+    from mixture.planner.run import repair_plan
+
+    inputs = plan_inputs(store, cap)
+    plan = compute_plan(inputs)
     _write_json(plan, path)
+    if repaired:
+        _, fixed = repair_plan(inputs, plan)
+        _write_json(fixed, path.with_name(path.stem + ".repaired.json"))
     return plan

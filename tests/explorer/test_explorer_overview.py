@@ -88,14 +88,15 @@ def test_panel_shares_sum_to_100_and_enrichment_is_the_formula(app_env, artifact
 
 
 def test_query_param_cell_selects_domain_and_plan_weights(app_env, plan_file):
-    import json
+    from mixture.planner.formats import read_plan
 
-    plan = json.loads(plan_file.read_text())
+    plan = read_plan(str(plan_file))
     at = run(cell="c04q2")
     assert [d.split(" · ")[0] for d in open_domains(at)] == ["4"]
     panel = _panel(at, 4)
-    w0 = plan["phases"][0]["weights"]["c04q2"]
-    epochs = plan["cells"]["c04q2"]["exposure"]
+    w0 = plan.phases[0].weights["c04q2"]
+    epochs = plan.cell_map()["c04q2"].exposure
+    assert epochs > plan.settings.max_epochs
     assert any(f"phase0 {w0:.4g}" in unescape(c.value) and f"{epochs:.2f} epochs" in c.value
                and "over cap" in c.value for c in panel.caption)
 

@@ -7,8 +7,10 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
+from mixture.planner.formats import Plan, read_plan
+from mixture.store.formats import dump
 from tests.explorer.apptest_util import chart_frames, run, unescape
-from tests.explorer.synthstore import SCRIPT_DOC
+from tests.explorer.synthstore import SCRIPT_DOC, build_plan
 
 
 def test_page_query_param_selects_page(app_env):
@@ -52,47 +54,43 @@ def _over_cap_tables(at):
     return [d.value for d in at.dataframe if list(d.value.columns) == ["cell", "exposure"]]
 
 
-def over_cap_cells(plan: dict) -> set[str]:
-    return {c for c, v in plan["cells"].items() if v["exposure"] > plan["max_epochs"]}
+def over_cap_cells(plan: Plan) -> set[str]:
+    return {c.cell for c in plan.cells if c.exposure is None or c.exposure > plan.settings.max_epochs}
 
 
 def test_mixture_page_lists_exactly_the_over_cap_cells(app_env, plan_file):
-    plan = json.loads(plan_file.read_text())
-    over = {c for c, v in plan["cells"].items() if v["exposure"] > plan["max_epochs"]}
-    assert over  # the fixture plan has some
+    plan = read_plan(str(plan_file))
+    over = over_cap_cells(plan)
+    assert over and over == set(plan.exposure.over_cap)  # the fixture plan has some
     at = run("mixture")
     listed = _over_cap_tables(at)[0]
     assert set(listed.cell) == over and len(listed) == len(over)
     msg = at.error[0].value
     assert msg.startswith(f"{len(over)} cells over the cap")
-    assert {c for c in plan["cells"] if c in msg} == over
+    assert {c.cell for c in plan.cells if c.cell in msg} == over
     assert {m.label: m.value for m in at.metric}["cells over the cap"] == str(len(over))
     warnings = [unescape(w.value) for w in at.warning]
-    for w in plan["warnings"]:
-        assert w in warnings
+    assert plan.warnings
+    for w in plan.warnings:
+        assert f"[{w.code}] {w.message}" in warnings
     bars = chart_frames(at)[0]
     data = bars[0]
     assert set(data[data.over_cap].cell) == over
-    assert bars[1].cap.iloc[0] == plan["max_epochs"]
+    assert bars[1].cap.iloc[0] == plan.settings.max_epochs
     ladder = at.dataframe[-1].value
-    assert list(ladder.run) == ["tiny", "small"]
-    total = sum(p["tokens"] for p in plan["phases"])
+    assert list(ladder.name) == ["tiny", "small"]
     cut = []
-    for row in ladder.to_dict("records"):
-        zero = [c for c, v in plan["cells"].items() if v["tokens"] * row["tokens"] // total == 0]
+    for row in ladder.to_dict("records"):  # ⌊N_c·X/T⌋ = 0 for a cell with weight
+        zero = [c.cell for c in plan.cells if c.available_tokens * row["tokens"] // plan.budget == 0
+                and any(p.weights[c.cell] > 0 for p in plan.phases)]
         assert row["cells cut to zero"] == len(zero)
         cut.append(len(zero))
     assert cut[0] > 0 and cut[1] == 0
 
 
-def test_mixture_page_shows_repaired_plan(app_env, monkeypatch, plan_file, tmp_path):
-    plan = json.loads(plan_file.read_text())
-    repaired = json.loads(json.dumps(plan))
-    for v in repaired["cells"].values():
-        v["exposure"] = min(v["exposure"], 7.5)
-    plan["repaired"] = repaired
-    path = tmp_path / "plan_with_repair.json"
-    path.write_text(json.dumps(plan))
+def test_mixture_page_shows_repaired_plan(app_env, monkeypatch, store, tmp_path):
+    path = tmp_path / "plan.json"
+    plan = build_plan(path, store, repaired=True)  # plan.json and plan.repaired.json, as `mixture plan --out` writes
     monkeypatch.setenv("MIXTURE_PLAN", str(path))
     at = run("mixture")
     assert any(s.value == "Repaired plan beside the original" for s in at.subheader)
@@ -126,17 +124,17 @@ def test_diff_page_two_stores(app_env, store_b, artifact):
 
 
 def test_diff_page_two_plans(app_env, plan_file, tmp_path):
-    plan = json.loads(plan_file.read_text())
-    other = json.loads(json.dumps(plan))
-    other["cells"]["c00q0"]["exposure"] = 3.0
-    del other["cells"]["c04q4"]
+    plan = read_plan(str(plan_file))
+    other = plan.model_copy(deep=True)
+    other.cells = [c for c in other.cells if c.cell != "c04q4"]
+    other.cell_map()["c00q0"].exposure = 3.0
     p2 = tmp_path / "p2.json"
-    p2.write_text(json.dumps(other))
+    p2.write_text(dump(other))
     at = run("diff")
     at.segmented_control(key="diff_mode").set_value("two plans").run()
     at.text_input(key="diff_plan_b").input(str(p2)).run()
     table = at.dataframe[0].value.set_index("cell")
-    assert table.loc["c00q0", "delta"] == pytest.approx(3.0 - plan["cells"]["c00q0"]["exposure"])
+    assert table.loc["c00q0", "delta"] == pytest.approx(3.0 - plan.cell_map()["c00q0"].exposure)
     assert table.loc["c04q4", "status"] == "removed"
     assert {m.label: m.value for m in at.metric}["cells changed"] == "1"
 
@@ -160,9 +158,9 @@ def test_search_page_filters_samples_and_shows_lineage(app_env, store, artifact,
     row = sampled[sampled.id == kept_and_dropped].iloc[0]
     assert fields["origin"] == row.origin and fields["cell"] == f"c{row.cluster:02d}q{row.quality}"
     phases = next(t for t in tables if "phase" in t)
-    plan = json.loads(plan_file.read_text())
+    plan = read_plan(str(plan_file))
     cell = fields["cell"]
-    assert list(phases.phase) == [p["name"] for p in plan["phases"] if p["weights"].get(cell, 0) > 0]
+    assert list(phases.phase) == [p.name for p in plan.phases if p.weights.get(cell, 0) > 0]
 
     at = run("search", doc="web-crawl/dropped-contaminated.jsonl/0")
     decisions = next(d.value for d in at.dataframe if "decision" in d.value)

@@ -6,30 +6,48 @@ import json
 
 import pytest
 from mixture.explorer.fmt import cut_text, md
-from mixture.explorer.plan_view import PlanError, from_dict, load_plan
+from mixture.explorer.plan_view import PlanError, from_dict, load_plan, view_of
 from typer.testing import CliRunner
 
 from mixture.cli import app as cli_app
 from mixture.explore_cli import streamlit_command
+from mixture.store.formats import dump
 
 
-def test_mix_file_shape_computes_exposure():
+def _small_plan(ladder: bool = False):
+    from mixture.planner.counts import CellCount, Counts
+    from mixture.planner.plan import PhaseInput, PlanInputs
+
+    sizes = {"c00q0": 10**6, "c00q1": 10**4, "c01q0": 2 * 10**6}
+    cells = {n: CellCount(n, int(n[1:3]), int(n[4]), t) for n, t in sizes.items()}
+    weights = {"c00q0": 0.3, "c00q1": 0.4, "c01q0": 0.3}
+    return sizes, PlanInputs(Counts(cells, "<test>", "csv", k=2), [PhaseInput("p0", 10**6, weights)],
+                             block_sequences=10, ladder=[{"name": "tiny", "tokens": 10**3}] if ladder else [])
+
+
+def test_a_marin_mix_is_planned_by_the_planner():
     plan = from_dict({"available_tokens": {"c00q0": 100, "c00q1": 1000},
                       "phase0_weights": {"c00q0": 0.5, "c00q1": 0.5},
-                      "phase1_weights": {"c00q0": 0.1, "c00q1": 0.9}, "phase_budgets": ["1K", 500]})
+                      "phase1_weights": {"c00q0": 0.1, "c00q1": 0.9}, "phase_budgets": [1000, 500]})
     assert [p.tokens for p in plan.phases] == [1000, 500]
     assert plan.exposure["c00q0"] == pytest.approx((1000 * 0.5 + 500 * 0.1) / 100)
     assert plan.exposure["c00q1"] == pytest.approx((1000 * 0.5 + 500 * 0.9) / 1000)
     assert plan.max_epochs == 8 and plan.over_cap() == []
-    plan.max_epochs = 5
-    assert plan.over_cap() == ["c00q0"]
+    assert plan.plan.kind == "mixture-plan" and plan.plan.marin is not None  # the planner's own conversion
 
 
 def test_plan_errors_name_file_and_field(tmp_path):
+    from mixture.planner.plan import compute_plan
+
     bad = tmp_path / "p.json"
-    bad.write_text(json.dumps({"phases": [{"name": "a", "weights": {}}]}))
-    with pytest.raises(PlanError, match=r"p\.json: phases\[0\]\.tokens: missing"):
+    data = compute_plan(_small_plan()[1]).model_dump(mode="json")
+    data["phases"][0]["tokens"] = "lots"
+    del data["settings"]["max_epochs"]
+    bad.write_text(json.dumps(data))
+    with pytest.raises(PlanError) as exc:
         load_plan(bad)
+    assert f"{bad}: phases[0].tokens: Input should be a valid integer, found 'lots'" in str(exc.value)
+    assert f"{bad}: settings.max_epochs: required field is missing" in str(exc.value)
     bad.write_text("{nope")
     with pytest.raises(PlanError, match="not valid JSON"):
         load_plan(bad)
@@ -37,10 +55,24 @@ def test_plan_errors_name_file_and_field(tmp_path):
         load_plan(tmp_path / "missing.json")
 
 
-def test_warning_objects_become_text():
-    plan = from_dict({"phases": [{"name": "p", "tokens": 10, "weights": {"c01q0": 1.0}}],
-                      "warnings": [{"kind": "zero_sequences", "message": "no sequences", "cells": ["c01q0"]}]})
-    assert plan.warnings == ["[zero_sequences] no sequences (c01q0)"]
+def test_a_hand_written_alias_plan_is_refused_with_how_to_write_one(tmp_path):
+    alias = tmp_path / "mine.json"
+    alias.write_text(json.dumps({"plan": {"phases": [{"name": "a", "budget": "1K", "weights": {"c00q0": 1.0}}]},
+                                 "cells": {"c00q0": {"available": 10, "epochs": 3.0}}, "epoch_cap": 4}))
+    with pytest.raises(PlanError) as exc:
+        load_plan(alias)
+    msg = str(exc.value)
+    assert f"{alias}: kind: expected a plan written by `mixture plan` (kind: mixture-plan)" in msg
+    assert "mixture plan SPEC --out plan.json" in msg
+
+
+def test_warnings_keep_their_codes():
+    from mixture.planner.plan import compute_plan
+
+    plan = compute_plan(_small_plan()[1])
+    view = view_of(plan)
+    assert view.warnings == [f"[{w.code}] {w.message}" for w in plan.warnings]
+    assert any(w.startswith("[over_cap] ") and "c00q1" in w for w in view.warnings)
 
 
 def test_cut_and_escape():
@@ -60,7 +92,7 @@ def test_explore_command_checks_inputs(tmp_path, store, plan_file):
     bad = tmp_path / "bad.json"
     bad.write_text("{}")
     result = runner.invoke(cli_app, ["explore", str(store), "--plan", str(bad)])
-    assert result.exit_code == 2 and "no phases found" in result.output
+    assert result.exit_code == 2 and "expected a plan written by `mixture plan`" in result.output
     cmd = streamlit_command(str(store), plan_file, 8599, "127.0.0.1")
     assert cmd[1:4] == ["-m", "streamlit", "run"] and cmd[4].endswith("app/main.py")
     assert cmd[cmd.index("--server.port") + 1] == "8599"
@@ -68,29 +100,29 @@ def test_explore_command_checks_inputs(tmp_path, store, plan_file):
 
 
 def test_reads_the_real_planner_output(tmp_path):
-    plan_mod = pytest.importorskip("mixture.planner.plan")
-    from mixture.planner.counts import CellCount, Counts
+    from mixture.planner.plan import compute_plan
     from mixture.planner.run import repair_plan
 
-    sizes = {"c00q0": 10**6, "c00q1": 10**4, "c01q0": 2 * 10**6}
-    cells = {n: CellCount(n, int(n[1:3]), int(n[4]), t) for n, t in sizes.items()}
-    weights = {"c00q0": 0.3, "c00q1": 0.4, "c01q0": 0.3}
-    inputs = plan_mod.PlanInputs(Counts(cells, "<test>", "csv", k=2), [plan_mod.PhaseInput("p0", 10**6, weights)],
-                                 block_sequences=10, ladder=[{"name": "tiny", "tokens": 10**3}])
-    plan = plan_mod.compute_plan(inputs)
+    sizes, inputs = _small_plan(ladder=True)
+    plan = compute_plan(inputs)
     path = tmp_path / "plan.json"
-    path.write_text(json.dumps(plan))
+    path.write_text(dump(plan))
     _, repaired = repair_plan(inputs, plan)
-    if repaired is not None:
-        (tmp_path / "plan.repaired.json").write_text(json.dumps(repaired))
+    (tmp_path / "plan.repaired.json").write_text(dump(repaired))
     view = load_plan(path)
     assert [p.name for p in view.phases] == ["p0"] and view.phases[0].tokens == 10**6
     assert view.cell_tokens == sizes
-    assert view.max_epochs == plan["exposure"]["cap"]
-    assert set(view.over_cap()) == set(plan["exposure"]["over_cap"]) == {"c00q1"}
-    assert view.exposure["c00q1"] == pytest.approx(0.4 * 10**6 / 10**4)
-    assert any("c00q1" in w for w in view.warnings)
+    assert view.max_epochs == plan.settings.max_epochs == plan.exposure.cap
+    assert set(view.over_cap()) == set(plan.exposure.over_cap) == {"c00q1"}
+    assert view.exposure == {c.cell: c.exposure for c in plan.cells}  # as the planner wrote it
     ladder = view.ladder_frame()
-    assert list(ladder["name"]) == ["tiny"] and "vanished cells" in ladder
-    if repaired is not None:
-        assert view.repaired is not None and view.repaired.over_cap() == []
+    assert list(ladder["name"]) == ["tiny"] and list(ladder["cells cut to zero"]) == [len(plan.ladder[0].vanished)]
+    frame = view.frame().set_index("cell")
+    assert frame.loc["c00q1", "tokens p0"] == plan.cell_map()["c00q1"].phases["p0"].tokens
+    assert view.repaired is not None and view.repaired.over_cap() == []
+    # a repaired plan of another plan beside it is not shown as this plan's repair
+    other = compute_plan(_small_plan()[1])
+    other.plan_id = "0" * 16  # another plan
+    (tmp_path / "other.json").write_text(dump(other))
+    (tmp_path / "other.repaired.json").write_text(dump(repaired))
+    assert load_plan(tmp_path / "other.json").repaired is None

@@ -29,7 +29,7 @@ def store_copy(built_store, tmp_path) -> Path:
 
 @pytest.mark.slow
 def test_store_rows_and_tokens_are_the_store_counts(built_store, hf_cache):
-    art = built_store.artifact
+    art = built_store.artifact.model_dump(mode="json")
     ds = load_store(str(built_store.store), cache_dir=hf_cache)
     assert ds.num_rows == art["counters"]["records_out"]
     assert sum(ds["n_tokens"]) == art["counters"]["tokens_out"]
@@ -55,13 +55,13 @@ def test_cells_by_name_or_pair_match_their_ledgers(built_store, hf_cache):
     two = load_store(str(built_store.store), cells=[name, b], columns=["n_tokens"], cache_dir=hf_cache)
     assert two.num_rows == la["total_num_rows"] + lb["total_num_rows"]
     assert sum(two["n_tokens"]) == la["total_tokens"] + lb["total_tokens"]
-    k = built_store.artifact["partition"]["k"]
+    k = built_store.artifact.partition.k
     for bad in ("c99q9", (k, 0), (0, 9), "cell-3"):
         with pytest.raises(ValueError, match="cell"):
             load_store(str(built_store.store), cells=bad)
     with pytest.raises(ValueError, match="no column 'tokens'"):
         load_store(str(built_store.store), columns=["id", "tokens"])
-    empty = [c for c in built_store.artifact["empty_cells"]]
+    empty = [c for c in built_store.artifact.empty_cells]
     if empty:  # a cell the store could have but holds nothing: no rows, the same columns
         e = load_store(str(built_store.store), cells=empty[0], columns=["id", "n_tokens"])
         assert e.num_rows == 0 and e.column_names == ["id", "n_tokens"]
@@ -69,7 +69,7 @@ def test_cells_by_name_or_pair_match_their_ledgers(built_store, hf_cache):
 
 @pytest.mark.slow
 def test_unlisted_parquet_is_not_loaded(store_copy, built_store, hf_cache):
-    art = built_store.artifact
+    art = built_store.artifact.model_dump(mode="json")
     cell_dir = next(store_copy.glob("cluster=*/quality=*"))
     shard = next(cell_dir.glob("*.parquet"))
     table = pq.read_table(shard)
@@ -92,7 +92,7 @@ def test_store_at_an_fsspec_uri(built_store):
 
     fsspec.filesystem("memory").put(str(built_store.store), "/hf-out-test/store", recursive=True)
     ds = load_store("memory://hf-out-test/store", columns=["id", "n_tokens"], streaming=True)
-    assert sum(r["n_tokens"] for r in ds) == built_store.artifact["counters"]["tokens_out"]
+    assert sum(r["n_tokens"] for r in ds) == built_store.artifact.counters.tokens_out
 
 
 @pytest.fixture(scope="module")

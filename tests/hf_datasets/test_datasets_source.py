@@ -45,7 +45,7 @@ def hf_build(hf_data):
         for tasks in (2, 3):
             spec_path = root / f"spec{tasks}.yaml"
             spec_path.write_text(yaml.safe_dump(datasets_spec(root, tasks, f"store{tasks}")))
-            out[tasks] = {"artifact": build(str(spec_path), progress=False), "store": root / f"store{tasks}",
+            out[tasks] = {"artifact": build(str(spec_path), progress=False).model_dump(mode="json"), "store": root / f"store{tasks}",
                           "spec": spec_path}
     return out
 
@@ -221,7 +221,8 @@ def test_schema_describes_the_datasets_fields():
 def test_saved_dataset_at_an_fsspec_uri(hf_data):
     """A saved dataset at a non-local URI is checked, listed and read file by file like a local one."""
     import fsspec
-    from mixture.pipelines.readers import SourceFiles, SourceReader
+    from mixture.pipelines.readers import SourceReader
+    from mixture.pipelines.source_records import SourceFiles
 
     from mixture.spec.datasets_source import check_dataset_source, dataset_units
     from mixture.spec.models import Source
@@ -249,7 +250,8 @@ def test_read_time_problems_are_quarantined(tmp_path):
     """What validation cannot see (a hub dataset, a file changed since) is bad input at read time, every row counted:
     a saved dataset without the text column, an Arrow file that is not one, a data file that does not parse."""
     import datasets
-    from mixture.pipelines.readers import SourceFiles, SourceReader
+    from mixture.pipelines.readers import SourceReader
+    from mixture.pipelines.source_records import SourceFiles
 
     from mixture.spec.datasets_source import dataset_units
     from mixture.spec.models import Source

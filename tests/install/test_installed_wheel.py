@@ -69,8 +69,12 @@ def _deps_venv(requirements: list[str], work: Path) -> Path:
 def installed(tmp_path_factory) -> tuple[Path, Path]:
     """(python of a fresh venv with the wheel installed, a work folder outside the checkout)."""
     work = tmp_path_factory.mktemp("installed")
+    # a copy without build outputs: setuptools reuses ./build/lib, which keeps modules deleted since the last build
+    source = work / "source"
+    shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "build", "demo", "*.egg-info", "__pycache__", ".pytest_cache", ".ruff_cache", "test-artifacts"))
     wheels = work / "wheels"
-    _run([sys.executable, "-m", "pip", "wheel", *PIP_QUIET, "--no-deps", "-w", str(wheels), str(REPO)], work)
+    _run([sys.executable, "-m", "pip", "wheel", *PIP_QUIET, "--no-deps", "-w", str(wheels), str(source)], work)
     wheel = next(wheels.glob("mixture-*.whl"))
     deps = _deps_venv(_requirements(wheel), work)
     venv = work / "venv"

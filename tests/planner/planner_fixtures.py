@@ -2,20 +2,36 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+import fsspec
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import xxhash
 
 from mixture.store import layout
+from mixture.store.drops import REASONS
+from mixture.store.formats import (
+    STORE_FORMAT_VERSION,
+    CellEntry,
+    ClusterEntry,
+    Counters,
+    Ledger,
+    LedgerShard,
+    PartitionInfo,
+    SourceEntry,
+    SpecRef,
+    StoreArtifact,
+    write_model,
+)
 
 
 def write_store(root: Path, cells: dict[tuple[int, int], list[int]], k: int = 3) -> Path:
-    """A small complete store: one Parquet file, a ledger per cell and store.json (written last)."""
+    """A small complete store: one Parquet file, a ledger per cell and store.json (written last), through the
+    store's models."""
     root.mkdir(parents=True, exist_ok=True)
+    fs = fsspec.filesystem("file")
     rows = []
     for (cluster, quality), lengths in cells.items():
         name = layout.cell_name(cluster, quality, k)
@@ -35,17 +51,26 @@ def write_store(root: Path, cells: dict[tuple[int, int], list[int]], k: int = 3)
         path = cdir / "part-00000.parquet"
         pq.write_table(table, path)
         data = path.read_bytes()
-        ledger = {"format": 1, "cell": name, "cluster": cluster, "quality": quality,
-                  "shards": [{"path": path.name, "task": 0, "rows": len(ids), "tokens": int(sum(lengths)),
-                              "bytes": len(data), "xxh64": xxhash.xxh64_hexdigest(data)}],
-                  "total_num_rows": len(ids), "total_tokens": int(sum(lengths)), "is_finished": True}
-        (cdir / layout.LEDGER).write_text(json.dumps(ledger))
-        rows.append({"cell": name, "cluster": cluster, "quality": quality, "path": layout.cell_path(cluster, quality, k),
-                     "docs": len(ids), "tokens": int(sum(lengths)), "shards": 1})
-    artifact = {"format_version": 1, "spec": {"name": "synthetic"}, "tokenizer": "synthetic:words",
-                "partition": {"k": k, "quality_levels": 5}, "cells": rows,
-                "counters": {"tokens_out": sum(r["tokens"] for r in rows)}}
-    (root / layout.STORE_JSON).write_text(json.dumps(artifact))
+        shard = LedgerShard(path=path.name, task=0, rows=len(ids), tokens=int(sum(lengths)), bytes=len(data),
+                            xxh64=xxhash.xxh64_hexdigest(data))
+        write_model(fs, str(cdir / layout.LEDGER), Ledger.of(name, cluster, quality, [shard]))
+        rows.append(CellEntry(cell=name, cluster=cluster, quality=quality, path=layout.cell_path(cluster, quality, k),
+                              docs=len(ids), tokens=int(sum(lengths)), shards=1, sources={"synthetic": int(sum(lengths))}))
+    docs, tokens = sum(r.docs for r in rows), sum(r.tokens for r in rows)
+    artifact = StoreArtifact(
+        format_version=STORE_FORMAT_VERSION, spec=SpecRef(name="synthetic", hash="0" * 64, path=None),
+        code_version="0.1.0", created="2026-01-01T00:00:00Z", tokenizer="synthetic:words",
+        partition=PartitionInfo(k=k, fine_k=k, quality_levels=5, bucket_edges=[0.2, 0.4, 0.6, 0.8],
+                                quality_names=list(layout.QUALITY_NAMES)),
+        clusters=[ClusterEntry(id=c, label=f"cluster {c}", top_terms=[], summary="", confidence=0.0,
+                               confidence_tag="low", docs=sum(r.docs for r in rows if r.cluster == c),
+                               tokens=sum(r.tokens for r in rows if r.cluster == c)) for c in range(k)],
+        cells=rows,
+        sources=[SourceEntry(name="synthetic", category="web", license=None, format="jsonl", docs_in=docs,
+                             tokens_in=None, docs_kept=docs, tokens_kept=tokens, **{r.counter: 0 for r in REASONS})],
+        counters=Counters(records_in=docs, **{r.counter: 0 for r in REASONS}, records_out=docs, tokens_out=tokens),
+    )
+    write_model(fs, str(root / layout.STORE_JSON), artifact)
     return root
 
 

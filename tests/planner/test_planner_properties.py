@@ -9,8 +9,10 @@ from hypothesis import strategies as st
 
 from mixture.planner.blocks import largest_remainder
 from mixture.planner.counts import CellCount, Counts
+from mixture.planner.formats import Plan
 from mixture.planner.plan import PhaseInput, PlanInputs, compute_plan
 from mixture.planner.repair import repair_weights
+from mixture.store.formats import dump
 
 
 @st.composite
@@ -39,12 +41,13 @@ def problems(draw):
 def test_plan_invariants(inputs):
     plan = compute_plan(inputs)
     B = inputs.block_sequences
-    for ph, ph_in in zip(plan["phases"], inputs.phases, strict=True):
-        assert sum(c["phases"][ph["name"]]["tokens"] for c in plan["cells"]) == ph_in.tokens
-        assert sum(c["sequences"] for c in ph["components"]) == B
-        assert all(c["sequences"] >= 0 for c in ph["components"])
-    for c in plan["cells"]:
-        assert c["exposure"] is None or c["exposure"] >= 0
+    for ph, ph_in in zip(plan.phases, inputs.phases, strict=True):
+        assert sum(c.phases[ph.name].tokens for c in plan.cells) == ph_in.tokens
+        assert sum(c.sequences for c in ph.components) == B
+        assert all(c.sequences >= 0 for c in ph.components)
+    for c in plan.cells:
+        assert c.exposure is None or c.exposure >= 0
+    assert Plan.model_validate_json(dump(plan)) == plan  # what is written reads back as the same plan
 
 
 @given(st.lists(st.floats(0, 1e6, allow_nan=False), min_size=1, max_size=30), st.integers(0, 10**6))

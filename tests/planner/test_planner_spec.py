@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from mixture.cli import app
 from mixture.planner.counts import PlanInputError
+from mixture.planner.formats import parse_plan, read_plan
 from mixture.planner.inputs import build_inputs, load_planning_spec
 from mixture.spec.mixture_section import MixtureSection
 
@@ -20,7 +21,8 @@ COUNTS = "cell,tokens,docs\nc00q0,1000,10\nc00q1,3000,30\nc01q0,4000,40\nc01q1,2
 def write_spec(tmp_path: Path, mixture: dict, counts: str = COUNTS) -> tuple[Path, Path]:
     (tmp_path / "counts.csv").write_text(counts)
     spec = tmp_path / "spec.yaml"
-    spec.write_text(yaml.safe_dump({"name": "t", "store": {"uri": "store"}, "mixture": mixture}))
+    spec.write_text(yaml.safe_dump({"name": "t", "sources": [{"name": "s", "uri": "corpus", "format": "jsonl"}],
+                                    "store": {"uri": "store"}, "mixture": mixture}))
     return spec, tmp_path / "counts.csv"
 
 
@@ -94,11 +96,11 @@ def test_plan_cli_writes_plan_repaired_plan_and_exit_codes(tmp_path: Path):
     res = runner.invoke(app, ["plan", str(spec), "--counts", str(counts), "--out", str(out), "--ladder"])
     assert res.exit_code == 1, res.output  # c00q0 reads 7 epochs > 4
     assert "over_cap" in res.output and "L1 change" in res.output
-    plan = json.loads(out.read_text())
-    assert plan["exposure"]["over_cap"] == ["c00q0"] and plan["exposure"]["max"] == pytest.approx(7.0)
-    repaired = json.loads((tmp_path / "plan.repaired.json").read_text())
-    assert repaired["exposure"]["max"] == pytest.approx(4.0)
-    assert repaired["repair"]["l1_total"] == pytest.approx(0.6)
+    plan = read_plan(str(out))
+    assert plan.exposure.over_cap == ["c00q0"] and plan.exposure.max == pytest.approx(7.0)
+    repaired = read_plan(str(tmp_path / "plan.repaired.json"))
+    assert repaired.exposure.max == pytest.approx(4.0)
+    assert repaired.repair.l1_total == pytest.approx(0.6) and repaired.repair.repaired_from == plan.plan_id
     res = runner.invoke(app, ["plan", str(tmp_path / "plan.repaired.json"), "--counts", str(counts)])
     assert res.exit_code == 2 and "Marin mix JSON" in res.output
     res = runner.invoke(app, ["plan", str(spec), "--counts", str(tmp_path / "nope.csv")])
@@ -107,4 +109,26 @@ def test_plan_cli_writes_plan_repaired_plan_and_exit_codes(tmp_path: Path):
     spec2, counts2 = write_spec(tmp_path, ok)
     res = runner.invoke(app, ["plan", str(spec2), "--counts", str(counts2), "--format", "json"])
     assert res.exit_code == 0, res.output
-    assert json.loads(res.stdout)["exposure"]["max"] == pytest.approx(1.0)
+    assert parse_plan(json.loads(res.stdout), "stdout").exposure.max == pytest.approx(1.0)
+
+
+def test_a_file_that_is_not_a_plan_is_refused_with_how_to_write_one(tmp_path: Path):
+    alias = tmp_path / "alias.json"
+    alias.write_text(json.dumps({"phases": [{"name": "a", "tokens_budget": 10, "weights": {"c00q0": 1.0}}],
+                                 "cells": {"c00q0": {"tokens": 10, "exposure": 1.0}}, "max_epochs": 8}))
+    runner = CliRunner()
+    for args in (["export", str(alias), "--format", "csv"], ["materialize", str(alias), "--out", str(tmp_path / "m")],
+                 ["realised", str(tmp_path), str(alias)]):
+        res = runner.invoke(app, args)
+        assert res.exit_code == 2, (args, res.output)
+        text = " ".join(res.output.split())
+        assert "kind: expected a plan written by `mixture plan` (kind: mixture-plan)" in text
+        assert "mixture plan SPEC --out plan.json" in text
+    spec, counts = write_spec(tmp_path, {"budget": "10K", "phases": [{"name": "a", "weights": "proportional"}]})
+    plan = tmp_path / "plan.json"
+    assert runner.invoke(app, ["plan", str(spec), "--counts", str(counts), "--out", str(plan)]).exit_code == 0
+    data = json.loads(plan.read_text())
+    data["phases"][0]["tokens"] = 1.5
+    plan.write_text(json.dumps(data))
+    res = runner.invoke(app, ["export", str(plan), "--format", "csv"])
+    assert res.exit_code == 2 and "phases[0].tokens: Input should be a valid integer, found 1.5" in res.output

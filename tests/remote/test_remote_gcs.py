@@ -44,7 +44,7 @@ def test_gcs_build_matches_local_build(gcs: Remote, gcs_store: dict, built_store
 
     fs = gcs.fs
     remote = json.loads(fs.cat(f"{gcs_store['store']}/store.json"))
-    local = built_store.artifact
+    local = built_store.artifact.model_dump(mode="json")
     assert remote["counters"] == local["counters"]
     assert remote["counters"]["records_out"] > 0
     strip = ("cell", "docs", "tokens", "shards", "sources")
@@ -72,7 +72,7 @@ def test_gcs_audit_deep_passes(gcs_store: dict) -> None:
     result = json.loads(out)
     assert result["status"] == "ok"
     checks = {c["name"]: c for c in result["checks"]}
-    n_shards = sum(c["shards"] for c in gcs_store["artifact"]["cells"])
+    n_shards = sum(c.shards for c in gcs_store["artifact"].cells)
     assert checks["checksums"]["status"] == "pass" and checks["checksums"]["checked"] == n_shards
     assert checks["tokens (deep)"]["status"] == "pass" and checks["tokens (deep)"]["checked"] == 200
 
@@ -105,7 +105,7 @@ def test_gcs_report_equals_local_report(gcs_store: dict, built_store) -> None:
     assert code_l == 0, out_l
     remote, local = json.loads(out), json.loads(out_l)
     assert remote == local
-    assert sum(r["tokens"] for r in remote) == gcs_store["artifact"]["counters"]["tokens_out"]
+    assert sum(r["tokens"] for r in remote) == gcs_store["artifact"].counters.tokens_out
 
 
 def test_gcs_sql_and_diff_against_the_local_store(gcs_store: dict, built_store) -> None:
@@ -113,15 +113,15 @@ def test_gcs_sql_and_diff_against_the_local_store(gcs_store: dict, built_store) 
     code, out = cli("sql", gcs_store["store"], "SELECT count(*) AS n, sum(n_tokens) AS t FROM documents",
                     "--format", "json")
     assert code == 0, out
-    counters = gcs_store["artifact"]["counters"]
-    assert json.loads(out) == [{"n": counters["records_out"], "t": counters["tokens_out"]}]
+    counters = gcs_store["artifact"].counters
+    assert json.loads(out) == [{"n": counters.records_out, "t": counters.tokens_out}]
     code, out = cli("diff", str(built_store.store), gcs_store["store"], "--format", "json")
     assert code == 0, out
     result = json.loads(out)
-    assert result["total_a"] == result["total_b"] == counters["tokens_out"]
+    assert result["total_a"] == result["total_b"] == counters.tokens_out
     assert not result["added"] and not result["removed"] and not result["incompatibilities"]
     cells = result["cells"]
-    assert len(cells) == len(gcs_store["artifact"]["cells"])
+    assert len(cells) == len(gcs_store["artifact"].cells)
     assert all(c["delta"] == 0 and c["docs_delta"] == 0 and c["entered"] == 0 and c["left"] == 0 for c in cells)
 
 
@@ -136,7 +136,7 @@ def test_gcs_plan_from_the_spec(gcs_store: dict, built_store, tmp_path) -> None:
     assert remote["store_uri"] == gcs_store["store"]
     assert [(c["cell"], c["available_tokens"], c["phases"]) for c in remote["cells"]] == \
         [(c["cell"], c["available_tokens"], c["phases"]) for c in local["cells"]]
-    assert sum(c["available_tokens"] for c in remote["cells"]) == gcs_store["artifact"]["counters"]["tokens_out"]
+    assert sum(c["available_tokens"] for c in remote["cells"]) == gcs_store["artifact"].counters.tokens_out
     import fsspec
 
     with fsspec.open(out, "rt") as f:
@@ -152,12 +152,12 @@ def test_gcs_explorer_overview_and_store_pages(gcs_store: dict, monkeypatch) -> 
     monkeypatch.delenv("MIXTURE_PLAN", raising=False)
     monkeypatch.delenv("MIXTURE_STORE_B", raising=False)
     at = run(timeout=60)
-    tokens = art["counters"]["tokens_out"]
-    assert at.header[0].value == (f"{humanize(tokens)} tokens across {len(art['clusters'])} semantic domains "
+    tokens = art.counters.tokens_out
+    assert at.header[0].value == (f"{humanize(tokens)} tokens across {len(art.clusters)} semantic domains "
                                   "and 5 calibrated quality buckets")
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["documents"] == f"{art['counters']['records_out']:,}"
-    assert metrics["cells"] == str(len(art["cells"]))
+    assert metrics["documents"] == f"{art.counters.records_out:,}"
+    assert metrics["cells"] == str(len(art.cells))
     run("store", timeout=60)
 
 

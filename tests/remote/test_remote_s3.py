@@ -24,21 +24,20 @@ def test_s3_build_and_audit_match_local_build(s3: Remote, demo_corpus: Path, bui
     spec_path.write_text(yaml.safe_dump(small_spec(s3.url("corpus"), s3.url("store"))))
     artifact = build(str(spec_path), progress=False)
     local = built_store.artifact
-    assert artifact["counters"] == local["counters"]
-    assert [(c["cell"], c["docs"], c["tokens"]) for c in artifact["cells"]] == \
-        [(c["cell"], c["docs"], c["tokens"]) for c in local["cells"]]
+    assert artifact.counters == local.counters
+    assert [(c.cell, c.docs, c.tokens) for c in artifact.cells] == [(c.cell, c.docs, c.tokens) for c in local.cells]
     fs = s3.fs
     assert cell_ids(fs, "bucket/store") == cell_ids(fsspec.filesystem("file"), str(built_store.store))
-    assert json.loads(fs.cat("bucket/store/store.json"))["counters"] == local["counters"]
+    assert json.loads(fs.cat("bucket/store/store.json"))["counters"] == local.counters.model_dump()
     assert not fs.exists("bucket/store/_build/work") and not fs.exists("bucket/store/_build/LOCK")
 
     code, out = cli("audit", s3.url("store"), "--checksums", "all", "--format", "json")
     assert code == 0, out
     checks = {c["name"]: c for c in json.loads(out)["checks"]}
     assert checks["checksums"]["status"] == "pass"
-    assert checks["checksums"]["checked"] == sum(c["shards"] for c in artifact["cells"])
+    assert checks["checksums"]["checked"] == sum(c.shards for c in artifact.cells)
     # a rerun of the finished build is a no-op that returns the same artifact
-    assert build(str(spec_path), progress=False)["counters"] == artifact["counters"]
+    assert build(str(spec_path), progress=False).counters == artifact.counters
 
 
 def test_s3_materialize_from_a_local_store(s3: Remote, built_store, tmp_path) -> None:

@@ -42,20 +42,20 @@ def kept_ids(bad_build) -> set[str]:
     return {i for f in store.glob("cluster=*/quality=*/*.parquet") for i in pq.read_table(f, columns=["id"]).column("id").to_pylist()}
 
 
-def source_row(bad_build, name: str) -> dict:
-    return next(s for s in bad_build["artifact"]["sources"] if s["name"] == name)
+def source_row(bad_build, name: str):
+    return next(s for s in bad_build["artifact"].sources if s.name == name)
 
 
 @pytest.mark.slow
 def test_build_goes_on_and_every_record_is_accounted_for(bad_build):
     art = bad_build["artifact"]
-    c = art["counters"]
-    assert c["records_out"] > 100
-    assert c["records_in"] == c["records_out"] + c["bad_input"] + c["filtered"] + c["exact_duplicate_dropped"] + \
-        c["fuzzy_duplicate_dropped"] + c["contaminated_dropped"]
-    assert c["bad_input"] == len(bad_build["quarantine"]) == sum(art["bad_input_by_reason"].values())
-    assert Counter(r["reason"] for r in bad_build["quarantine"]) == Counter(art["bad_input_by_reason"])
-    assert sum(s["bad_input"] for s in art["sources"]) == c["bad_input"]
+    c = art.counters
+    assert c.records_out > 100
+    assert c.records_in == c.records_out + c.bad_input + c.filtered + c.exact_duplicate_dropped + \
+        c.fuzzy_duplicate_dropped + c.contaminated_dropped
+    assert c.bad_input == len(bad_build["quarantine"]) == sum(art.bad_input_by_reason.values())
+    assert Counter(r["reason"] for r in bad_build["quarantine"]) == Counter(art.bad_input_by_reason)
+    assert sum(s.bad_input for s in art.sources) == c.bad_input
     result = audit(StoreReader(str(bad_build["store"])))
     assert result.ok, result.messages()
 
@@ -66,7 +66,7 @@ def test_summary_says_how_many_and_where(bad_build, capsys):
 
     print_summary(bad_build["artifact"], str(bad_build["store"]))
     text = capsys.readouterr().out
-    assert f"{bad_build['artifact']['counters']['bad_input']:,}" in text and "_quarantine/" in text
+    assert f"{bad_build['artifact'].counters.bad_input:,}" in text and "_quarantine/" in text
 
 
 @pytest.mark.slow
@@ -118,7 +118,7 @@ def test_50mb_document_is_dropped_by_the_length_gate_and_the_rest_of_its_file_ke
     assert len(huge) == 1 and huge[0]["detail"] == "max_chars" and huge[0]["n_chars"] == HUGE_CHARS
     assert len(huge[0]["text_head"]) == 500
     assert "h-1" in kept_ids(bad_build)
-    assert bad_build["artifact"]["filtered_by_reason"]["max_chars"] == 1
+    assert bad_build["artifact"].filtered_by_reason["max_chars"] == 1
 
 
 @pytest.mark.slow
@@ -128,7 +128,7 @@ def test_truncated_gzip_keeps_the_records_before_the_break(bad_build):
     good_before = got[0][0]  # the record index where the stream broke = records read intact before it
     assert 0 < good_before < 40
     assert {f"gz-{i}" for i in range(good_before)} <= kept_ids(bad_build)
-    assert source_row(bad_build, "gz")["docs_in"] == good_before + 1 + 1  # + the break + notgzip.jsonl.gz
+    assert source_row(bad_build, "gz").docs_in == good_before + 1 + 1  # + the break + notgzip.jsonl.gz
 
 
 @pytest.mark.slow
@@ -190,7 +190,7 @@ def test_remote_file_without_read_permission(bad_build):
     assert (record, reason) == (0, "unreadable_file")
     row = next(r for r in bad_build["quarantine"] if r["source"] == "denied")
     assert "PermissionError" in row["detail"] and "storage.objects.get" in row["detail"]
-    assert source_row(bad_build, "denied")["docs_kept"] == 0
+    assert source_row(bad_build, "denied").docs_kept == 0
 
 
 def _build_cli(tmp_path: Path, sources: list[dict]) -> tuple[int, str]:

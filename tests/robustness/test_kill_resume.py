@@ -152,9 +152,10 @@ def tree(folder: Path) -> dict[str, bytes]:
 
 
 def test_materialize_killed_resumes_to_identical_output(plan_file: Path, tmp_path: Path):
+    from mixture.planner.formats import read_plan
     from mixture.planner.materialize import materialize
 
-    plan = json.loads(plan_file.read_text())
+    plan = read_plan(str(plan_file))
     args = ["materialize", str(plan_file), "--out", "mix", "--shard-bytes", "16KB"]
     materialize(plan, tmp_path / "ref", shard_bytes=16 * 1024)
     reference = tree(tmp_path / "ref")

@@ -98,7 +98,7 @@ def test_finished_store_clears_the_stale_lock_of_a_build_killed_after_publishing
     dead = subprocess.Popen(["true"])
     dead.wait()
     write_lock(tmp_path / "store", host=socket.gethostname(), pid=dead.pid)
-    assert build(str(tmp_path / "spec.yaml"), progress=False)["counters"] == built_store.artifact["counters"]
+    assert build(str(tmp_path / "spec.yaml"), progress=False).counters == built_store.artifact.counters
     assert not lock_of(tmp_path / "store").exists() and not (tmp_path / "store" / "_build" / "work").exists()
     holder = write_lock(tmp_path / "store", host=socket.gethostname(), pid=os.getpid())
     build(str(tmp_path / "spec.yaml"), progress=False)

@@ -1,0 +1,318 @@
+"""The store's JSON files, defined once: `store.json` (StoreArtifact) and `_ledger.json` (Ledger), as pydantic
+models whose JSON Schemas `mixture schema --store` / `--ledger` print; and the helpers every JSON format of the
+project uses to read (errors name the file and field) and write (atomically) a model."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, Literal, TypeVar
+
+import fsspec
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+
+from mixture.store.drops import REASONS
+from mixture.store.io import write_json_atomic
+
+CELL_PATTERN = r"^c\d{2,3}q\d$"
+STORE_FORMAT_VERSION = 1
+LEDGER_FORMAT_VERSION = 1
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class Format(BaseModel):
+    """Base of every JSON file format: unknown fields are errors and values are not coerced (a token count
+    written as the string "12" or as 12.5 is wrong, not converted)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+# -- reading and writing a format ------------------------------------------------------------------------------
+class FormatError(ValueError):
+    """A JSON file that does not match its format; `problems` are (field path, what is wrong) pairs."""
+
+    def __init__(self, file: str, problems: Sequence[tuple[str, str]], hint: str = ""):
+        self.file, self.problems, self.hint = file, list(problems), hint
+        super().__init__(str(self))
+
+    @property
+    def fields(self) -> list[str]:
+        return [f for f, _ in self.problems]
+
+    def __str__(self) -> str:
+        lines = [f"{self.file}: {f}: {m}" if f else f"{self.file}: {m}" for f, m in self.problems]
+        return "\n".join(lines + ([self.hint] if self.hint else []))
+
+
+def field_path(loc: Sequence[Any]) -> str:
+    """('cells', 3, 'tokens') -> 'cells[3].tokens'."""
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else ("." if out else "") + str(part)
+    return out
+
+
+def _found(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def validation_problems(exc: ValidationError) -> list[tuple[str, str]]:
+    """Each pydantic error as (field path, message saying what was expected and what was found)."""
+    out = []
+    for err in exc.errors(include_url=False):
+        loc = [p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-"))]
+        kind, msg = err["type"], err["msg"].removeprefix("Value error, ")
+        if kind == "missing":
+            msg = "required field is missing"
+        elif kind == "extra_forbidden":
+            msg = f"unknown field (found {_found(err['input'])})"
+        elif "input" in err and kind not in ("value_error", "assertion_error"):
+            msg = f"{msg}, found {_found(err['input'])}"
+        out.append((field_path(loc), msg))
+    return out
+
+
+def parse_model(model: type[M], data: Any, file: str, hint: str = "") -> M:
+    """`model.model_validate(data)`, raising FormatError naming `file` and each wrong field."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise FormatError(file, validation_problems(exc), hint) from None
+
+
+def load_json(raw: bytes | str, file: str, hint: str = "") -> Any:
+    """Parsed JSON text; FormatError (naming `file`, the line and the column) when it is not JSON."""
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise FormatError(file, [("", f"not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}")],
+                          hint) from None
+    except UnicodeDecodeError as exc:
+        raise FormatError(file, [("", f"not valid JSON: not UTF-8 text ({exc})")], hint) from None
+
+
+def parse_json(model: type[M], raw: bytes | str, file: str, hint: str = "") -> M:
+    """Parse JSON text into `model`; invalid JSON and a wrong shape both raise FormatError naming `file`."""
+    return parse_model(model, load_json(raw, file, hint), file, hint)
+
+
+def read_bytes(uri: str, hint: str = "") -> bytes:
+    """The bytes of a file at a local path or any fsspec URI; FormatError when there is no such file."""
+    fs, path = fsspec.core.url_to_fs(str(uri))
+    try:
+        with fs.open(path, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        raise FormatError(str(uri), [("", "no such file")], hint) from None
+
+
+def read_model(model: type[M], uri: str, hint: str = "") -> M:
+    """Read a JSON file at a local path or any fsspec URI into `model` (FormatError when absent or wrong)."""
+    return parse_json(model, read_bytes(uri, hint), str(uri), hint)
+
+
+def write_model(fs: fsspec.AbstractFileSystem, path: str, model: BaseModel, indent: int | None = 1) -> None:
+    """Write `model` as JSON at `path` atomically (a temporary name, then a rename)."""
+    write_json_atomic(fs, path, model.model_dump(mode="json"), indent=indent)
+
+
+def dump(model: BaseModel, indent: int | None = 2) -> str:
+    """The model as the JSON text written to disk (with a final newline)."""
+    return json.dumps(model.model_dump(mode="json"), indent=indent) + "\n"
+
+
+# -- _ledger.json ----------------------------------------------------------------------------------------------
+class LedgerShard(Format):
+    """One finished Parquet file of a cell, as measured when its build task wrote it."""
+
+    path: str = Field(description="file name, relative to the cell folder")
+    task: int | None = Field(description="the build task that wrote it (null: not known)")
+    rows: int = Field(ge=0, description="documents in the file")
+    tokens: int = Field(ge=0, description="Σ n_tokens of its documents")
+    bytes: int = Field(ge=0, description="file size in bytes")
+    xxh64: str = Field(pattern=r"^[0-9a-f]{16}$", description="hex xxHash64 of the file's bytes")
+
+
+class Ledger(Format):
+    """`cluster=NN/quality=Q/_ledger.json`: the finished files of one cell and their totals (a file is listed only
+    once its build task finished; the totals are the sums over `shards`, which `mixture audit` checks)."""
+
+    format: Literal[1] = Field(description="format version of the ledger")
+    cell: str = Field(pattern=CELL_PATTERN, description="cell name cNNqQ")
+    cluster: int = Field(ge=0, description="topic cluster (the folder's cluster=NN)")
+    quality: int = Field(ge=0, description="quality bucket (the folder's quality=Q)")
+    shards: list[LedgerShard] = Field(description="every finished file of the cell")
+    total_num_rows: int = Field(ge=0, description="Σ shards.rows")
+    total_tokens: int = Field(ge=0, description="Σ shards.tokens")
+    is_finished: bool = Field(description="true once the build wrote the ledger (always true in a complete store)")
+
+    @classmethod
+    def of(cls, cell: str, cluster: int, quality: int, shards: list[LedgerShard]) -> Ledger:
+        """The ledger of a finished cell, totals summed from its shards."""
+        return cls(format=LEDGER_FORMAT_VERSION, cell=cell, cluster=cluster, quality=quality, shards=shards,
+                   total_num_rows=sum(s.rows for s in shards), total_tokens=sum(s.tokens for s in shards),
+                   is_finished=True)
+
+
+# -- store.json ------------------------------------------------------------------------------------------------
+def _count(description: str) -> Any:
+    return (int, Field(ge=0, description=description))
+
+
+def _drop_fields(what: str) -> dict[str, Any]:
+    """One count per drop reason of mixture.store.drops, under its counter name."""
+    return {r.counter: _count(f"{what} {r.label}: {r.description} (rows in {r.folder}/)") for r in REASONS}
+
+
+class _CountersBase(Format):
+    def dropped(self) -> dict[str, int]:
+        """{counter: count} of every drop reason (mixture.store.drops.REASONS order)."""
+        return {r.counter: getattr(self, r.counter) for r in REASONS}
+
+
+Counters = create_model(
+    "Counters",
+    __base__=_CountersBase,
+    __doc__="The record funnel: records_in = records_out + every drop counter (checked by `mixture audit`).",
+    records_in=_count("records the readers read (from their per-task stats)"),
+    **_drop_fields("records dropped as"),
+    records_out=_count("documents written to the cells (Σ ledger rows)"),
+    tokens_out=_count("tokens written to the cells (Σ ledger tokens)"),
+)
+
+
+class _SourceBase(Format):
+    name: str = Field(description="source name from the spec")
+    category: str = Field(description="source category (web, code, math, multilingual, specialized, …)")
+    license: str | None = Field(description="license from the spec")
+    format: str = Field(description="input format from the spec (jsonl, parquet, hf, …)")
+    synthetic: bool = Field(False, description="the spec marks the source as synthetic")
+    exempt_from_fuzzy_dedup: bool = Field(False, description="the spec exempts it from fuzzy dedup")
+    docs_in: int = Field(ge=0, description="records read from the source")
+    tokens_in: int | None = Field(description="always null: dropped documents are not tokenized")
+    docs_kept: int = Field(ge=0, description="documents of the source in the cells")
+    tokens_kept: int = Field(ge=0, description="their tokens")
+
+    def dropped(self) -> dict[str, int]:
+        return {r.counter: getattr(self, r.counter) for r in REASONS}
+
+
+SourceEntry = create_model(
+    "SourceEntry",
+    __base__=_SourceBase,
+    __doc__="One source of the spec: what was read, kept and dropped (per drop reason).",
+    **_drop_fields("records of the source dropped as"),
+)
+
+
+class SpecRef(Format):
+    """The spec the store was built from."""
+
+    name: str = Field(description="the spec's name")
+    hash: str = Field(description="sha256 of the canonical spec JSON without execution, mixture and store.uri, "
+                                  "relative paths resolved")
+    path: str | None = Field(description="the spec file the build ran")
+
+
+class PartitionInfo(Format):
+    """How documents were partitioned into cells."""
+
+    k: int = Field(ge=1, description="topic clusters")
+    fine_k: int = Field(ge=1, description="fine k-means centroids, coarsened to k clusters")
+    quality_levels: int = Field(ge=1, description="quality buckets")
+    bucket_edges: list[float] = Field(description="calibrated-score edges between the buckets")
+    quality_names: list[str] = Field(description="name of each quality bucket (junk, poor, usable, good, excellent)")
+    min_share: float | None = Field(None, description="smallest share of documents a coarse cluster may hold")
+    embedder: str | None = Field(None, description="document embedder: lexical or sentence")
+
+
+class ClusterEntry(Format):
+    """One topic cluster: its label (c-TF-IDF top terms) and its totals over the cells."""
+
+    id: int = Field(ge=0, description="cluster id 0..k-1")
+    label: str = Field(description="human-readable label")
+    top_terms: list[str] = Field(description="c-TF-IDF top terms")
+    summary: str = Field(description="the top terms joined")
+    confidence: float = Field(description="share of the cluster's sample documents holding one of its top 3 terms")
+    confidence_tag: Literal["high", "medium", "low"] = Field(description="confidence ≥ 0.7, ≥ 0.4, below")
+    sample_share: float | None = Field(None, description="share of the fit sample in the cluster")
+    docs: int = Field(ge=0, description="documents in its cells")
+    tokens: int = Field(ge=0, description="tokens in its cells")
+
+
+class CellEntry(Format):
+    """One non-empty cell; docs, tokens and shards equal its ledger's."""
+
+    cell: str = Field(pattern=CELL_PATTERN, description="cell name cNNqQ")
+    cluster: int = Field(ge=0, description="topic cluster")
+    quality: int = Field(ge=0, description="quality bucket")
+    path: str = Field(description="cell folder cluster=NN/quality=Q, relative to the store")
+    docs: int = Field(ge=0, description="documents (ledger total_num_rows)")
+    tokens: int = Field(ge=0, description="tokens (ledger total_tokens)")
+    shards: int = Field(ge=0, description="Parquet files")
+    sources: dict[str, int] = Field(default_factory=dict, description="tokens per source")
+
+
+class DedupInfo(Format):
+    """The dedup settings the build ran with."""
+
+    exact: bool = Field(description="exact dedup on")
+    fuzzy: dict[str, Any] = Field(description="the spec's processing.dedup.fuzzy settings")
+    fuzzy_threshold: float = Field(description="Jaccard similarity at which LSH flags half the pairs")
+
+
+class FitInfo(Format):
+    """The frozen fit (`_model/fit.json`): its sample and settings."""
+
+    sample_docs: int = Field(ge=0, description="documents in the fit sample")
+    sample_by_source: dict[str, int] = Field(description="sample documents per source")
+    fine_k: int = Field(ge=1, description="fine centroids actually fitted")
+    k: int = Field(ge=1, description="clusters")
+    embedder: str = Field(description="lexical or sentence")
+    embedding_dim: int = Field(ge=1, description="embedding dimensions")
+    vocabulary: int = Field(ge=0, description="terms of the lexical embedder (0 for sentence embeddings)")
+    seed: int = Field(description="seed of the fit")
+
+
+class SamplesInfo(Format):
+    """The sample files under `_samples/`."""
+
+    uniform: str = Field(description="seeded uniform sample per cell, relative to the store")
+    exemplars: str = Field(description="nearest-to-centroid documents per cell, relative to the store")
+    per_cell: int = Field(ge=0, description="uniform samples per cell")
+    exemplars_per_cell: int | None = Field(None, description="exemplars per cell")
+
+
+class StoreArtifact(Format):
+    """`store.json`: what a complete store holds; written last, atomically (its presence means complete)."""
+
+    format_version: Literal[1] = Field(description="format version of store.json")
+    spec: SpecRef = Field(description="the spec the store was built from")
+    code_version: str = Field(description="version of mixture that built the store")
+    created: str = Field(description="UTC time the build finished, ISO 8601 (2026-11-30T10:00:00Z)")
+    tokenizer: str = Field(description="the spec's tokenizer (tiktoken:<encoding> or hf:<tokenizer.json>)")
+    seed: int | None = Field(None, description="the spec's seed")
+    partition: PartitionInfo = Field(description="how documents were partitioned into cells")
+    raw_score_cutoffs: dict[str, list[float]] = Field(
+        default_factory=dict, description="per content type, the raw scores at the calibrated bucket edges")
+    calibration_docs: dict[str, int] = Field(default_factory=dict,
+                                             description="per content type, sample documents of its calibration")
+    dedup: DedupInfo | None = Field(None, description="the dedup settings")
+    clusters: list[ClusterEntry] = Field(description="every cluster 0..k-1")
+    cells: list[CellEntry] = Field(description="every non-empty cell, by path")
+    empty_cells: list[str] = Field(default_factory=list, description="cells of the partition with no document")
+    sources: list[SourceEntry] = Field(description="every source of the spec")  # type: ignore[valid-type]
+    counters: Counters = Field(description="the record funnel")  # type: ignore[valid-type]
+    filtered_by_reason: dict[str, int] = Field(default_factory=dict, description="filtered documents per gate")
+    bad_input_by_reason: dict[str, int] = Field(default_factory=dict, description="bad input records per reason")
+    fit: FitInfo | None = Field(None, description="the frozen fit's sample and settings")
+    samples: SamplesInfo | None = Field(None, description="the sample files")
+
+    def cell_entries(self) -> dict[str, CellEntry]:
+        return {c.cell: c for c in self.cells}
+
+    def breakdown(self, key: str) -> dict[str, int]:
+        """A by-reason breakdown of a drop reason (its `breakdown` key in mixture.store.drops)."""
+        return dict(getattr(self, key))
