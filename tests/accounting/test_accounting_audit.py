@@ -217,6 +217,10 @@ def test_store_json_with_a_wrong_field_type_fails_the_audit_naming_the_field(sto
     assert cli.exit_code == 1 and "counters.filtered" in cli.output and "cells[2].tokens" in cli.output
     report = runner.invoke(app, ["report", str(store)])  # readers refuse it too, naming the file and field
     assert report.exit_code == 1 and "store.json: counters.filtered" in report.output
+    # `mixture sql` still queries the files, naming the fields and leaving out the views of store.json
+    sql = runner.invoke(app, ["sql", str(store), "SELECT count(*) AS n FROM documents"])
+    assert sql.exit_code == 0 and "store.json: counters.filtered" in sql.output and "left out" in sql.output
+    assert runner.invoke(app, ["sql", str(store), "SELECT * FROM counters"]).exit_code == 1
 
 
 def test_a_ledger_with_a_wrong_field_type_is_an_unreadable_ledger(store: Path) -> None:
