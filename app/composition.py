@@ -9,52 +9,50 @@ import pandas as pd
 from mixture.explorer.fmt import humanize
 
 from mixture.store.drops import REASONS
+from mixture.store.formats import StoreArtifact
 from mixture.store.layout import cell_name
 
 DEFAULT_QUALITY_NAMES = ["junk", "poor", "usable", "good", "excellent"]
 
 
-def quality_names(artifact: dict) -> list[str]:
-    part = artifact.get("partition", {})
-    names = list(part.get("quality_names") or DEFAULT_QUALITY_NAMES)
-    levels = int(part.get("quality_levels") or len(names))
+def quality_names(info: StoreArtifact) -> list[str]:
+    """The name of each quality bucket (`Q<n>` past the names store.json gives)."""
+    names = list(info.partition.quality_names or DEFAULT_QUALITY_NAMES)
+    levels = info.partition.quality_levels
     return (names + [f"Q{q}" for q in range(len(names), levels)])[:levels]
 
 
-def n_domains(artifact: dict) -> int:
-    return len(artifact.get("clusters") or []) or int(artifact.get("partition", {}).get("k", 0))
+def n_domains(info: StoreArtifact) -> int:
+    return len(info.clusters) or info.partition.k
 
 
-def total_tokens(artifact: dict) -> int:
-    counters = artifact.get("counters") or {}
-    if counters.get("tokens_out") is not None:
-        return int(counters["tokens_out"])
-    return int(sum(c.get("tokens", 0) for c in artifact.get("cells", [])))
+def total_tokens(info: StoreArtifact) -> int:
+    return info.counters.tokens_out
 
 
-def headline(artifact: dict) -> str:
+def headline(info: StoreArtifact) -> str:
     """'23.11T tokens across 40 semantic domains and 5 calibrated quality buckets'."""
-    return (f"{humanize(total_tokens(artifact))} tokens across {n_domains(artifact)} semantic domains "
-            f"and {len(quality_names(artifact))} calibrated quality buckets")
+    return (f"{humanize(total_tokens(info))} tokens across {n_domains(info)} semantic domains "
+            f"and {len(quality_names(info))} calibrated quality buckets")
 
 
-def cluster_labels(artifact: dict) -> dict[int, str]:
-    return {int(c["id"]): str(c.get("label") or f"cluster {c['id']}") for c in artifact.get("clusters", [])}
+def cluster_labels(info: StoreArtifact) -> dict[int, str]:
+    return {c.id: c.label or f"cluster {c.id}" for c in info.clusters}
 
 
-def cells_frame(cells: pd.DataFrame, artifact: dict) -> pd.DataFrame:
+def cells_frame(cells: pd.DataFrame, info: StoreArtifact) -> pd.DataFrame:
     """The accounting cell table (`mixture.accounting.published_cell_table`) on the full grid of domains and
     quality buckets (missing cells filled with zero), with shares and enrichment.
 
     share_in_domain = tokens(d, q) / tokens(d); corpus_share = tokens(q) / total;
     enrichment = share_in_domain / corpus_share.
     """
-    levels = len(quality_names(artifact))
+    levels = len(quality_names(info))
     cells = cells[["cluster", "quality", "path", "docs", "tokens", "shards"]].astype({"cluster": int, "quality": int})
-    ids = sorted({int(c["id"]) for c in artifact.get("clusters", [])} | set(cells.cluster))
+    ids = sorted({c.id for c in info.clusters} | set(cells.cluster))
     grid = pd.MultiIndex.from_product([ids, range(levels)], names=["cluster", "quality"]).to_frame(index=False)
     df = grid.merge(cells, on=["cluster", "quality"], how="left")
-    k = int(artifact.get("partition", {}).get("k", len(ids)))
+    k = info.partition.k
     df.insert(0, "cell", [cell_name(c, q, k) for c, q in zip(df.cluster, df.quality, strict=True)])
     df[["docs", "tokens", "shards"]] = df[["docs", "tokens", "shards"]].fillna(0).astype("int64")
     total = df.tokens.sum()
@@ -64,25 +62,25 @@ def cells_frame(cells: pd.DataFrame, artifact: dict) -> pd.DataFrame:
     df["corpus_share"] = bucket / total if total else 0.0
     df["enrichment"] = df.share_in_domain / df.corpus_share.where(df.corpus_share > 0)
     df["share_of_corpus"] = df.tokens / total if total else 0.0
-    labels = cluster_labels(artifact)
+    labels = cluster_labels(info)
     df["label"] = df.cluster.map(lambda c: labels.get(c, f"cluster {c}"))
     return df
 
 
-def domains_frame(cells: pd.DataFrame, artifact: dict) -> pd.DataFrame:
+def domains_frame(cells: pd.DataFrame, info: StoreArtifact) -> pd.DataFrame:
     """One row per domain of `cells_frame(...)`: id, label, summary, top terms, confidence, docs, tokens, share of
-    the corpus."""
+    the corpus (a domain with cells but no store.json cluster entry gets a placeholder label)."""
     agg = cells.groupby("cluster").agg(tokens=("tokens", "sum"), docs=("docs", "sum")).reset_index()
-    meta = {int(c["id"]): c for c in artifact.get("clusters", [])}
+    meta = {c.id: c for c in info.clusters}
     total = agg.tokens.sum()
     rows = []
     for r in agg.itertuples():
-        m = meta.get(int(r.cluster), {})
-        terms = list(m.get("top_terms") or [])
+        m = meta.get(int(r.cluster))
+        terms = list(m.top_terms) if m else []
         rows.append({
-            "id": int(r.cluster), "label": str(m.get("label") or f"cluster {r.cluster}"),
-            "summary": str(m.get("summary") or " · ".join(terms)), "top_terms": terms,
-            "confidence": m.get("confidence"), "confidence_tag": m.get("confidence_tag"),
+            "id": int(r.cluster), "label": (m.label if m else "") or f"cluster {r.cluster}",
+            "summary": (m.summary if m else "") or " · ".join(terms), "top_terms": terms,
+            "confidence": m.confidence if m else None, "confidence_tag": m.confidence_tag if m else None,
             "docs": int(r.docs), "tokens": int(r.tokens), "share": (r.tokens / total) if total else 0.0,
         })
     return pd.DataFrame(rows)
@@ -120,23 +118,20 @@ class Cards:
 DROP_KEYS = {r.counter: r.label for r in REASONS}  # store.json counter -> label, from mixture.store.drops
 
 
-def cards(artifact: dict) -> Cards:
-    counters = artifact.get("counters") or {}
-    docs = counters.get("records_out")
-    if docs is None:
-        docs = sum(int(c.get("docs", 0)) for c in artifact.get("cells", []))
-    return Cards(documents=int(docs), tokens=total_tokens(artifact), sources=len(artifact.get("sources") or []),
-                 cells=sum(1 for c in artifact.get("cells", []) if c.get("docs", 0) or c.get("tokens", 0)),
-                 drops={label: int(counters.get(key) or 0) for key, label in DROP_KEYS.items()})
+def cards(info: StoreArtifact) -> Cards:
+    dropped = info.counters.dropped()
+    return Cards(documents=info.counters.records_out, tokens=total_tokens(info), sources=len(info.sources),
+                 cells=sum(1 for c in info.cells if c.docs or c.tokens),
+                 drops={label: dropped[key] for key, label in DROP_KEYS.items()})
 
 
-def cutoffs_frame(artifact: dict) -> pd.DataFrame:
+def cutoffs_frame(info: StoreArtifact) -> pd.DataFrame:
     """Raw-score thresholds per content type that correspond to the calibrated bucket edges."""
-    edges = list(artifact.get("partition", {}).get("bucket_edges") or [0.2, 0.4, 0.6, 0.8])
-    names = quality_names(artifact)
+    edges = list(info.partition.bucket_edges or [0.2, 0.4, 0.6, 0.8])
+    names = quality_names(info)
     cols = [f"Q{i}→Q{i + 1} (calibrated {e:g})" for i, e in enumerate(edges)]
     rows = []
-    for ctype, cut in sorted((artifact.get("raw_score_cutoffs") or {}).items()):
+    for ctype, cut in sorted(info.raw_score_cutoffs.items()):
         vals = list(cut) + [None] * (len(edges) - len(cut))
         rows.append({"content type": ctype, **{c: (None if v is None else round(float(v), 3))
                                                for c, v in zip(cols, vals, strict=False)}})

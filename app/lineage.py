@@ -6,6 +6,7 @@ import pandas as pd
 from mixture.explorer.composition import cluster_labels, quality_names
 from mixture.explorer.plan_view import PlanView
 
+from mixture.store.formats import StoreArtifact
 from mixture.store.layout import cell_name
 
 FIELDS = ["id", "source", "category", "origin", "content_type", "raw_score", "quality_score", "n_tokens",
@@ -13,10 +14,10 @@ FIELDS = ["id", "source", "category", "origin", "content_type", "raw_score", "qu
 
 
 def decisions(doc: dict | None, doc_id: str, dropped: pd.DataFrame, quarantine: pd.DataFrame,
-              artifact: dict) -> list[dict]:
+              info: StoreArtifact) -> list[dict]:
     """Every recorded decision about `doc_id`: kept (with its cell), dropped (reason, detail), quarantined."""
     out = []
-    k = int(artifact.get("partition", {}).get("k", 100))
+    k = info.partition.k
     if doc is not None:
         cell = cell_name(int(doc["cluster"]), int(doc["quality"]), k)
         out.append({"decision": "kept", "reason": "", "detail": f"written to cell {cell}", "where": cell})
@@ -33,14 +34,14 @@ def decisions(doc: dict | None, doc_id: str, dropped: pd.DataFrame, quarantine: 
     return out
 
 
-def fields(doc: dict, artifact: dict) -> pd.DataFrame:
+def fields(doc: dict, info: StoreArtifact) -> pd.DataFrame:
     """The document's lineage fields as a two-column table, with its cell and domain label."""
-    k = int(artifact.get("partition", {}).get("k", 100))
-    names = quality_names(artifact)
+    k = info.partition.k
+    names = quality_names(info)
     rows = [(f, doc.get(f)) for f in FIELDS if f in doc]
     c, q = int(doc["cluster"]), int(doc["quality"])
     rows.append(("cell", cell_name(c, q, k)))
-    rows.append(("domain", f"{c} · {cluster_labels(artifact).get(c, '?')}"))
+    rows.append(("domain", f"{c} · {cluster_labels(info).get(c, '?')}"))
     rows.append(("quality bucket", f"Q{q} {names[q] if q < len(names) else ''}"))
     return pd.DataFrame({"field": [r[0] for r in rows], "value": [str(r[1]) for r in rows]})
 

@@ -16,10 +16,11 @@ import streamlit as st
 from mixture import accounting
 from mixture.accounting import StoreNotReady, StoreReader
 from mixture.store import layout
+from mixture.store.formats import StoreArtifact
 
-__all__ = ["StoreNotReady", "artifact", "cell_table", "centroids",
+__all__ = ["StoreNotReady", "cell_table", "centroids",
            "content_type_exact", "content_type_mix", "dropped", "examples_by_cell", "lookup_id", "quarantine",
-           "reader", "sample_vectors", "samples", "scan_documents", "source_mix", "store_state"]
+           "reader", "sample_vectors", "samples", "scan_documents", "source_mix", "store_info", "store_state"]
 
 
 @st.cache_resource(show_spinner=False)
@@ -46,16 +47,17 @@ def _current(uri: str) -> tuple[StoreReader, str]:
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def _artifact(uri: str, stamp: str) -> dict:
-    return _reader_at(uri, stamp).artifact
+def _store_info(uri: str, stamp: str) -> StoreArtifact:
+    return _reader_at(uri, stamp).store_info
 
 
-def artifact(uri: str) -> dict:
-    """store.json of a complete store; raises StoreNotReady while it is building."""
+def store_info(uri: str) -> StoreArtifact:
+    """store.json of a complete store (mixture.store.formats.StoreArtifact); raises StoreNotReady while it is
+    building and FormatError (naming the file and every wrong field) when it does not match its format."""
     state, stamp = store_state(uri)
     if state != "complete":
         raise StoreNotReady(f"{uri}: no {layout.STORE_JSON} ({state})")
-    return _artifact(uri, stamp)
+    return _store_info(uri, stamp)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -106,16 +108,8 @@ def sample_text_by_cluster(uri: str) -> dict[int, str]:
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def _source_mix(uri: str, stamp: str) -> pd.DataFrame:
-    art = artifact(uri)
-    rows = []
-    for c in art["cells"]:
-        by_source = c.get("sources") or c.get("by_source")
-        if isinstance(by_source, dict):
-            for name, v in by_source.items():
-                tokens = v.get("tokens") if isinstance(v, dict) else v
-                docs = v.get("docs") if isinstance(v, dict) else None
-                rows.append({"cluster": int(c["cluster"]), "quality": int(c["quality"]), "source": name,
-                             "tokens": float(tokens or 0), "docs": docs})
+    rows = [{"cluster": c.cluster, "quality": c.quality, "source": name, "tokens": float(tokens), "docs": None}
+            for c in store_info(uri).cells for name, tokens in c.sources.items()]
     if rows:
         df = pd.DataFrame(rows)
         df["estimated"] = False

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import streamlit as st
 from mixture.explorer import config, queries
-from mixture.explorer.fmt import cut_text, md
+from mixture.explorer.fmt import code, cut_text, md
 from mixture.explorer.plan_view import PlanError, PlanView, load_plan
+
+from mixture.store.formats import FormatError, StoreArtifact
 
 STORE_KEY = "store_uri"
 PLAN_KEY = "plan_path"
@@ -39,15 +41,22 @@ def require_store() -> str:
     return uri
 
 
-def require_complete_store() -> tuple[str, dict]:
-    """(uri, store.json) of a complete store; a building store points to the Live build page."""
+def require_complete_store() -> tuple[str, StoreArtifact]:
+    """(uri, store.json) of a complete store; a building store points to the Live build page, a store.json that
+    does not match its format stops the page naming the file and each wrong field."""
     uri = require_store()
     state, _ = queries.store_state(uri)
     if state == "building":
         st.warning(f"Store `{uri}` has no store.json yet: it is still building (or the build failed).")
         st.page_link("views/live.py", label="Watch it on the Live build page")
         st.stop()
-    return uri, queries.artifact(uri)
+    try:
+        return uri, queries.store_info(uri)
+    except FormatError as exc:
+        st.error(f"Store `{code(uri)}` cannot be shown: its store.json does not match its format "
+                 f"(`mixture schema --store`).")
+        st.code(str(exc), language=None, wrap_lines=True)
+        st.stop()
 
 
 def current_plan() -> PlanView | None:

@@ -174,11 +174,11 @@ def measure(root: Path, corpus: Path, workers: int, args) -> dict:
     for _ in range(args.builds):
         shutil.rmtree(folder / "store", ignore_errors=True)  # a fresh build every time
         wall, stages, artifact = timed_build(spec_path, workers)
-        c = artifact["counters"]
+        c = artifact.counters
         if texts is None:
             texts, tokens = kept_texts(folder / "store")
-            assert tokens == c["tokens_out"] and len(texts) == c["records_out"], (tokens, c)
-        assert c["tokens_out"] == tokens, "two builds of the same spec kept different tokens"
+            assert tokens == c.tokens_out and len(texts) == c.records_out, (tokens, c)
+        assert c.tokens_out == tokens, "two builds of the same spec kept different tokens"
         t_tok, n_tok, tok_call = bare_tokenizer(texts, workers)
         assert n_tok == tokens, f"bare tokenizer counted {n_tok:,} tokens, the store {tokens:,}"
         t_raw, raw_tokens, _ = bare_tokenizer(raw, workers)
@@ -188,8 +188,8 @@ def measure(root: Path, corpus: Path, workers: int, args) -> dict:
         tok_calls.append(tok_call)
     wall, stages = sorted(runs, key=lambda r: r[0])[len(runs) // 2]
     t_tok = statistics.median(tok_times)
-    res = {"workers": workers, "load": load_before, "wall": wall, "stages": stages, "records_in": c["records_in"],
-           "records_out": c["records_out"], "tokens": tokens, "chars": sum(map(len, texts)), "tok_time": t_tok,
+    res = {"workers": workers, "load": load_before, "wall": wall, "stages": stages, "records_in": c.records_in,
+           "records_out": c.records_out, "tokens": tokens, "chars": sum(map(len, texts)), "tok_time": t_tok,
            "build_tps": tokens / wall, "tok_tps": tokens / t_tok, "walls": [w for w, _ in runs],
            "tok_times": tok_times, "tok_calls": sorted(set(tok_calls)), "pair_ratios": [t / w for (w, _), t in zip(runs, tok_times, strict=True)]}
     res["ratio"] = res["build_tps"] / res["tok_tps"]

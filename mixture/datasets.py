@@ -10,7 +10,6 @@ Only what the store's ledgers (the mixture's manifest) list is read: never `_sam
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -21,6 +20,7 @@ from fsspec.core import url_to_fs
 
 from mixture.accounting.reader import StoreReader, is_local
 from mixture.store import layout
+from mixture.store.formats import PartitionInfo
 from mixture.store.schema import DOCUMENTS
 
 Cell = str | tuple[int, int]
@@ -36,10 +36,10 @@ def load_store(store: str, cells: Cell | Iterable[Cell] | None = None, columns: 
     as they are (for a large store). Raises StoreNotReady while the store is building, ValueError for a cell
     the store cannot have or a column it does not hold."""
     reader = StoreReader(store, **(storage_options or {}))
-    artifact = reader.artifact  # StoreNotReady while building
+    partition = reader.store_info.partition  # StoreNotReady while building, FormatError when it does not match
     rels = reader.shard_files()
     if cells is not None:
-        wanted = _cells(cells, artifact, store)
+        wanted = _cells(cells, partition, store)
         rels = [r for r in rels if layout.parse_cell_path(r) in wanted]
     paths = [_url(reader.fs, reader.path(r)) for r in rels]
     return _parquet_dataset(reader.fs, paths, DOCUMENTS, columns, streaming, storage_options, cache_dir, store)
@@ -50,25 +50,23 @@ def load_mixture(folder: str, phase: str | Sequence[str] | None = None, columns:
     """A mixture written by `mixture materialize` (local folder or fsspec URI): the shards its manifest.json lists,
     phase after phase (or only `phase`, a name or a list of names), in manifest order, which is the training
     order. `streaming` and `cache_dir` as in `load_store`."""
-    from mixture.planner.materialize import MANIFEST, phase_dir
+    from mixture.planner.formats import MANIFEST, read_manifest
+    from mixture.planner.materialize import phase_dir
 
     fs, root = url_to_fs(str(folder), **(storage_options or {}))
     root = root.rstrip("/")
-    try:
-        with fs.open(f"{root}/{MANIFEST}", "rb") as f:
-            manifest = json.loads(f.read())
-    except FileNotFoundError:
+    if not fs.exists(f"{root}/{MANIFEST}"):
         raise FileNotFoundError(f"{folder}: no {MANIFEST}: not a materialized mixture, or `mixture materialize` has "
-                                f"not finished (it writes {MANIFEST} last)") from None
-    phases = manifest.get("phases", [])
+                                f"not finished (it writes {MANIFEST} last)")
+    phases = read_manifest(root, fs=fs).phases  # FormatError (a ValueError) names the file and field
     if phase is not None:
         names = [phase] if isinstance(phase, str) else list(phase)
-        known = [p["name"] for p in phases]
+        known = [p.name for p in phases]
         unknown = [n for n in names if n not in known]
         if unknown:
             raise ValueError(f"{folder}: no phase {', '.join(map(repr, unknown))}; its phases are {', '.join(known)}")
-        phases = [p for n in names for p in phases if p["name"] == n]
-    paths = [f"{root}/{phase_dir(p['name'])}/{s['path']}" for p in phases for s in p["shards"]]
+        phases = [p for n in names for p in phases if p.name == n]
+    paths = [f"{root}/{phase_dir(p.name)}/{s.path}" for p in phases for s in p.shards]
     missing = [p for p in paths if not fs.exists(p)]
     if missing:
         raise FileNotFoundError(f"{folder}: {len(missing)} shard(s) the manifest lists are missing, e.g. {missing[0]}; "
@@ -77,9 +75,9 @@ def load_mixture(folder: str, phase: str | Sequence[str] | None = None, columns:
                             cache_dir, str(folder))
 
 
-def _cells(cells: Cell | Iterable[Cell], artifact: dict, store: str) -> set[tuple[int, int]]:
+def _cells(cells: Cell | Iterable[Cell], partition: PartitionInfo, store: str) -> set[tuple[int, int]]:
     """(cluster, quality) of each cell asked for; an error names a cell outside the store's k × levels grid."""
-    k, levels = artifact["partition"]["k"], artifact["partition"]["quality_levels"]
+    k, levels = partition.k, partition.quality_levels
     if isinstance(cells, str) or (isinstance(cells, tuple) and len(cells) == 2 and all(isinstance(x, int) for x in cells)):
         cells = [cells]
     out = set()

@@ -19,7 +19,7 @@ from mixture.pipelines.stages import BuildContext, BuildError, Stage, build_stag
 
 from mixture.spec.load import load_spec, resolve_uri, spec_dir
 from mixture.store import layout
-from mixture.store.formats import FormatError, StoreArtifact, parse_json
+from mixture.store.formats import FormatError, StoreArtifact, read_model
 from mixture.text import kernel as text_kernel
 
 
@@ -163,12 +163,11 @@ def build(spec_path: str, *, executor: str | None = None, tasks: int | None = No
     ctx = BuildContext(spec, base, store, n_tasks, dict(overrides or {}))
     fs, root = fsspec.core.url_to_fs(store)
     if fs.exists(f"{root}/{layout.STORE_JSON}"):
-        with fs.open(f"{root}/{layout.STORE_JSON}", "rb") as f:
-            try:
-                artifact = parse_json(StoreArtifact, f.read(), f"{store}/{layout.STORE_JSON}")
-            except FormatError as exc:
-                raise BuildError(f"{exc}\n{store} holds a store.json that does not match its format; delete the "
-                                 "store or point store.uri at a new location") from None
+        try:
+            artifact = read_model(StoreArtifact, f"{root}/{layout.STORE_JSON}", fs=fs, file=f"{store}/{layout.STORE_JSON}")
+        except FormatError as exc:
+            raise BuildError(f"{exc}\n{store} holds a store.json that does not match its format; delete the "
+                             "store or point store.uri at a new location") from None
         if artifact.spec.hash == spec_hash(ctx):
             # a build killed after publishing store.json may have left its work files and its lock behind
             if not keep_work and fs.exists(f"{root}/{layout.WORK_DIR}"):

@@ -6,10 +6,10 @@ import altair as alt
 import streamlit as st
 from mixture.explorer import charts, composition, projection, queries, ui
 
-uri, art = ui.require_complete_store()
-names = composition.quality_names(art)
-cells = composition.cells_frame(queries.cell_table(uri), art)
-domains = composition.domains_frame(cells, art)
+uri, info = ui.require_complete_store()
+names = composition.quality_names(info)
+cells = composition.cells_frame(queries.cell_table(uri), info)
+domains = composition.domains_frame(cells, info)
 st.header("Map")
 
 

@@ -8,6 +8,8 @@ from mixture.explorer import charts, queries, ui
 from mixture.explorer.fmt import code, humanize, md
 from mixture.explorer.plan_view import PlanView
 
+from mixture.store.formats import FormatError
+
 st.header("Mixture")
 plan = ui.current_plan()
 if plan is None:
@@ -39,8 +41,15 @@ summary(plan)
 over_cap_list(plan, "plan")
 
 uri = ui.store_uri()
-if uri and queries.store_state(uri)[0] == "complete":
-    store_cells = {c["cell"]: int(c["tokens"]) for c in queries.artifact(uri)["cells"]}
+try:
+    store = queries.store_info(uri) if uri and queries.store_state(uri)[0] == "complete" else None
+except FormatError as exc:
+    where, what = exc.problems[0]
+    st.warning(f"The plan is not compared with the store `{code(uri)}`: its store.json does not match its format "
+               f"({md(f'{where}: {what}' if where else what)}; `mixture audit` lists every wrong field).")
+    store = None
+if store is not None:
+    store_cells = {c.cell: c.tokens for c in store.cells}
     missing = sorted(set(plan.cells) - set(store_cells))
     changed = sorted(c for c, n in plan.cell_tokens.items() if c in store_cells and int(n) != store_cells[c])
     if missing or changed:

@@ -9,18 +9,17 @@ from mixture.explorer.panel import domain_panel
 
 from mixture.store.layout import parse_cell
 
-uri, art = ui.require_complete_store()
+uri, info = ui.require_complete_store()
 plan = ui.current_plan()
-names = composition.quality_names(art)
-cells = composition.cells_frame(queries.cell_table(uri), art)
-domains = composition.domains_frame(cells, art)
+names = composition.quality_names(info)
+cells = composition.cells_frame(queries.cell_table(uri), info)
+domains = composition.domains_frame(cells, info)
 
-st.header(composition.headline(art))
-spec = art.get("spec") or {}
-st.caption(f"store `{code(uri)}` · spec {md(spec.get('name', '?'))} · tokenizer {md(art.get('tokenizer', '?'))} · "
-           f"built {md(art.get('created', '?'))}")
+st.header(composition.headline(info))
+st.caption(f"store `{code(uri)}` · spec {md(info.spec.name)} · tokenizer {md(info.tokenizer)} · "
+           f"built {md(info.created)}")
 
-cards = composition.cards(art)
+cards = composition.cards(info)
 c1, c2, c3, c4 = st.columns(4)
 c1.metric("documents", f"{cards.documents:,}")
 c2.metric("tokens", humanize(cards.tokens), help=f"{cards.tokens:,} tokens")
@@ -31,7 +30,7 @@ for col, (reason, n) in zip(drop_cols, cards.drops.items(), strict=True):
     col.metric(f"dropped: {reason}", f"{n:,}")
 
 with st.expander("Quality cutoffs: raw score per content type at the calibrated bucket edges", expanded=False):
-    cut = composition.cutoffs_frame(art)
+    cut = composition.cutoffs_frame(info)
     if cut.empty:
         st.caption("store.json has no raw_score_cutoffs")
     else:

@@ -9,11 +9,11 @@ from mixture.explorer.fmt import code
 
 from mixture.store.layout import cell_name
 
-uri, art = ui.require_complete_store()
+uri, info = ui.require_complete_store()
 plan = ui.current_plan()
-k = int(art.get("partition", {}).get("k", 100))
-names = composition.quality_names(art)
-labels = composition.cluster_labels(art)
+k = info.partition.k
+names = composition.quality_names(info)
+labels = composition.cluster_labels(info)
 st.header("Search")
 
 sampled = pd.concat([queries.samples(uri, "uniform").assign(sample="uniform"),
@@ -25,10 +25,10 @@ if "search_q" not in st.session_state:
 text = st.text_input("Text (case-insensitive substring of the text, id or source)", key="search_q")
 ui.set_param("q", text)
 f1, f2, f3, f4 = st.columns(4)
-sources = f1.multiselect("source", sorted(s["name"] for s in art.get("sources") or []) or sorted(sampled.source.unique()))
+sources = f1.multiselect("source", sorted(s.name for s in info.sources) or sorted(sampled.source.unique()))
 clusters = f2.multiselect("cluster", sorted(labels), format_func=lambda c: f"{c} · {labels[c]}")
 qualities = f3.multiselect("quality", list(range(len(names))), format_func=lambda q: f"Q{q} {names[q]}")
-ctypes = f4.multiselect("content type", sorted(set(art.get("raw_score_cutoffs") or {}) | set(sampled.content_type)))
+ctypes = f4.multiselect("content type", sorted(set(info.raw_score_cutoffs) | set(sampled.content_type)))
 
 
 def facet(df: pd.DataFrame) -> pd.DataFrame:
@@ -85,7 +85,7 @@ if doc is None and st.button("Look the id up in the store (scan)"):
     bar = st.progress(0.0)
     found = queries.scan_documents(uri, doc_id=doc_id, limit=1, progress=lambda i, n: bar.progress(i / max(n, 1)))
     doc = found.iloc[0].to_dict() if not found.empty else None
-dec = lineage.decisions(doc, doc_id, queries.dropped(uri), queries.quarantine(uri), art)
+dec = lineage.decisions(doc, doc_id, queries.dropped(uri), queries.quarantine(uri), info)
 if doc is None and not dec:
     st.warning(f"`{code(doc_id)}` is not among the sampled documents, `_dropped/` or `_quarantine/`; "
                "scan the store to look for it among all kept documents.")
@@ -93,7 +93,7 @@ if doc is None and not dec:
 left, right = st.columns([2, 3])
 with left:
     if doc is not None:
-        st.dataframe(lineage.fields(doc, art), hide_index=True, width="stretch")
+        st.dataframe(lineage.fields(doc, info), hide_index=True, width="stretch")
 with right:
     st.markdown("**Decisions**")
     st.dataframe(pd.DataFrame(dec, columns=["decision", "reason", "detail", "where"]), hide_index=True,

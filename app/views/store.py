@@ -7,41 +7,41 @@ import streamlit as st
 from mixture.explorer import charts, composition, queries, ui
 from mixture.explorer.fmt import code, humanize
 
-uri, art = ui.require_complete_store()
-names = composition.quality_names(art)
-cells = composition.cells_frame(queries.cell_table(uri), art)
+from mixture.store.drops import COUNTERS, REASONS
+
+uri, info = ui.require_complete_store()
+names = composition.quality_names(info)
+cells = composition.cells_frame(queries.cell_table(uri), info)
 st.header("Store")
-st.caption(f"`{code(uri)}` · {len(cells)} cells · {humanize(composition.total_tokens(art))} tokens")
+st.caption(f"`{code(uri)}` · {len(cells)} cells · {humanize(composition.total_tokens(info))} tokens")
 
 st.subheader("Tokens per cell")
 st.altair_chart(charts.cell_heatmap(cells, names), width="stretch")
 
 st.subheader("Sources")
-src = pd.DataFrame(art.get("sources") or [])
+src = pd.DataFrame([s.model_dump() for s in info.sources])
 if src.empty:
     st.caption("store.json lists no sources")
 else:
-    cols = [c for c in ("name", "category", "docs_in", "docs_kept", "tokens_in", "tokens_kept", "bad_input",
-                        "filtered", "exact_duplicate_dropped", "fuzzy_duplicate_dropped", "contaminated_dropped",
-                        "license", "format") if c in src]
-    st.dataframe(src[cols].sort_values("tokens_kept", ascending=False) if "tokens_kept" in src else src[cols],
-                 hide_index=True, width="stretch")
+    cols = ["name", "category", "docs_in", "docs_kept", "tokens_in", "tokens_kept", *COUNTERS, "license", "format"]
+    st.dataframe(src[cols].sort_values("tokens_kept", ascending=False), hide_index=True, width="stretch",
+                 column_config={r.counter: st.column_config.NumberColumn(r.label, help=r.description)
+                                for r in REASONS})
 
 st.subheader("Where records went")
-c = art.get("counters") or {}
-stages, left = [("records in", int(c.get("records_in") or 0))], int(c.get("records_in") or 0)
+c = info.counters
+stages, left = [("records in", c.records_in)], c.records_in
 for key, label in composition.DROP_KEYS.items():
-    left -= int(c.get(key) or 0)
+    left -= c.dropped()[key]
     stages.append((f"after {label}", left))
-stages.append(("records out", int(c.get("records_out") or 0)))
+stages.append(("records out", c.records_out))
 f1, f2 = st.columns([3, 2])
 f1.altair_chart(charts.funnel(stages), width="stretch")
-if left != int(c.get("records_out") or 0):
-    f1.error(f"records_in minus every drop counter is {left:,}, but records_out is {int(c.get('records_out') or 0):,}: "
+if left != c.records_out:
+    f1.error(f"records_in minus every drop counter is {left:,}, but records_out is {c.records_out:,}: "
              "the store's counters do not reconcile (run `mixture audit`).")
-reasons = [{"counter": "filtered", "reason": k, "records": v} for k, v in (art.get("filtered_by_reason") or {}).items()]
-reasons += [{"counter": "bad_input", "reason": k, "records": v}
-            for k, v in (art.get("bad_input_by_reason") or {}).items()]
+reasons = [{"counter": r.counter, "reason": k, "records": v}  # the by-reason breakdowns of store.json
+           for r in REASONS if r.breakdown for k, v in info.breakdown(r.breakdown[1]).items()]
 if reasons:
     f2.dataframe(pd.DataFrame(reasons), hide_index=True, width="stretch")
 

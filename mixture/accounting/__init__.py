@@ -9,8 +9,8 @@ Python API::
     reader.store_info                              # store.json as mixture.store.formats.StoreArtifact (raises
                                                    # StoreNotReady while building, FormatError naming bad fields)
     reader.ledger_models()                         # {cell dir: Ledger} of every ledger matching its format
-    reader.artifact                                # store.json as a plain dict, unvalidated (prefer store_info)
-    reader.is_complete, reader.ledgers()           # store.json present?; every valid cell ledger as a dict
+    reader.ledger_errors()                         # {cell dir: what is wrong} of the others (the audit reports them)
+    reader.is_complete                             # store.json present? (the store's JSON comes only as models)
     reader.shard_files()                           # finished shards: ledger-listed AND present (never partials)
     con = connect(reader)                          # DuckDB connection with the views below (views.py)
 

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 from mixture.accounting.reader import StoreReader
 from mixture.accounting.side_files import dropped_files, quarantine_files
 from mixture.pipelines.stage_registry import order_key
-from mixture.store import layout
+from mixture.store import drops, layout
 
 StoreState = Literal["complete", "building", "missing"]
 
@@ -100,8 +100,8 @@ CELL_PROGRESS_COLUMNS = ["cluster", "quality", "files", "listed", "rows", "token
 def cell_progress(reader: StoreReader, footer: FooterReader = read_footer) -> pd.DataFrame:
     """Per cell with Parquet files so far: files, listed (files its ledger lists), rows (footers), tokens (ledger,
     else the n_tokens column), unreadable (files without a footer yet)."""
-    listed_tokens = {(cell_dir, s.get("path")): int(s.get("tokens") or 0)
-                     for cell_dir, ledger in reader.ledger_by_dir().items() for s in ledger["shards"]}
+    listed_tokens = {(cell_dir, s.path): s.tokens
+                     for cell_dir, ledger in reader.ledger_models().items() for s in ledger.shards}
     rows = []
     for cell_dir, files in reader.cell_files().items():
         c, q = layout.parse_cell_path(cell_dir)
@@ -120,9 +120,11 @@ def cell_progress(reader: StoreReader, footer: FooterReader = read_footer) -> pd
 
 
 def side_counts(reader: StoreReader, footer: FooterReader = read_footer) -> dict[str, int]:
-    """Rows so far per drop reason (`_dropped/<reason>/`) and as `bad_input` (`_quarantine/`), from footers."""
+    """Rows so far per drop reason of mixture.store.drops, from footers: each `_dropped/<reason>/`, then the
+    quarantined reason (`bad_input`, `_quarantine/`)."""
     by_reason = dropped_files(reader)
-    groups = {reason: by_reason.get(reason, []) for reason in layout.DROP_REASONS}
-    groups["bad_input"] = quarantine_files(reader)
+    quarantined = quarantine_files(reader)
+    groups = {r.name: quarantined if r.quarantined else by_reason.get(r.name, [])
+              for r in sorted(drops.REASONS, key=lambda r: r.quarantined)}
     return {label: sum(footer(reader, rel, reader.fs.size(reader.path(rel)), 0).rows for rel in rels)
             for label, rels in groups.items()}

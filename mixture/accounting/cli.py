@@ -269,6 +269,13 @@ def sql_cmd(
     exits). Exit 1 when a statement failed."""
     _check_format(fmt)
     reader = _open(store)
+    try:
+        reader.store_info  # noqa: B018 - a store.json that does not match its format gets no views
+    except StoreNotReady:
+        pass
+    except FormatError as exc:
+        err.print(f"[yellow]{escape(str(exc))}\nthe store.json views (clusters, sources, counters) are left out",
+                  soft_wrap=True)
     con = connect(reader)
     if query is not None:
         raise typer.Exit(0 if _run_sql(con, query, fmt) else 1)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -17,7 +16,7 @@ import yaml
 from mixture.accounting.reader import StoreNotReady, StoreReader, open_fs
 from mixture.accounting.tables import cell_table, store_k
 from mixture.store import layout
-from mixture.store.formats import FormatError, StoreArtifact, parse_model
+from mixture.store.formats import FormatError, StoreArtifact, load_json, parse_model
 
 COUNTS_SUFFIXES = (".csv", ".json", ".yaml", ".yml")
 COMPAT_FIELDS = ("tokenizer", "k", "quality_levels", "bucket_edges")
@@ -246,9 +245,9 @@ def read_text(path: str) -> bytes:
 def parse_document(raw: bytes, path: str) -> Any:
     """JSON (.json) or YAML; errors give the line and column."""
     try:
-        return json.loads(raw) if path.endswith(".json") else yaml.safe_load(raw)
-    except json.JSONDecodeError as exc:
-        raise CountsError(f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+        return load_json(raw, path) if path.endswith(".json") else yaml.safe_load(raw)
+    except FormatError as exc:  # not JSON: the line and column
+        raise CountsError(str(exc)) from None
     except yaml.YAMLError as exc:
         raise CountsError(f"{path}: invalid YAML: {exc}") from None
     except UnicodeDecodeError as exc:

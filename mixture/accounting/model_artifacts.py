@@ -9,6 +9,7 @@ import numpy as np
 from mixture.accounting.reader import StoreReader
 from mixture.accounting.sample_files import SampleKind, samples
 from mixture.store import layout
+from mixture.store.formats import load_json
 
 CENTROIDS = f"{layout.MODEL_DIR}/centroids.npz"
 EMBEDDER = f"{layout.MODEL_DIR}/embedder.npz"
@@ -26,7 +27,9 @@ def centroids(reader: StoreReader) -> dict[str, np.ndarray]:
 def model_json(reader: StoreReader, name: str) -> dict | None:
     """A parsed `_model/<name>` JSON file (fit.json, clusters.json, calibration.json), None when absent."""
     rel = f"{layout.MODEL_DIR}/{name}"
-    return reader.read_json(rel) if reader.exists(rel) else None
+    if not reader.exists(rel):
+        return None
+    return load_json(reader.fs.cat_file(reader.path(rel)), f"{reader.uri.rstrip('/')}/{rel}")
 
 
 def has_embedder(reader: StoreReader) -> bool:

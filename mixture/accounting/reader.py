@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from functools import cached_property
 from typing import Any
 
@@ -11,7 +10,7 @@ import fsspec
 from fsspec.core import url_to_fs
 
 from mixture.store import layout
-from mixture.store.formats import FormatError, Ledger, StoreArtifact, parse_json
+from mixture.store.formats import FormatError, Ledger, StoreArtifact, read_model, read_models
 
 
 class StoreNotReady(RuntimeError):
@@ -55,10 +54,6 @@ class StoreReader:
     def exists(self, rel: str) -> bool:
         return self.fs.exists(self.path(rel))
 
-    def read_json(self, rel: str) -> dict:
-        with self.fs.open(self.path(rel), "rb") as f:
-            return json.loads(f.read())
-
     @property
     def protocol(self) -> str:
         return fs_protocol(self.fs)
@@ -73,7 +68,7 @@ class StoreReader:
 
     def refresh(self) -> None:
         """Forget cached artifacts, ledgers and listings (after the store changed)."""
-        for name in ("artifact", "store_info", "_listing", "_ledger_docs", "_tables"):
+        for name in ("store_info", "_listing", "_ledgers", "_tables"):
             self.__dict__.pop(name, None)
         self.fs.invalidate_cache()
 
@@ -83,14 +78,6 @@ class StoreReader:
         return self.exists(layout.STORE_JSON)
 
     @cached_property
-    def artifact(self) -> dict:
-        """The parsed store.json as a plain dict, unvalidated; raises StoreNotReady while the store is building.
-        Prefer `store_info`."""
-        if not self.is_complete:
-            raise StoreNotReady(f"{self.uri}: no {layout.STORE_JSON} yet, the store is still building")
-        return self.read_json(layout.STORE_JSON)
-
-    @cached_property
     def store_info(self) -> StoreArtifact:
         """store.json validated against its format (mixture.store.formats.StoreArtifact); raises StoreNotReady while
         the store is building and FormatError (naming the file and every wrong field) when it does not match."""
@@ -98,8 +85,7 @@ class StoreReader:
             raise StoreNotReady(f"{self.uri}: no {layout.STORE_JSON} yet, the store is still building")
         file = f"{self.uri.rstrip('/')}/{layout.STORE_JSON}"
         hint = f"run `mixture audit {self.uri}`; rebuild the store if store.json was edited or truncated"
-        with self.fs.open(self.path(layout.STORE_JSON), "rb") as f:
-            return parse_json(StoreArtifact, f.read(), file, hint)
+        return read_model(StoreArtifact, self.path(layout.STORE_JSON), hint, fs=self.fs, file=file)
 
     # -- listing -----------------------------------------------------------------------------------------------
     @cached_property
@@ -120,48 +106,28 @@ class StoreReader:
 
     # -- ledgers -----------------------------------------------------------------------------------------------
     @cached_property
-    def _ledger_docs(self) -> tuple[dict[str, dict], dict[str, str], dict[str, Ledger]]:
-        """({cell dir: ledger as read}, {cell dir: error}, {cell dir: Ledger}) of every ledger in the listing; a
-        ledger that is not valid JSON or does not match mixture.store.formats.Ledger goes to the errors."""
-        paths = [self.path(f"{d}/{layout.LEDGER}") for d, files in self._listing.items() if layout.LEDGER in files]
-        docs: dict[str, dict] = {}
-        errors: dict[str, str] = {}
+    def _ledgers(self) -> tuple[dict[str, Ledger], dict[str, str]]:
+        """({cell dir: Ledger}, {cell dir: error}) of every ledger in the listing, read through
+        mixture.store.formats; a ledger that is not valid JSON or does not match its format goes to the errors."""
+        paths = {f"{d}/{layout.LEDGER}": self.path(f"{d}/{layout.LEDGER}")
+                 for d, files in self._listing.items() if layout.LEDGER in files}
         models: dict[str, Ledger] = {}
-        if not paths:
-            return docs, errors, models
-        blobs = self.fs.cat(paths, on_error="return") if len(paths) > 1 else {paths[0]: self.fs.cat(paths[0])}
-        for path in paths:
-            rel_dir = self.rel(path).rpartition("/")[0]
-            blob = blobs.get(path)
-            try:
-                if isinstance(blob, Exception):
-                    raise blob
-                models[rel_dir] = parse_json(Ledger, blob, f"{rel_dir}/{layout.LEDGER}")
-                docs[rel_dir] = json.loads(blob)
-            except FormatError as exc:  # reported by the audit, skipped by readers
-                errors[rel_dir] = "; ".join(f"{f}: {m}" if f else m for f, m in exc.problems)
-            except Exception as exc:  # noqa: BLE001 - reported by the audit, skipped by readers
-                errors[rel_dir] = f"{type(exc).__name__}: {exc}"
-        return docs, errors, models
-
-    def ledger_paths(self) -> list[str]:
-        return [self.path(f"{d}/{layout.LEDGER}") for d in self._ledger_docs[0]]
-
-    def ledger_by_dir(self) -> dict[str, dict]:
-        """{cell dir: parsed ledger} for every valid ledger (cached). Prefer `ledger_models()`."""
-        return self._ledger_docs[0]
+        errors: dict[str, str] = {}
+        for file, read in read_models(Ledger, self.fs, paths).items():
+            cell_dir = file.rpartition("/")[0]
+            if isinstance(read, FormatError):  # reported by the audit, skipped by readers
+                errors[cell_dir] = "; ".join(f"{f}: {m}" if f else m for f, m in read.problems)
+            else:
+                models[cell_dir] = read
+        return models, errors
 
     def ledger_models(self) -> dict[str, Ledger]:
         """{cell dir: Ledger} for every ledger that matches its format, ordered by cell path (cached)."""
-        return self._ledger_docs[2]
+        return self._ledgers[0]
 
     def ledger_errors(self) -> dict[str, str]:
         """{cell dir: error} for ledgers that could not be read or do not match their format."""
-        return self._ledger_docs[1]
-
-    def ledgers(self) -> list[dict]:
-        """Every valid cell ledger as a dict, ordered by cell path."""
-        return list(self._ledger_docs[0].values())
+        return self._ledgers[1]
 
     # -- shard files -------------------------------------------------------------------------------------------
     def shard_files(self) -> list[str]:

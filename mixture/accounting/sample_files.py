@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 
 from mixture.accounting.reader import StoreNotReady, StoreReader
 from mixture.store import layout
+from mixture.store.formats import FormatError
 
 SampleKind = Literal["uniform", "exemplars"]
 SAMPLE_COLUMNS = ["id", "text", "source", "category", "origin", "n_tokens", "n_chars", "content_type",
@@ -20,10 +21,10 @@ DEFAULT_PATHS = {"uniform": layout.UNIFORM_SAMPLES, "exemplars": layout.EXEMPLAR
 def sample_path(reader: StoreReader, kind: SampleKind) -> str:
     """Store-relative path of a sample: store.json `samples.<kind>`, else the default `_samples/<kind>.parquet`."""
     try:
-        listed = (reader.artifact.get("samples") or {}).get(kind)
-    except StoreNotReady:
+        listed = reader.store_info.samples
+    except (StoreNotReady, FormatError):  # building, or a store.json `mixture audit` reports: the default paths
         listed = None
-    return listed or DEFAULT_PATHS[kind]
+    return (getattr(listed, kind) if listed is not None else None) or DEFAULT_PATHS[kind]
 
 
 def samples(reader: StoreReader, kind: SampleKind = "uniform") -> pd.DataFrame:

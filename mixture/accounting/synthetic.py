@@ -36,6 +36,8 @@ from mixture.store.schema import DOCUMENTS as DOC_SCHEMA
 from mixture.store.schema import DROPPED as DROPPED_SCHEMA
 from mixture.store.schema import QUARANTINE as QUARANTINE_SCHEMA
 
+QUARANTINED = next(r for r in REASONS if r.quarantined)  # the reason of the rows in _quarantine/ (bad input)
+
 CONTENT_TYPES = ("agentic", "code", "default", "math", "multilingual", "prose", "structured")
 SOURCES = (("web-crawl", "web"), ("stdlib-code", "code"), ("arxiv-math", "math"), ("wiki-fr", "multilingual"))
 _WORDS = ["the", "of", "and", "to", "in", "is", "socket", "server", "request", "matrix", "theorem", "proof", "function", "return", "value", "council", "meeting", "minutes", "budget", "river", "mountain", "recipe", "garden", "python", "class", "import", "error", "network", "protocol", "energy", "climate", "la", "le", "et", "une", "des", "est", "que", "dans", "pour", "avec", "integral", "limit", "series", "vector", "kernel", "thread", "memory", "cache"]
@@ -176,7 +178,7 @@ def write_synthetic_store(
     if bad_input:
         src = [sources[i % len(sources)] for i in range(bad_input)]
         for s in src:
-            per_source[s]["bad_input"] += 1
+            per_source[s][QUARANTINED.counter] += 1
         table = pa.table({"source": src, "file": ["bad.jsonl"] * bad_input, "record": list(range(bad_input)),
                           "reason": ["invalid_json"] * bad_input, "detail": ["synthetic"] * bad_input,
                           "raw": ["{oops"] * bad_input, "raw_bytes": [5] * bad_input}, schema=QUARANTINE_SCHEMA)
@@ -188,8 +190,9 @@ def write_synthetic_store(
         write_atomic(fs, f"{root}/{layout.UNIFORM_SAMPLES}", parquet_bytes(uniform, "snappy"))
 
     records_out, tokens_out = sum(c.docs for c in cells), sum(c.tokens for c in cells)
-    counters = Counters(records_in=records_out + bad_input + sum(drops.values()), bad_input=bad_input,
-                        **{drop_reason(r).counter: n for r, n in drops.items()}, records_out=records_out,
+    counts = {drop_reason(r).counter: n for r, n in drops.items()} | {QUARANTINED.counter: bad_input}
+    counters = Counters(records_in=records_out + sum(counts.values()),
+                        **{r.counter: counts.get(r.counter, 0) for r in REASONS}, records_out=records_out,
                         tokens_out=tokens_out)
     source_rows = []
     for s in sources:

@@ -13,6 +13,7 @@ from mixture.accounting.sample_files import sample_path
 from mixture.accounting.side_files import create_side_view
 from mixture.accounting.tables import cell_table, ledger_shard_table
 from mixture.store import layout
+from mixture.store.formats import FormatError
 
 # name -> one line on what it holds (the order of `mixture sql`'s help and `.tables`)
 VIEWS = {
@@ -81,13 +82,13 @@ def create_views(reader: StoreReader, con: duckdb.DuckDBPyConnection) -> None:
     """)
     con.register("cells", pa.Table.from_pandas(cell_table(reader), preserve_index=False))
     try:
-        artifact = reader.artifact
-    except StoreNotReady:
-        artifact = None
-    if artifact is not None:
-        con.register("clusters", _records_table(artifact.get("clusters", [])))
-        con.register("sources", _records_table(artifact.get("sources", [])))
-        con.register("counters", _records_table([artifact.get("counters", {})]))
+        info = reader.store_info
+    except (StoreNotReady, FormatError):  # building, or a store.json `mixture audit` reports: no store.json views
+        info = None
+    if info is not None:
+        con.register("clusters", _records_table([c.model_dump(mode="json") for c in info.clusters]))
+        con.register("sources", _records_table([s.model_dump(mode="json") for s in info.sources]))
+        con.register("counters", _records_table([info.counters.model_dump(mode="json")]))
     create_side_view(reader, con, "dropped")
     create_side_view(reader, con, "quarantine")
     for view, kind in (("samples_uniform", "uniform"), ("samples_exemplars", "exemplars")):
@@ -99,7 +100,7 @@ def create_views(reader: StoreReader, con: duckdb.DuckDBPyConnection) -> None:
 def _cheap_rows(reader: StoreReader, con: duckdb.DuckDBPyConnection, name: str, is_table: bool) -> int | None:
     """Rows of one view without scanning documents: documents and shards from the ledgers and the listing,
     store.json and side-file views by count(*) (footers only); None for a view the session defined."""
-    if name == "documents" and reader.ledger_by_dir():
+    if name == "documents" and reader.ledger_models():
         files = set(reader.shard_files())
         ledger = ledger_shard_table(reader)
         return int(ledger.loc[ledger["file"].isin(files), "rows"].fillna(0).sum())

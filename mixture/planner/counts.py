@@ -3,7 +3,6 @@ counts a plan.json was computed with."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from mixture.accounting.counts import (
@@ -16,7 +15,7 @@ from mixture.accounting.counts import (
     store_counts,
 )
 from mixture.accounting.counts import load_counts as read_counts
-from mixture.store.formats import FormatError
+from mixture.store.formats import FormatError, load_json, read_bytes
 
 __all__ = ["CellCount", "Counts", "PlanInputError", "counts_from_marin", "counts_from_plan", "counts_from_store",
            "is_marin_mix", "load_counts", "read_json"]
@@ -62,16 +61,12 @@ def counts_from_plan(source: str) -> Counts:
 
 
 def read_json(path: str) -> Any:
-    """A JSON file at a local path or any fsspec URI (gs://, s3://, hf://)."""
-    import fsspec
-
+    """A JSON file at a local path or any fsspec URI (gs://, s3://, hf://), parsed by mixture.store.formats (the
+    error names the file, and the line and column of invalid JSON)."""
     try:
-        with fsspec.open(path, "rt", encoding="utf-8") as f:
-            return json.load(f)
-    except FileNotFoundError:
-        raise PlanInputError(f"{path}: file not found") from None
-    except json.JSONDecodeError as exc:
-        raise PlanInputError(f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+        return load_json(read_bytes(path), path)
+    except FormatError as exc:
+        raise PlanInputError(str(exc)) from None
 
 
 def load_counts(source: str) -> Counts:

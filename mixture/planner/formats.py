@@ -7,11 +7,22 @@ from __future__ import annotations
 import math
 from typing import Any, Literal
 
+import fsspec
 from pydantic import Field
 
-from mixture.store.formats import CELL_PATTERN, Format, FormatError, load_json, parse_model, read_bytes
+from mixture.store.formats import (
+    CELL_PATTERN,
+    Format,
+    FormatError,
+    load_json,
+    parse_model,
+    read_bytes,
+    read_model,
+)
 
 PLAN_KIND = "mixture-plan"
+MANIFEST = "manifest.json"  # DIR/manifest.json of a materialized mixture, written last
+PHASE_MANIFEST = "_manifest.json"  # DIR/phase=NAME/_manifest.json
 PLAN_FORMAT_VERSION = 1
 MANIFEST_FORMAT_VERSION = 1
 WarningCode = Literal["over_cap", "empty_cell", "zero_sequences", "realised_off", "ladder_vanish", "phase_steps",
@@ -302,3 +313,10 @@ class Manifest(Format):
     cells: dict[str, ManifestCell] = Field(description="per used cell")
     count_mismatch: list[str] = Field(description="cells whose store counts differ from the plan's")
     phases: list[PhaseManifest] = Field(description="per phase, in order (each also in phase=NAME/_manifest.json)")
+
+
+def read_manifest(folder: str, fs: fsspec.AbstractFileSystem | None = None) -> Manifest:
+    """FOLDER/manifest.json of a materialized mixture (a local folder or any fsspec URI; a path on `fs` when
+    given); FormatError naming the file and field when it is absent or does not match its format."""
+    path = f"{str(folder).rstrip('/')}/{MANIFEST}"
+    return read_model(Manifest, path, "run `mixture materialize` again to rewrite it", fs=fs)

@@ -16,7 +16,9 @@ from fsspec.core import url_to_fs
 
 from mixture.accounting import StoreNotReady, StoreReader, connect
 from mixture.planner.formats import (
+    MANIFEST,
     MANIFEST_FORMAT_VERSION,
+    PHASE_MANIFEST,
     Manifest,
     ManifestCell,
     ManifestCellPhase,
@@ -28,8 +30,6 @@ from mixture.planner.formats import (
 from mixture.store.formats import FormatError, write_model
 from mixture.store.io import DigestingFile, open_atomic
 
-MANIFEST = "manifest.json"
-PHASE_MANIFEST = "_manifest.json"
 DEFAULT_SHARD_BYTES = 128 * 2**20
 SHARD_SCHEMA_COLUMNS = ("id", "text", "n_tokens", "source", "cell", "cluster", "quality", "pass")
 

@@ -8,9 +8,9 @@ from typing import Any
 import duckdb
 from fsspec.core import url_to_fs
 
-from mixture.planner.formats import Manifest, Plan
-from mixture.planner.materialize import MANIFEST
-from mixture.store.formats import FormatError, parse_json
+from mixture.planner import formats
+from mixture.planner.formats import MANIFEST, Manifest, Plan
+from mixture.store.formats import FormatError
 
 
 class RealisedError(RuntimeError):
@@ -46,13 +46,12 @@ def recount(out_dir: str | Path) -> dict[tuple[str, str], dict[str, int]]:
 def read_manifest(out_dir: str | Path) -> Manifest | None:
     """DIR/manifest.json through its model (None when there is none); RealisedError when it does not match."""
     fs, root = url_to_fs(str(out_dir))
-    path = f"{root.rstrip('/')}/{MANIFEST}"
-    if not fs.exists(path):
+    if not fs.exists(f"{root.rstrip('/')}/{MANIFEST}"):
         return None
     try:
-        return parse_json(Manifest, fs.cat_file(path), f"{str(out_dir).rstrip('/')}/{MANIFEST}")
+        return formats.read_manifest(str(out_dir))
     except FormatError as exc:
-        raise RealisedError(f"{exc}\nrun `mixture materialize` again to rewrite it") from None
+        raise RealisedError(str(exc)) from None  # names the file and field, and says to materialize again
 
 
 def realised_ledger(out_dir: str | Path, plan: Plan) -> dict[str, Any]:

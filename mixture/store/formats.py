@@ -5,7 +5,7 @@ project uses to read (errors name the file and field) and write (atomically) a m
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
 import fsspec
@@ -98,19 +98,54 @@ def parse_json(model: type[M], raw: bytes | str, file: str, hint: str = "") -> M
     return parse_model(model, load_json(raw, file, hint), file, hint)
 
 
-def read_bytes(uri: str, hint: str = "") -> bytes:
-    """The bytes of a file at a local path or any fsspec URI; FormatError when there is no such file."""
-    fs, path = fsspec.core.url_to_fs(str(uri))
+def read_bytes(uri: str, hint: str = "", *, fs: fsspec.AbstractFileSystem | None = None,
+               file: str | None = None) -> bytes:
+    """The bytes of a file at a local path or any fsspec URI (a path on `fs` when given); FormatError naming `file`
+    (default `uri`) when there is no such file."""
+    if fs is None:
+        fs, path = fsspec.core.url_to_fs(str(uri))
+    else:
+        path = str(uri)
     try:
         with fs.open(path, "rb") as f:
             return f.read()
     except FileNotFoundError:
-        raise FormatError(str(uri), [("", "no such file")], hint) from None
+        raise FormatError(file or str(uri), [("", "no such file")], hint) from None
 
 
-def read_model(model: type[M], uri: str, hint: str = "") -> M:
-    """Read a JSON file at a local path or any fsspec URI into `model` (FormatError when absent or wrong)."""
-    return parse_json(model, read_bytes(uri, hint), str(uri), hint)
+def read_model(model: type[M], uri: str, hint: str = "", *, fs: fsspec.AbstractFileSystem | None = None,
+               file: str | None = None) -> M:
+    """Read a JSON file at a local path or any fsspec URI (a path on `fs` when given) into `model`; FormatError
+    naming `file` (default `uri`) when it is absent or wrong."""
+    return parse_json(model, read_bytes(uri, hint, fs=fs, file=file), file or str(uri), hint)
+
+
+def read_models(model: type[M], fs: fsspec.AbstractFileSystem, paths: Mapping[str, str]) -> dict[str, M | FormatError]:
+    """Several JSON files of one format read at once (one request per batch on an object store): {file: model, or
+    the FormatError naming that file}, for `paths` {file named in errors: its path on `fs`}."""
+    if not paths:
+        return {}
+    wanted = list(paths.values())
+    blobs = fs.cat(wanted, on_error="return") if len(wanted) > 1 else {wanted[0]: _cat_one(fs, wanted[0])}
+    out: dict[str, M | FormatError] = {}
+    for file, path in paths.items():
+        blob = blobs.get(path, FileNotFoundError(path))
+        try:
+            if isinstance(blob, FileNotFoundError):
+                raise FormatError(file, [("", "no such file")])
+            if isinstance(blob, Exception):
+                raise FormatError(file, [("", f"{type(blob).__name__}: {blob}")])
+            out[file] = parse_json(model, blob, file)
+        except FormatError as exc:
+            out[file] = exc
+    return out
+
+
+def _cat_one(fs: fsspec.AbstractFileSystem, path: str) -> bytes | Exception:
+    try:
+        return fs.cat_file(path)
+    except Exception as exc:  # noqa: BLE001 - returned as the file's error, like fs.cat(on_error="return")
+        return exc
 
 
 def write_model(fs: fsspec.AbstractFileSystem, path: str, model: BaseModel, indent: int | None = 1) -> None:

@@ -9,16 +9,27 @@ from pathlib import Path
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from fsspec.implementations.local import LocalFileSystem
 from typer.testing import CliRunner
 
 from mixture.accounting import StoreReader, audit, connect
 from mixture.cli import app
+from mixture.store.formats import Ledger, StoreArtifact, read_model, write_model
 
 runner = CliRunner()
 
 
-def _ledger(store: Path, cell_dir: str) -> dict:
-    return json.loads((store / cell_dir / "_ledger.json").read_text())
+def _ledger(store: Path, cell_dir: str) -> Ledger:
+    return read_model(Ledger, str(store / cell_dir / "_ledger.json"))
+
+
+def _store_json(store: Path) -> StoreArtifact:
+    return read_model(StoreArtifact, str(store / "store.json"))
+
+
+def _write(path: Path, model: Ledger | StoreArtifact) -> None:
+    """A tampered but well-formed file, written through its model as the build writes it."""
+    write_model(LocalFileSystem(), str(path), model)
 
 
 def test_audit_passes_on_valid_store(store: Path, template_store) -> None:
@@ -55,7 +66,7 @@ def test_stray_parquet_file(store: Path) -> None:
     # readers never see the unlisted file
     con = connect(StoreReader(str(store)))
     assert con.execute("SELECT count(*) FROM documents").fetchone()[0] == sum(
-        lg["total_num_rows"] for lg in StoreReader(str(store)).ledgers())
+        lg.total_num_rows for lg in StoreReader(str(store)).ledger_models().values())
 
 
 def test_changed_n_tokens_value(store: Path) -> None:
@@ -65,8 +76,8 @@ def test_changed_n_tokens_value(store: Path) -> None:
     tokens[0] += 1
     pq.write_table(table.set_column(table.schema.get_field_index("n_tokens"), "n_tokens",
                                     pc.cast(tokens, "int64")), store / rel)
-    ledger_tokens = next(s["tokens"] for s in _ledger(store, "cluster=02/quality=3")["shards"]
-                         if s["path"] == "part-00001.parquet")
+    ledger_tokens = next(s.tokens for s in _ledger(store, "cluster=02/quality=3").shards
+                         if s.path == "part-00001.parquet")
     result = audit(StoreReader(str(store)))
     fails = [f for f in result.check("n_tokens").failures if f.where != "store"]
     assert len(fails) == 1
@@ -92,11 +103,10 @@ def test_truncated_file(store: Path) -> None:
 
 
 def test_edited_ledger_total(store: Path) -> None:
-    path = store / "cluster=01/quality=0/_ledger.json"
-    ledger = json.loads(path.read_text())
-    true_total = ledger["total_tokens"]
-    ledger["total_tokens"] += 5
-    path.write_text(json.dumps(ledger))
+    ledger = _ledger(store, "cluster=01/quality=0")
+    true_total = ledger.total_tokens
+    ledger.total_tokens += 5
+    _write(store / "cluster=01/quality=0/_ledger.json", ledger)
     result = audit(StoreReader(str(store)))
     fails = result.check("ledgers").failures
     assert [(f.where, f.what, f.expected, f.found) for f in fails] == [
@@ -106,11 +116,10 @@ def test_edited_ledger_total(store: Path) -> None:
 
 
 def test_edited_shard_entry_caught_by_footer_and_artifact(store: Path) -> None:
-    path = store / "cluster=01/quality=1/_ledger.json"
-    ledger = json.loads(path.read_text())
-    ledger["shards"][0]["rows"] += 1
-    ledger["total_num_rows"] += 1
-    path.write_text(json.dumps(ledger))
+    ledger = _ledger(store, "cluster=01/quality=1")
+    ledger.shards[0].rows += 1
+    ledger.total_num_rows += 1
+    _write(store / "cluster=01/quality=1/_ledger.json", ledger)
     result = audit(StoreReader(str(store)))
     rows = result.check("rows").failures
     assert [(f.where, f.expected - f.found) for f in rows] == [("cluster=01/quality=1/part-00000.parquet", 1)]
@@ -129,10 +138,10 @@ def test_removed_store_json_is_building(store: Path) -> None:
 
 
 def test_counter_mismatch_named(store: Path) -> None:
-    art = json.loads((store / "store.json").read_text())
-    art["counters"]["records_in"] += 3
-    art["counters"]["filtered"] += 1
-    (store / "store.json").write_text(json.dumps(art))
+    art = _store_json(store)
+    art.counters.records_in += 3
+    art.counters.filtered += 1
+    _write(store / "store.json", art)
     result = audit(StoreReader(str(store)))
     counters = {(f.where, f.expected_from): (f.expected, f.found) for f in result.check("counters").failures}
     assert counters[("records_in", "records_out + bad_input + every drop")][1] - counters[
@@ -153,18 +162,17 @@ def test_deep_catches_wrong_token_count_with_consistent_ledger(store: Path) -> N
                                     pc.cast(tokens, "int64")), store / rel_dir / name)
     data = (store / rel_dir / name).read_bytes()
     lg = _ledger(store, rel_dir)
-    lg["shards"][0].update(tokens=lg["shards"][0]["tokens"] + 3, bytes=len(data), xxh64=xxhash.xxh64(data).hexdigest())
-    lg["total_tokens"] += 3
-    (store / rel_dir / "_ledger.json").write_text(json.dumps(lg))
-    art = json.loads((store / "store.json").read_text())
-    for cell in art["cells"]:
-        if cell["cell"] == "c00q1":
-            cell["tokens"] += 3
-    art["clusters"][0]["tokens"] += 3
-    art["counters"]["tokens_out"] += 3
+    lg.shards[0] = lg.shards[0].model_copy(update={"tokens": lg.shards[0].tokens + 3, "bytes": len(data),
+                                                   "xxh64": xxhash.xxh64(data).hexdigest()})
+    lg.total_tokens += 3
+    _write(store / rel_dir / "_ledger.json", lg)
+    art = _store_json(store)
+    art.cell_entries()["c00q1"].tokens += 3
+    art.clusters[0].tokens += 3
+    art.counters.tokens_out += 3
     src = table["source"][2].as_py()
-    next(s for s in art["sources"] if s["name"] == src)["tokens_kept"] += 3
-    (store / "store.json").write_text(json.dumps(art))
+    next(s for s in art.sources if s.name == src).tokens_kept += 3
+    _write(store / "store.json", art)
     assert audit(StoreReader(str(store))).status == "ok"
     deep = audit(StoreReader(str(store)), deep=True, sample=0)
     fails = deep.check("tokens (deep)").failures
@@ -179,20 +187,21 @@ def test_missing_store_is_bad_usage(args: list[str]) -> None:
 
 
 def test_source_recount_in_deep(store: Path) -> None:
-    art = json.loads((store / "store.json").read_text())
-    src = art["sources"][1]
-    true_tokens = src["tokens_kept"]
-    src["tokens_kept"] += 10
-    art["sources"][0]["tokens_kept"] -= 10  # keeps Σ sources = tokens_out: only a recount can see it
-    (store / "store.json").write_text(json.dumps(art))
+    art = _store_json(store)
+    src = art.sources[1]
+    true_tokens = src.tokens_kept
+    src.tokens_kept += 10
+    art.sources[0].tokens_kept -= 10  # keeps Σ sources = tokens_out: only a recount can see it
+    _write(store / "store.json", art)
     assert audit(StoreReader(str(store))).status == "ok"
     deep = audit(StoreReader(str(store)), deep=True, sample=10)
     fails = {(f.where, f.what): (f.expected, f.found) for f in deep.check("sources").failures}
-    assert fails[(f"source {src['name']}", "tokens")] == (true_tokens + 10, true_tokens)
+    assert fails[(f"source {src.name}", "tokens")] == (true_tokens + 10, true_tokens)
     assert len(fails) == 2
 
 
 def test_store_json_with_a_wrong_field_type_fails_the_audit_naming_the_field(store: Path) -> None:
+    # a file no model can write: edited as raw JSON
     art = json.loads((store / "store.json").read_text())
     art["counters"]["filtered"] = str(art["counters"]["filtered"])
     art["cells"][2]["tokens"] += 0.5
@@ -208,10 +217,14 @@ def test_store_json_with_a_wrong_field_type_fails_the_audit_naming_the_field(sto
     assert cli.exit_code == 1 and "counters.filtered" in cli.output and "cells[2].tokens" in cli.output
     report = runner.invoke(app, ["report", str(store)])  # readers refuse it too, naming the file and field
     assert report.exit_code == 1 and "store.json: counters.filtered" in report.output
+    # `mixture sql` still queries the files, naming the fields and leaving out the views of store.json
+    sql = runner.invoke(app, ["sql", str(store), "SELECT count(*) AS n FROM documents"])
+    assert sql.exit_code == 0 and "store.json: counters.filtered" in sql.output and "left out" in sql.output
+    assert runner.invoke(app, ["sql", str(store), "SELECT * FROM counters"]).exit_code == 1
 
 
 def test_a_ledger_with_a_wrong_field_type_is_an_unreadable_ledger(store: Path) -> None:
-    path = store / "cluster=01/quality=0/_ledger.json"
+    path = store / "cluster=01/quality=0/_ledger.json"  # a file no model can write: edited as raw JSON
     ledger = json.loads(path.read_text())
     ledger["shards"][0]["rows"] = "many"
     path.write_text(json.dumps(ledger))

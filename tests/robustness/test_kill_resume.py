@@ -49,7 +49,7 @@ def assert_building_and_no_partial_shard(store: Path) -> None:
     """What a reader sees after a kill: no store.json → "building"; any ledger lists only complete files."""
     reader = StoreReader(str(store))
     with pytest.raises(StoreNotReady):
-        reader.artifact  # noqa: B018
+        reader.store_info  # noqa: B018
     assert audit(reader).status == "building"
     for ledger_path in store.glob("cluster=*/quality=*/_ledger.json"):
         for s in json.loads(ledger_path.read_text())["shards"]:
