@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pandas as pd
-from mixture.explorer.fmt import humanize
 
+from mixture.explorer.fmt import humanize
 from mixture.store.drops import REASONS
 from mixture.store.formats import StoreArtifact
 from mixture.store.layout import cell_name

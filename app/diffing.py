@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from mixture.explorer.plan_view import PlanView
 
+from mixture.explorer.plan_view import PlanView
 from mixture.store.layout import parse_cell
 
 

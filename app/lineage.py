@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pandas as pd
+
 from mixture.explorer.composition import cluster_labels, quality_names
 from mixture.explorer.plan_view import PlanView
-
 from mixture.store.formats import StoreArtifact
 from mixture.store.layout import cell_name
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import streamlit as st
+
 from mixture.explorer import queries, ui
 
 st.set_page_config(page_title="mixture explorer", page_icon=":material/dashboard:", layout="wide")

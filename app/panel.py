@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
+
 from mixture.explorer import ui
 from mixture.explorer.fmt import enrichment_text, humanize, md, pct
 from mixture.explorer.plan_view import PlanView

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import streamlit as st
+
 from mixture.explorer import config, queries
 from mixture.explorer.fmt import code, cut_text, md
 from mixture.explorer.plan_view import PlanError, PlanView, load_plan
-
 from mixture.store.formats import FormatError, StoreArtifact
 
 STORE_KEY = "store_uri"

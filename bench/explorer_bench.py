@@ -17,9 +17,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from mixture.explorer import MAIN  # noqa: E402
-
 from bench.common import publish  # noqa: E402
+from mixture.explorer import MAIN  # noqa: E402
 from mixture.store.formats import StoreArtifact, read_model  # noqa: E402
 from tests.explorer.synthstore import build_store  # noqa: E402
 

@@ -12,11 +12,11 @@ from contextlib import contextmanager
 
 import fsspec
 from datatrove.utils.logging import logger
+
 from mixture.pipelines import stage_registry
 from mixture.pipelines.datatrove_compat import quiet_datatrove_console
 from mixture.pipelines.executors import SlurmChain, make_executor
 from mixture.pipelines.stages import BuildContext, BuildError, Stage, build_stage
-
 from mixture.spec.load import load_spec, resolve_uri, spec_dir
 from mixture.store import layout
 from mixture.store.formats import FormatError, StoreArtifact, read_model
@@ -150,9 +150,10 @@ def build(spec_path: str, *, executor: str | None = None, tasks: int | None = No
 
     `overrides`: execution settings given on the command line, applied over the spec's (`None` values ignored; the
     spec and its hash stay as they are); per-stage entries of `execution.stages` still apply on top."""
-    from mixture.pipelines.finalize import finalize, spec_hash
     from rich import get_console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from mixture.pipelines.finalize import finalize, spec_hash
 
     spec = load_spec(spec_path)
     base = spec_dir(spec_path)

@@ -73,7 +73,6 @@ def register(app: typer.Typer) -> None:
         from mixture.pipelines.build import BuildError
         from mixture.pipelines.build import build as run_build
         from mixture.pipelines.executors import EXECUTORS
-
         from mixture.spec.cli import load_or_exit
         from mixture.spec.datasets_source import DatasetSourceError
 

@@ -13,6 +13,7 @@ from typing import Any
 import fsspec
 import pyarrow as pa
 from datatrove.data import Document, DocumentsPipeline
+
 from mixture.pipelines.source_records import SourceFiles, bad_record, describe_error
 
 BATCH_ROWS = 256

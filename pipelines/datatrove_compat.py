@@ -24,6 +24,7 @@ from datatrove.pipeline.writers.parquet import ParquetWriter
 from datatrove.utils.logging import logger
 from datatrove.utils.stats import PipelineStats
 from datatrove.utils.typeshelper import StatHints
+
 from mixture.pipelines.memory import configure_memory
 from mixture.pipelines.threads import task_threads
 

@@ -23,10 +23,10 @@ import xxhash
 from datatrove.data import Document, DocumentsPipeline
 from datatrove.pipeline.base import PipelineStep
 from datatrove.pipeline.writers.disk_base import DiskWriter
+
 from mixture.pipelines.datatrove_compat import CountedFilter
 from mixture.pipelines.schemas import DROPS
 from mixture.pipelines.threads import duckdb_threads
-
 from mixture.store.io import open_atomic, write_atomic, write_parquet_atomic
 from mixture.text.shingles import EMPTY, WordHashes, minhash_signatures
 
@@ -192,6 +192,7 @@ def prepared_docs(prepared: str):
     temporary local folder past its memory limit."""
     import duckdb
     import pyarrow.dataset as pads
+
     from mixture.pipelines.schemas import WORK
 
     fs, root = fsspec.core.url_to_fs(prepared)

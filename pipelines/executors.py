@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from datatrove.executor.ray import RayPipelineExecutor
 from datatrove.utils.logging import logger
+
 from mixture.pipelines.datatrove_compat import (
     ExecutorError,
     JobIdRecorder,
@@ -26,7 +27,6 @@ from mixture.pipelines.datatrove_compat import (
 )
 from mixture.pipelines.stage_registry import driver_waits_after
 from mixture.pipelines.stages import BuildContext, Stage
-
 from mixture.spec.models import Execution
 from mixture.store import layout
 

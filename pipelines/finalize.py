@@ -11,13 +11,13 @@ import fsspec
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+import mixture
+from mixture.fit.model_store import load_model
 from mixture.pipelines.readers import read_rows
 from mixture.pipelines.schemas import SAMPLE
 from mixture.pipelines.shard_facts import read_task_facts, shard_facts
 from mixture.pipelines.stages import BuildContext, tokenizer_ref
-
-import mixture
-from mixture.fit.model_store import load_model
 from mixture.spec.load import resolve_uri
 from mixture.store import drops, layout
 from mixture.store.formats import (

@@ -15,8 +15,8 @@ import orjson
 import zstandard
 from datatrove.data import Document, DocumentsPipeline
 from datatrove.pipeline.base import PipelineStep
-from mixture.pipelines.source_records import SourceFiles, bad_record, describe_error
 
+from mixture.pipelines.source_records import SourceFiles, bad_record, describe_error
 from mixture.store.io import write_json_atomic
 
 

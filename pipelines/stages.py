@@ -8,12 +8,12 @@ from dataclasses import dataclass, field
 
 import fsspec
 import pyarrow.parquet as pq
+
 from mixture.pipelines import dedup, steps, writers
 from mixture.pipelines.readers import RankFilesReader
 from mixture.pipelines.shard_facts import ShardFacts
 from mixture.pipelines.source_records import SourceFiles
 from mixture.pipelines.stage_registry import ID_QUARANTINE, StageDef
-
 from mixture.spec.datasets_source import dataset_units
 from mixture.spec.load import list_source_files_sized, resolve_uri
 from mixture.spec.models import Execution, Spec

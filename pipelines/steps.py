@@ -10,8 +10,8 @@ import numpy as np
 from datatrove.data import Document, DocumentsPipeline
 from datatrove.pipeline.base import PipelineStep
 from datatrove.pipeline.writers.disk_base import DiskWriter
-from mixture.pipelines.datatrove_compat import CountedFilter
 
+from mixture.pipelines.datatrove_compat import CountedFilter
 from mixture.store.io import write_parquet_atomic
 from mixture.text.content_type import detect_content_type
 from mixture.text.gates import gate_counts
@@ -139,6 +139,7 @@ class SampleForFit(PipelineStep):
     def run(self, data: DocumentsPipeline = None, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
         import pyarrow as pa
         import pyarrow.parquet as pq
+
         from mixture.pipelines.dedup import load_drops
         from mixture.pipelines.readers import read_rows
 
@@ -270,6 +271,7 @@ class Assign(PipelineStep):
 
     def _write_samples(self, rank: int, uniform: dict, exemplars: dict) -> None:
         import pyarrow as pa
+
         from mixture.pipelines.schemas import SAMPLE
 
         rows = []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import streamlit as st
+
 from mixture.explorer import charts, config, diffing, queries, ui
 from mixture.explorer.fmt import code
 from mixture.explorer.plan_view import PlanError, load_plan

@@ -6,6 +6,7 @@ import time
 
 import pandas as pd
 import streamlit as st
+
 from mixture.explorer import build_state, ui
 from mixture.explorer.fmt import code, humanize, md
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import altair as alt
 import streamlit as st
+
 from mixture.explorer import charts, composition, projection, queries, ui
 
 uri, info = ui.require_complete_store()

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
+
 from mixture.explorer import charts, queries, ui
 from mixture.explorer.fmt import code, humanize, md
 from mixture.explorer.plan_view import PlanView
-
 from mixture.store.formats import FormatError
 
 st.header("Mixture")

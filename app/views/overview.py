@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import streamlit as st
+
 from mixture.explorer import composition, queries, ui
 from mixture.explorer.fmt import code, humanize, md
 from mixture.explorer.panel import domain_panel
-
 from mixture.store.layout import parse_cell
 
 uri, info = ui.require_complete_store()

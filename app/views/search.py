@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
+
 from mixture.explorer import composition, lineage, queries, ui
 from mixture.explorer.fmt import code
-
 from mixture.store.layout import cell_name
 
 uri, info = ui.require_complete_store()

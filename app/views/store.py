@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
+
 from mixture.explorer import charts, composition, queries, ui
 from mixture.explorer.fmt import code, humanize
-
 from mixture.store.drops import COUNTERS, REASONS
 
 uri, info = ui.require_complete_store()

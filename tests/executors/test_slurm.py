@@ -68,7 +68,6 @@ def test_the_driver_waits_after_the_last_dedup_stage_and_assign():
     import copy
 
     from mixture.pipelines.stage_registry import driver_waits_after, planned
-
     from mixture.spec.models import Spec
 
     raw = {**small_spec("corpus"), "sources": [{"name": "s", "uri": "/nonexistent", "format": "jsonl"}]}
@@ -169,7 +168,6 @@ def test_restarted_driver_adopts_queued_jobs_and_replaces_stuck_ones(tmp_path, s
     stuck behind a failed dependency is cancelled and the stage submitted again."""
     from mixture.pipelines.executors import SlurmStageExecutor, make_executor
     from mixture.pipelines.stages import BuildContext, Stage
-
     from mixture.spec.models import Spec
 
     spec = Spec.model_validate({**small_spec("corpus"), "execution": {"executor": "slurm", "tasks": 2, **SETTINGS}})
@@ -200,7 +198,6 @@ def test_sbatch_arguments_without_partition_or_time(tmp_path):
     """Unset partition/time are left to the cluster's defaults (no `--partition=None`); fractional memory in MB."""
     from mixture.pipelines.executors import make_executor, slurm_mem
     from mixture.pipelines.stages import BuildContext, Stage
-
     from mixture.spec.models import Spec
 
     spec = Spec.model_validate({**small_spec("corpus"), "execution": {
@@ -241,7 +238,6 @@ def test_command_line_settings_apply_over_the_spec_and_under_its_stage_entries(t
     `execution.stages` entries still on top; the spec itself is left as it is."""
     from mixture.pipelines.executors import make_executor
     from mixture.pipelines.stages import BuildContext, Stage
-
     from mixture.spec.models import Spec
 
     spec = Spec.model_validate({**small_spec("corpus"), "execution": {"executor": "slurm", **SETTINGS}})

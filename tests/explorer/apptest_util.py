@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from mixture.explorer import MAIN
 from streamlit.testing.v1 import AppTest
+
+from mixture.explorer import MAIN
 
 APP = str(MAIN)
 

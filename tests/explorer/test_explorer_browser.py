@@ -11,8 +11,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from mixture.explorer import MAIN
 
+from mixture.explorer import MAIN
 from mixture.spec.amounts import humanize
 from tests.explorer.synthstore import SCRIPT_DOC
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from mixture.explorer.fmt import cut_text, md
-from mixture.explorer.plan_view import PlanError, from_dict, load_plan, view_of
 from typer.testing import CliRunner
 
 from mixture.cli import app as cli_app
 from mixture.explore_cli import streamlit_command
+from mixture.explorer.fmt import cut_text, md
+from mixture.explorer.plan_view import PlanError, from_dict, load_plan, view_of
 from mixture.store.formats import dump
 
 

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 from fsspec.implementations.local import LocalFileSystem
-from mixture.explorer.plan_view import load_plan
 
 from mixture import accounting
 from mixture.datasets import load_mixture
+from mixture.explorer.plan_view import load_plan
 from mixture.planner.counts import load_counts
 from mixture.planner.materialize import materialize
 from mixture.planner.plan import compute_plan

@@ -36,6 +36,7 @@ def hf_data(tmp_path_factory, demo_corpus) -> dict:
 def hf_build(hf_data):
     """Two builds of one spec over the datasets, with 2 and with 3 tasks (the HF cache in the test folder)."""
     import datasets
+
     from mixture.pipelines.build import build
 
     root = hf_data["root"]
@@ -139,7 +140,6 @@ def test_tasks_share_the_units_out(hf_data, tmp_path):
     """Each unit (Arrow file, streaming shard) goes to exactly one task, for any task count."""
     from mixture.pipelines.readers import SourceReader
     from mixture.pipelines.stages import BuildContext
-
     from mixture.spec.models import Spec
 
     spec = Spec.model_validate(datasets_spec(hf_data["root"], 2, str(tmp_path / "store")))
@@ -221,9 +221,9 @@ def test_schema_describes_the_datasets_fields():
 def test_saved_dataset_at_an_fsspec_uri(hf_data):
     """A saved dataset at a non-local URI is checked, listed and read file by file like a local one."""
     import fsspec
+
     from mixture.pipelines.readers import SourceReader
     from mixture.pipelines.source_records import SourceFiles
-
     from mixture.spec.datasets_source import check_dataset_source, dataset_units
     from mixture.spec.models import Source
 
@@ -250,9 +250,9 @@ def test_read_time_problems_are_quarantined(tmp_path):
     """What validation cannot see (a hub dataset, a file changed since) is bad input at read time, every row counted:
     a saved dataset without the text column, an Arrow file that is not one, a data file that does not parse."""
     import datasets
+
     from mixture.pipelines.readers import SourceReader
     from mixture.pipelines.source_records import SourceFiles
-
     from mixture.spec.datasets_source import dataset_units
     from mixture.spec.models import Source
 

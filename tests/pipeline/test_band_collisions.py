@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from datatrove.pipeline.dedup.minhash import MinhashConfig, MinhashDedupBuckets
+
 from mixture.pipelines.dedup import BandCollisions
 
 ROWS, BANDS = 3, 2

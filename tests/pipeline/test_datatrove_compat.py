@@ -27,10 +27,10 @@ from datatrove.pipeline.writers.parquet import ParquetWriter
 from datatrove.utils.logging import add_task_logger, logger
 from datatrove.utils.stats import PipelineStats
 from loguru._better_exceptions import ExceptionFormatter
-from mixture.pipelines import datatrove_compat as compat
-from mixture.pipelines.writers import BoundedParquetWriter
 from tqdm import tqdm
 
+from mixture.pipelines import datatrove_compat as compat
+from mixture.pipelines.writers import BoundedParquetWriter
 from tests.conftest import REPO
 
 SCHEMA = pa.schema([("id", pa.string()), ("text", pa.string()), ("group", pa.string())])

@@ -43,6 +43,7 @@ def train_model(corpus, path) -> None:
 
 def test_fasttext_scorer_gives_raw_scores(demo_corpus, spec_factory, tmp_path):
     import fasttext
+
     from mixture.pipelines.build import build
 
     model_path = tmp_path / "quality.bin"

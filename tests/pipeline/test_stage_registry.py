@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import yaml
 from datatrove.pipeline.base import PipelineStep
-from mixture.pipelines import stage_registry
-from mixture.pipelines.stage_registry import TASKS, StageDef
 from pydantic import ValidationError
 
+from mixture.pipelines import stage_registry
+from mixture.pipelines.stage_registry import TASKS, StageDef
 from tests.conftest import REPO, small_spec
 
 
@@ -138,7 +138,6 @@ def test_a_build_runs_a_stage_added_to_the_registry(tmp_path, demo_corpus, built
     """A stage added to the registry alone runs in its place (its side files cleared first) and leaves the store as
     it was."""
     from mixture.pipelines.build import build
-
     from tests.executors.fingerprint import assert_same_store
 
     monkeypatch.setattr(stage_registry, "STAGES", _with(MARK, before="assign"))

@@ -17,6 +17,7 @@ pytestmark = pytest.mark.slow
 
 def test_s3_build_and_audit_match_local_build(s3: Remote, demo_corpus: Path, built_store, tmp_path) -> None:
     import fsspec
+
     from mixture.pipelines.build import build
 
     upload(demo_corpus, s3.fs, s3.url("corpus"))

@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 from mixture.pipelines.build import BuildError, store_lock
 
 
