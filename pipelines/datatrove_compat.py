@@ -285,10 +285,12 @@ class LocalExecutor(LocalPipelineExecutor):
                         stats.append(self.run_task(rank))
                     self.pipeline = pipeline
                 else:
-                    with sigint_ignored():  # Ctrl-C reaches the whole process group: only this driver answers it
+                    with sigint_held() as held:  # Ctrl-C reaches the whole process group: only this driver answers
                         pool = multiprocess.get_context(self.start_method).Pool(
                             min(self.workers, len(ranks)), initializer=ignore_sigint)
                     with pool:  # on Ctrl-C the driver leaves this block: the pool's workers are terminated
+                        if held:
+                            raise KeyboardInterrupt
                         stats = list(pool.imap_unordered(self.run_task, ranks))
         finally:
             quiet_datatrove_console()
@@ -305,15 +307,18 @@ def ignore_sigint() -> None:
 
 
 @contextlib.contextmanager
-def sigint_ignored() -> Iterator[None]:
-    """SIGINT ignored while the pool's workers are forked (they inherit it before their initializer runs); only the
-    main thread may set a signal handler, elsewhere this does nothing."""
+def sigint_held() -> Iterator[list[int]]:
+    """SIGINT held back while the pool's workers are forked (a worker forked meanwhile inherits the holding handler
+    until its initializer ignores SIGINT); the list it yields holds a Ctrl-C that came meanwhile, for the caller
+    to raise once the pool is in its `with`. Only the main thread may set a signal handler: elsewhere the list
+    stays empty."""
+    held: list[int] = []
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield held
         return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
     try:
-        yield
+        yield held
     finally:
         signal.signal(signal.SIGINT, previous)
 

@@ -118,9 +118,9 @@ def list_source(uri: str, fmt: str) -> SourceListing:
         found = fs.glob(path, detail=True)
     elif fs.isdir(path):
         base = path
-        everything = fs.find(path, detail=True)
-        listed = list(everything)
-        found = {f: info for f, info in everything.items() if f.endswith(exts)}
+        everything = fs.find(path, withdirs=True, detail=True)  # folders too: an empty _build/ marks a store
+        listed = [f + "/" if info.get("type") == "directory" else f for f, info in everything.items()]
+        found = {f: info for f, info in everything.items() if f.endswith(exts) and info.get("type") != "directory"}
     else:  # one file, named by the source itself: read even inside a store
         base, one_file = os.path.dirname(path) or ".", True
         found = {path: fs.info(path)} if fs.exists(path) else {}

@@ -75,7 +75,8 @@ class StoreSkip:
 
 def skip_store_files(fs, base: str, paths: Iterable[str], listed: Iterable[str] | None = None) -> tuple[list[str], StoreSkip]:
     """`paths` (on `fs`, under `base`) without the files of a store: those under a folder holding store.json or
-    _build/ (told by `listed`, every file under `base`, when given; else asked of `fs`, once per folder) and those
+    _build/ (told by `listed`, every file and folder (ending in "/") under `base`, when given; else asked of `fs`,
+    once per folder) and those
     in a store's own folders (`store_component`)."""
     base = base.rstrip("/")
     markers: dict[str, bool] = {}
@@ -84,7 +85,7 @@ def skip_store_files(fs, base: str, paths: Iterable[str], listed: Iterable[str] 
             rel = p[len(base) + 1:] if p.startswith(base + "/") else None
             if rel is None:
                 continue
-            parts = rel.split("/")
+            parts = rel.split("/")  # a folder ends in "/": its last part is ""
             for i, part in enumerate(parts):
                 if (part == layout.BUILD_DIR and i < len(parts) - 1) or (part == layout.STORE_JSON and i == len(parts) - 1):
                     markers["/".join([base, *parts[:i]])] = True
