@@ -160,6 +160,12 @@ class Processing(Strict):
     filters: Filters = Filters()
     dedup: Dedup = Dedup()
     decontamination: Decontamination = Decontamination()
+    max_loss: float = Field(
+        0.01, ge=0, le=1,
+        description="the largest share of a source's records that may be quarantined as bad input or lost to "
+                    "truncated, corrupt or unreadable files; above it (or when a source keeps no document) "
+                    "`mixture build` exits 3, built with data loss (--accept-loss: exit 0). Not part of the spec "
+                    "hash: it judges the store, it does not change it")
 
 
 class Quality(Strict):

@@ -246,8 +246,8 @@ class SpecRef(Format):
     """The spec the store was built from."""
 
     name: str = Field(description="the spec's name")
-    hash: str = Field(description="sha256 of the canonical spec JSON without execution, mixture and store.uri, "
-                                  "relative paths resolved")
+    hash: str = Field(description="sha256 of the canonical spec JSON without execution, mixture, store.uri and "
+                                  "processing.max_loss, relative paths resolved")
     path: str | None = Field(description="the spec file the build ran")
 
 
@@ -320,6 +320,46 @@ class SamplesInfo(Format):
     exemplars_per_cell: int | None = Field(None, description="exemplars per cell")
 
 
+class BrokenFile(Format):
+    """A source file the reader could not read to its end (a truncated or corrupt compressed stream, an unreadable
+    file): the records after the break never entered the build. Its quarantine row (reason `truncated_file` or
+    `unreadable_file`) says the same in its `detail`."""
+
+    file: str = Field(description="the file, relative to its source's folder")
+    reason: str = Field(description="its quarantine reason: truncated_file or unreadable_file")
+    records_read: int = Field(ge=0, description="records read from it before the break")
+    lost: int | None = Field(ge=0, description="records lost after the break (null: nothing tells how many)")
+    how: str = Field(description="how `lost` was told: `exact` (a Parquet footer's row count), `estimate: …` (from "
+                                 "the bytes not read) or `unknown: …`")
+
+
+class SourceLoss(Format):
+    """The data loss of one source: its records quarantined as bad input and lost to broken files, against the
+    records it held (read + lost)."""
+
+    name: str = Field(description="source name from the spec")
+    records_read: int = Field(ge=0, description="records read (sources[].docs_in)")
+    kept: int = Field(ge=0, description="documents kept in the cells (sources[].docs_kept)")
+    quarantined: int = Field(ge=0, description="records quarantined as bad input (sources[].bad_input)")
+    lost: int = Field(ge=0, description="records lost to broken files, Σ broken_files[].lost where it is known (an "
+                                        "estimate unless every `how` is exact)")
+    lost_unknown_files: int = Field(ge=0, description="broken files whose lost records nothing tells")
+    share: float = Field(ge=0, le=1, description="(quarantined + lost) / (records_read + lost)")
+    verdict: Literal["ok", "kept nothing", "unknown loss", "over max_loss"] = Field(
+        description="ok; or why `mixture build` exits 3: the source kept no document, lost an unknown number of "
+                    "records, or its share is above max_loss")
+    broken_files: list[BrokenFile] = Field(default_factory=list, description="its files not read to their end")
+
+
+class LossInfo(Format):
+    """Data loss per source and the verdict against the spec's `processing.max_loss`: `mixture build` exits 3
+    ("built, with data loss") when `over` is not empty, unless run with --accept-loss."""
+
+    max_loss: float = Field(ge=0, le=1, description="processing.max_loss the verdicts were made with")
+    sources: list[SourceLoss] = Field(description="every source of the spec, in spec order")
+    over: list[str] = Field(description="names of the sources whose verdict is not ok")
+
+
 class StoreArtifact(Format):
     """`store.json`: what a complete store holds; written last, atomically (its presence means complete)."""
 
@@ -344,6 +384,8 @@ class StoreArtifact(Format):
     bad_input_by_reason: dict[str, int] = Field(default_factory=dict, description="bad input records per reason")
     fit: FitInfo | None = Field(None, description="the frozen fit's sample and settings")
     samples: SamplesInfo | None = Field(None, description="the sample files")
+    loss: LossInfo | None = Field(None, description="data loss per source: quarantined and lost records against "
+                                                    "processing.max_loss (null: a store built before it was recorded)")
 
     def cell_entries(self) -> dict[str, CellEntry]:
         return {c.cell: c for c in self.cells}
