@@ -33,6 +33,7 @@ def print_summary(artifact: StoreArtifact, store: str) -> None:
         if n and r.breakdown:
             reasons = ", ".join(f"{k} {v:,}" for k, v in artifact.breakdown(r.breakdown[1]).items())
             out.print(f"{n:,} {r.label} records ({reasons}) → {store}/{r.folder}/")
+    print_decontamination(artifact)
     s = Table(title="sources", show_edge=False)
     for col in ("source", "category", "docs in", "kept", "tokens kept"):
         s.add_column(col, justify="left" if col in ("source", "category") else "right")
@@ -48,6 +49,22 @@ def print_summary(artifact: StoreArtifact, store: str) -> None:
                   cl.confidence_tag)
     out.print(d)
     out.print(f"store: {store}  (store.json, cluster=NN/quality=Q/, _samples/, _model/, _quarantine/, _dropped/, _build/)")
+
+
+def print_decontamination(artifact: StoreArtifact) -> None:
+    """Per benchmark: items, n-grams indexed and skipped (by reason), documents dropped as contaminated."""
+    dc = artifact.decontamination
+    if dc is None:
+        return
+    t = Table(title=f"decontamination ({dc.ngram}-grams with at least {dc.min_content_words} content words and "
+                    f"under {dc.max_number_share:.0%} numbers)", show_edge=False)
+    for col in ("benchmark", "items", "indexed items", "n-grams indexed", "n-grams skipped", "documents matched"):
+        t.add_column(col, justify="left" if col in ("benchmark", "n-grams skipped") else "right")
+    for b in dc.benchmarks:
+        skipped = ", ".join(f"{reason} {n:,}" for reason, n in b.ngrams_skipped.items() if n) or "0"
+        t.add_row(b.name, f"{b.items:,}", f"{b.items_indexed:,}", f"{b.ngrams_indexed:,}", skipped,
+                  f"{b.documents_matched:,}")
+    out.print(t)
 
 
 def register(app: typer.Typer) -> None:

@@ -144,6 +144,8 @@ def _check_resources(spec: Spec, base_dir: str) -> list[SpecProblem]:
             msg = f"benchmark file not found at {uri!r}"
         if not found:
             problems.append(SpecProblem(f"processing.decontamination.benchmarks[{i}].uri", msg))
+        elif spec.processing.decontamination.enabled:
+            problems += _benchmark_problems(spec, i, uri)
     tok = spec.tokenizer
     if tok.startswith("tiktoken:"):
         import tiktoken
@@ -164,6 +166,18 @@ def _check_resources(spec: Spec, base_dir: str) -> list[SpecProblem]:
         if path and not os.path.exists(resolve_uri(path, base_dir)):
             problems.append(SpecProblem(key, f"not found at {resolve_uri(path, base_dir)!r}"))
     return problems
+
+
+def _benchmark_problems(spec: Spec, i: int, uri: str) -> list[SpecProblem]:
+    """The benchmark's records: readable, with the named fields, yielding n-grams that carry content."""
+    from mixture.decontam.checks import benchmark_problems
+    from mixture.decontam.index import BenchmarkSource
+
+    dc, bench = spec.processing.decontamination, spec.processing.decontamination.benchmarks[i]
+    source = BenchmarkSource(bench.name, uri, tuple(bench.fields), bench.id_field)
+    return [SpecProblem(f"processing.decontamination.benchmarks[{i}].{key}", msg)
+            for key, msg in benchmark_problems(source, "id_field" in bench.model_fields_set, dc.ngram,
+                                               dc.min_content_words, dc.max_number_share)]
 
 
 def parse_spec(data: Any, file: str = "<spec>") -> Spec:
