@@ -30,34 +30,41 @@ class BenchmarkSource:
 
 
 class BenchmarkIndex:
-    """Sorted hashes of the content-carrying word n-grams of every benchmark's fields (each field, and the fields
-    joined, so an n-gram across a question and its answer counts too); for each, where it was first seen: benchmark,
-    item, field (`a+b` for the joined text) and word offset."""
+    """The content-carrying word n-grams of every benchmark's fields (each field, and the fields joined, so an
+    n-gram across a question and its answer counts too): `hashes`, sorted and distinct, for the lookups; and every
+    (hash, benchmark, item) occurrence with the field (`a+b` for the joined text) and word offset where the item
+    first has it, sorted by hash then spec order, for the way back to the items."""
 
     def __init__(self, benchmarks: list[BenchmarkSource], n: int, min_content_words: int, max_number_share: float):
         self.n, self.min_content_words, self.max_number_share = n, min_content_words, max_number_share
         self.benchmarks = benchmarks
         self.items: list[list[BenchmarkItem]] = []
         self.reports: list[BenchmarkReport] = []
-        hashes, bench_of, item_of, field_of, offset_of = [], [], [], [], []
         self.field_names: list[str] = []
+        columns: list[list[np.ndarray]] = [[], [], [], [], []]  # hash, benchmark, item, field, offset
         for b, bench in enumerate(benchmarks):
             records = read_records(bench.uri)
             items = benchmark_items(records, list(bench.fields), bench.id_field)
             self.items.append(items)
-            kept, skipped = self._item_ngrams(b, items)
-            for arrays, out in zip(kept, (hashes, item_of, field_of, offset_of), strict=True):
-                out.append(arrays)
-            bench_of.append(np.full(len(kept[0]), b, dtype=np.int64))
+            kept, skipped = self._item_ngrams(items)
+            for col, values in zip(columns, [kept[0], np.full(len(kept[0]), b, np.int64), *kept[1:]], strict=True):
+                col.append(values)
             self.reports.append(BenchmarkReport(
                 name=bench.name, fields=list(bench.fields), items=len(items),
                 items_indexed=len(np.unique(kept[1])), missing_fields=missing_fields(records, list(bench.fields)),
                 ngrams_indexed=len(np.unique(kept[0])),
                 ngrams_skipped={r: len(np.unique(skipped[r])) for r in SKIP_REASONS}, documents_matched=0))
-        cat = [np.concatenate(a) if a else np.zeros(0, np.int64) for a in (bench_of, item_of, field_of, offset_of)]
-        all_hashes = np.concatenate(hashes) if hashes else np.zeros(0, np.uint64)
-        self.hashes, first = np.unique(all_hashes.astype(np.uint64), return_index=True)
-        self.bench_of, self.item_of, self.field_of, self.offset_of = (a[first] for a in cat)
+        occ = [np.concatenate(c) if c else np.zeros(0, np.uint64 if j == 0 else np.int64)
+               for j, c in enumerate(columns)]
+        order = np.arange(len(occ[0]))
+        for key in (occ[2], occ[1], occ[0]):  # stable sorts, least significant key first: by hash, bench, item
+            order = order[np.argsort(key[order], kind="stable")]
+        occ = [c[order] for c in occ]
+        first_of_item = np.ones(len(order), dtype=bool)  # an item's n-gram once (its first field and offset)
+        first_of_item[1:] = (occ[0][1:] != occ[0][:-1]) | (occ[1][1:] != occ[1][:-1]) | (occ[2][1:] != occ[2][:-1])
+        self.occ_hash, self.occ_bench, self.occ_item, self.occ_field, self.occ_offset = (c[first_of_item] for c in occ)
+        self.hashes, self.first = np.unique(self.occ_hash, return_index=True)  # occurrences of hashes[p]:
+        self.end = np.append(self.first[1:], len(self.occ_hash))  # first[p]:end[p], the first in spec order
         # a bit per value of a hash's top bits: nearly every document n-gram is ruled out by one lookup
         self.bits = max(16, min(28, int(len(self.hashes)).bit_length() + 6))
         self.prefilter = np.zeros(1 << self.bits, dtype=bool)
@@ -68,7 +75,7 @@ class BenchmarkIndex:
             self.field_names.append(name)
         return self.field_names.index(name)
 
-    def _item_ngrams(self, b: int, items: list[BenchmarkItem]) -> tuple[list[np.ndarray], dict[str, np.ndarray]]:
+    def _item_ngrams(self, items: list[BenchmarkItem]) -> tuple[list[np.ndarray], dict[str, np.ndarray]]:
         """(hashes, item, field, offset) of the content-carrying n-grams of `items`, and the hashes of the others
         by skip reason."""
         texts, item_ids, field_ids = [], [], []
@@ -95,8 +102,9 @@ class BenchmarkIndex:
             else:  # the hasher split the words differently (lower-casing in the pure-Python path): not indexed
                 aligned[lo:hi] = False
         offsets = np.arange(len(grams)) - starts[doc]
-        reason = np.select([~aligned, content == 0, content < self.min_content_words, numbers >= self.max_number_share * self.n],
-                           [-2, 0, 1, 2], default=-1)
+        many_numbers = numbers >= self.max_number_share * self.n
+        reason = np.select([~aligned, content == 0, content < self.min_content_words, many_numbers], [-2, 0, 1, 2],
+                           default=-1)
         keep = reason == -1
         skipped = {r: grams[reason == j] for j, r in enumerate(SKIP_REASONS)}
         ids = np.asarray(item_ids, dtype=np.int64)[doc]
@@ -113,9 +121,15 @@ class BenchmarkIndex:
         out[maybe] = np.where(self.hashes[pos] == grams[maybe], pos, -1)
         return out
 
-    def ngram_words(self, pos: int) -> tuple[str, BenchmarkItem, str, list[str]]:
-        """(benchmark name, item, field, words) of the indexed n-gram at position `pos`, read from the benchmark."""
-        b, i, f, o = (int(a[pos]) for a in (self.bench_of, self.item_of, self.field_of, self.offset_of))
+    def occurrences(self, positions: np.ndarray) -> np.ndarray:
+        """The occurrence rows (into the `occ_*` arrays) of the indexed hashes at `positions`."""
+        starts, ends = self.first[positions], self.end[positions]
+        lengths = ends - starts
+        return np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(int(lengths.sum()))
+
+    def ngram_words(self, row: int) -> tuple[str, BenchmarkItem, str, list[str]]:
+        """(benchmark name, item, field, words) of occurrence `row`, read from the benchmark."""
+        b, i, f, o = (int(a[row]) for a in (self.occ_bench, self.occ_item, self.occ_field, self.occ_offset))
         item, field = self.items[b][i], self.field_names[f]
         texts = dict(item.texts)
         text = texts.get(field) or " ".join(texts[k] for k in field.split("+"))
@@ -123,42 +137,42 @@ class BenchmarkIndex:
 
     def detail(self, text: str, matched: np.ndarray) -> tuple[int, str]:
         """(benchmark, drop detail) of a document whose distinct matching index positions are `matched`: the
-        benchmark item sharing the most of them (the first in spec order on a tie), the field and the document's
-        own words where they first match, and the counts."""
-        keys = self.bench_of[matched] * (1 << 32) + self.item_of[matched]
+        benchmark item that has the most of them (the first in spec order on a tie), the field and the document's
+        own words where they first match that item, and the counts."""
+        rows = self.occurrences(matched)
+        keys = self.occ_bench[rows] * (1 << 32) + self.occ_item[rows]
         uniq, counts = np.unique(keys, return_counts=True)
         best = int(uniq[np.argmax(counts)])  # np.unique sorts: the first maximum is the first in spec order
-        b, i = best >> 32, best & 0xFFFFFFFF
-        mine = matched[keys == best]
-        item = self.items[b][i]
-        field, passage = self._passage(text, b, i)
-        if field is None:  # not found again (cannot happen with one hasher): the index's own first n-gram
-            field = self.field_names[int(self.field_of[mine.min()])]
+        b, i, mine = best >> 32, best & 0xFFFFFFFF, rows[keys == best]
+        field, passage = self._passage(text, mine)
         quoted = f' "{passage}"' if passage else ""
         others = f", {len(matched)} in all" if len(matched) > len(mine) else ""
-        return int(b), (f"{self.benchmarks[b].name} {item.label} {field}:{quoted} "
-                        f"({len(mine)} matching {self.n}-grams{others})")
+        return b, (f"{self.benchmarks[b].name} {self.items[b][i].label} {field}:{quoted} "
+                   f"({len(mine)} matching {self.n}-grams{others})")
 
-    def _passage(self, text: str, b: int, i: int) -> tuple[str | None, str]:
-        """The field of the first n-gram of `text` that matches item i of benchmark b and the document's words from
-        there to the end of that run of matching n-grams (at most PASSAGE_CHARS characters, spaces collapsed)."""
+    def _passage(self, text: str, rows: np.ndarray) -> tuple[str, str]:
+        """For the occurrences `rows` of one item: the field of the first n-gram of `text` among them, and the
+        document's words from there to the end of that run of matching n-grams of the same field (at most
+        PASSAGE_CHARS characters, spaces collapsed)."""
+        first_field = int(self.occ_field[rows[np.argmin(self.occ_offset[rows])]])
         spans = token_spans(text)
         grams, _ = WordHashes.of([hashed_text(text)]).ngrams(self.n)
-        if len(grams) != max(0, len(spans) - self.n + 1):
-            return None, ""
-        pos = self.hits(grams)
-        ok = pos >= 0
-        ok[ok] = (self.bench_of[pos[ok]] == b) & (self.item_of[pos[ok]] == i)
-        if not ok.any():
-            return None, ""
-        j = int(np.argmax(ok))
+        if len(grams) != max(0, len(spans) - self.n + 1):  # cannot happen with one hasher: no quote then
+            return self.field_names[first_field], ""
+        order = np.argsort(self.occ_hash[rows], kind="stable")
+        hashes, fields = self.occ_hash[rows][order], self.occ_field[rows][order]
+        at = np.minimum(np.searchsorted(hashes, grams), len(hashes) - 1)
+        field = np.where(hashes[at] == grams, fields[at], -1)  # the item's field of each n-gram of the text
+        if not (field >= 0).any():
+            return self.field_names[first_field], ""
+        j = int(np.argmax(field >= 0))
         end = j
-        while end + 1 < len(ok) and ok[end + 1]:
+        while end + 1 < len(field) and field[end + 1] == field[j]:
             end += 1
         passage = " ".join(text[spans[j][0]:spans[end + self.n - 1][1]].split())
         if len(passage) > PASSAGE_CHARS:
             passage = passage[:PASSAGE_CHARS - 1].rstrip() + "…"
-        return self.field_names[int(self.field_of[pos[j]])], passage.replace('"', "'")
+        return self.field_names[int(field[j])], passage.replace('"', "'")
 
 
 def benchmark_of(detail: str | None) -> str | None:

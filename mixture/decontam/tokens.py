@@ -19,8 +19,10 @@ import numpy as np
 NO_SPACE_RANGES = ("\u3005-\u3007\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f"
                    "\U00020000-\U0003134f")
 _NO_SPACE = re.compile(f"[{NO_SPACE_RANGES}]")
-# a run of word characters outside those scripts, or one word character inside them
-_TOKEN = re.compile(f"[^\\W{NO_SPACE_RANGES}]+|(?=[{NO_SPACE_RANGES}])\\w")
+# a run of word characters outside those scripts, or one word character inside them. The hasher reads the text
+# lower-cased, and İ (U+0130) is the one character str.lower() turns into a word character and a non-word one (i and
+# a combining dot): it ends the word it is in.
+_TOKEN = re.compile(f"[^\\W{NO_SPACE_RANGES}\u0130]+\u0130?|\u0130|(?=[{NO_SPACE_RANGES}])\\w")
 
 
 def splits_characters(text: str) -> bool:
