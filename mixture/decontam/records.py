@@ -86,9 +86,10 @@ def field_problems(name: str, records: list[dict], fields: list[str], id_field: 
     have = Counter(k for rec in records for k, v in rec.items() if _text(v) is not None)
     present = ", ".join(f"{k} ({n})" if n < len(records) else k for k, n in have.most_common())
     out = []
-    for key, wanted in (("fields", fields), ("id_field", [id_field] if id_field else [])):
+    for key, wanted, fix in (("fields", fields, "name the fields that hold its text"),
+                             ("id_field", [id_field] if id_field else [], "name the field that identifies an item")):
         for f, n in missing_fields(records, wanted).items():
             if n > MOST * len(records):
                 out.append((key, f"benchmark {name!r}: field {f!r} is missing or empty in {n:,} of its "
-                                 f"{len(records):,} records; its records have: {present or 'no fields'}"))
+                                 f"{len(records):,} records; its records have: {present or 'no fields'} ({fix})"))
     return out
