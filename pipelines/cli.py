@@ -37,6 +37,7 @@ def print_summary(artifact: StoreArtifact, store: str, max_loss: float | None = 
         if n and r.breakdown:
             reasons = ", ".join(f"{k} {v:,}" for k, v in artifact.breakdown(r.breakdown[1]).items())
             out.print(f"{n:,} {r.label} records ({reasons}) → {store}/{r.folder}/")
+    print_decontamination(artifact)
     print_loss(artifact, store, store_loss(artifact, max_loss))
     top = sorted(artifact.clusters, key=lambda cl: -cl.tokens)[:8]
     d = Table(title="largest domains", show_edge=False)
@@ -114,6 +115,20 @@ BUILD_HELP = (
     "data loss: a source kept nothing, lost records nothing can count, or lost or quarantined more than "
     "processing.max_loss of its records (the store is complete; with --accept-loss: 0); 130 interrupted (Ctrl-C: "
     "the same command resumes).")
+def print_decontamination(artifact: StoreArtifact) -> None:
+    """Per benchmark: items, n-grams indexed and skipped (by reason), documents dropped as contaminated."""
+    dc = artifact.decontamination
+    if dc is None:
+        return
+    t = Table(title=f"decontamination ({dc.ngram}-grams with at least {dc.min_content_words} content words and "
+                    f"under {dc.max_number_share:.0%} numbers)", show_edge=False)
+    for col in ("benchmark", "items", "indexed items", "n-grams indexed", "n-grams skipped", "documents matched"):
+        t.add_column(col, justify="left" if col in ("benchmark", "n-grams skipped") else "right")
+    for b in dc.benchmarks:
+        skipped = ", ".join(f"{reason} {n:,}" for reason, n in b.ngrams_skipped.items() if n) or "0"
+        t.add_row(b.name, f"{b.items:,}", f"{b.items_indexed:,}", f"{b.ngrams_indexed:,}", skipped,
+                  f"{b.documents_matched:,}")
+    out.print(t)
 
 
 def register(app: typer.Typer) -> None:

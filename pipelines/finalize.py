@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 
 import mixture
 from mixture.fit.model_store import load_model
+from mixture.pipelines import decontaminate
 from mixture.pipelines.readers import read_rows
 from mixture.pipelines.schemas import SAMPLE
 from mixture.pipelines.shard_facts import read_task_facts, shard_facts
@@ -26,6 +27,7 @@ from mixture.store.formats import (
     CellEntry,
     ClusterEntry,
     Counters,
+    DecontaminationInfo,
     DedupInfo,
     FitInfo,
     Ledger,
@@ -160,6 +162,14 @@ def spec_hash(ctx: BuildContext) -> str:
     return hashlib.sha256(canon.encode()).hexdigest()
 
 
+def decontamination_report(ctx: BuildContext) -> DecontaminationInfo | None:
+    """store.json's decontamination block; None when the build did not decontaminate."""
+    dc = ctx.spec.processing.decontamination
+    if not (dc.enabled and dc.benchmarks):
+        return None
+    return decontaminate.report(decontaminate.settings(dc, ctx.benchmarks()), ctx.store)
+
+
 def finalize(ctx: BuildContext, spec_path: str) -> StoreArtifact:
     fs, root = fsspec.core.url_to_fs(ctx.store)
     root = root.rstrip("/")
@@ -242,6 +252,7 @@ def finalize(ctx: BuildContext, spec_path: str) -> StoreArtifact:
         samples=SamplesInfo(**samples),
         loss=loss_info(sources, {name: sorted(files, key=lambda b: b.file) for name, files in broken.items()},
                        spec.processing.max_loss),
+        decontamination=decontamination_report(ctx),
     )
     write_model(fs, f"{root}/{layout.STORE_JSON}", artifact)
     return artifact

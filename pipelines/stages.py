@@ -9,6 +9,7 @@ import fsspec
 import pyarrow.parquet as pq
 from datatrove.utils.logging import logger
 
+from mixture.pipelines import decontaminate as decontaminate_step
 from mixture.pipelines import dedup, steps, writers
 from mixture.pipelines.readers import RankFilesReader
 from mixture.pipelines.shard_facts import ShardFacts
@@ -71,8 +72,8 @@ class BuildContext:
         return out
 
     def benchmarks(self) -> list[dict]:
-        return [{"name": b.name, "uri": resolve_uri(b.uri, self.spec_dir), "fields": list(b.fields)}
-                for b in self.spec.processing.decontamination.benchmarks]
+        return [{"name": b.name, "uri": resolve_uri(b.uri, self.spec_dir), "fields": list(b.fields),
+                 "id_field": b.id_field} for b in self.spec.processing.decontamination.benchmarks]
 
     @property
     def fuzzy_drops(self) -> str | None:
@@ -103,10 +104,10 @@ def prepare_steps(ctx: BuildContext) -> list:
                     exclusion_writer=writers.drop_writer(ctx.at(layout.dropped_dir("filtered")), "filtered")),
         dedup.Fingerprint(
             {"ngram": fz.ngram, "permutations": fz.permutations, "seed": fz.seed} if fz.enabled else None,
-            {"benchmarks": ctx.benchmarks(), "ngram": dc.ngram, "min_matches": dc.min_matches} if decontaminate else None),
+            decontaminate_step.settings(dc, ctx.benchmarks()) if decontaminate else None),
     ]
     if decontaminate:
-        prepare.append(dedup.Decontaminate(
+        prepare.append(decontaminate_step.Decontaminate(
             exclusion_writer=writers.drop_writer(ctx.at(layout.dropped_dir("contaminated")), "contaminated")))
     q = ctx.spec.partition.quality
     prepare += [steps.Annotate(q.scorer, q.fasttext_model and resolve_uri(q.fasttext_model, ctx.spec_dir), q.fasttext_label),

@@ -167,6 +167,8 @@ def _check_resources(spec: Spec, base_dir: str) -> list[SpecProblem]:
             msg = f"benchmark file not found at {uri!r}"
         if not found:
             problems.append(SpecProblem(f"processing.decontamination.benchmarks[{i}].uri", msg))
+        elif spec.processing.decontamination.enabled:
+            problems += _benchmark_problems(spec, i, uri)
     problems += _store_overlaps(spec, base_dir)
     for key, message in [*preflight.store_problems(resolve_uri(spec.store.uri, base_dir)),
                          *preflight.tokenizer_problems(spec, base_dir), *preflight.model_problems(spec, base_dir)]:
@@ -187,6 +189,18 @@ def _store_overlaps(spec: Spec, base_dir: str) -> list[SpecProblem]:
             problems.append(SpecProblem("store.uri", f"the store {store} {why}; put the store outside every "
                                                      "source location"))
     return problems
+
+
+def _benchmark_problems(spec: Spec, i: int, uri: str) -> list[SpecProblem]:
+    """The benchmark's records: readable, with the named fields, yielding n-grams that carry content."""
+    from mixture.decontam.checks import benchmark_problems
+    from mixture.decontam.index import BenchmarkSource
+
+    dc, bench = spec.processing.decontamination, spec.processing.decontamination.benchmarks[i]
+    source = BenchmarkSource(bench.name, uri, tuple(bench.fields), bench.id_field)
+    return [SpecProblem(f"processing.decontamination.benchmarks[{i}].{key}", msg)
+            for key, msg in benchmark_problems(source, "id_field" in bench.model_fields_set, dc.ngram,
+                                               dc.min_content_words, dc.max_number_share)]
 
 
 def parse_spec(data: Any, file: str = "<spec>") -> Spec:

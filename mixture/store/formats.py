@@ -358,6 +358,32 @@ class LossInfo(Format):
     max_loss: float = Field(ge=0, le=1, description="processing.max_loss the verdicts were made with")
     sources: list[SourceLoss] = Field(description="every source of the spec, in spec order")
     over: list[str] = Field(description="names of the sources whose verdict is not ok")
+class BenchmarkReport(Format):
+    """One decontamination benchmark: what its records gave the index and how many documents it caught."""
+
+    name: str = Field(description="benchmark name from the spec")
+    fields: list[str] = Field(description="the record fields whose n-grams are indexed")
+    items: int = Field(ge=0, description="records read")
+    items_indexed: int = Field(ge=0, description="records with at least one indexed n-gram")
+    missing_fields: dict[str, int] = Field(description="per field of `fields`, records without a value for it")
+    ngrams_indexed: int = Field(ge=0, description="distinct n-grams indexed (they carry content)")
+    ngrams_skipped: dict[str, int] = Field(
+        description="distinct n-grams left out, by reason: no_content (numbers, symbols and single letters only), "
+                    "few_content_words (fewer distinct content words than min_content_words), many_numbers (at "
+                    "least max_number_share of its words are numbers)")
+    documents_matched: int = Field(ge=0, description="documents dropped as contaminated whose detail names this "
+                                                     "benchmark (one matching several counts under the one it "
+                                                     "shares the most n-grams with)")
+
+
+class DecontaminationInfo(Format):
+    """The decontamination settings the build ran with and one report per benchmark."""
+
+    ngram: int = Field(ge=1, description="words per n-gram")
+    min_matches: int = Field(ge=1, description="distinct matching n-grams that make a document contaminated")
+    min_content_words: int = Field(ge=1, description="distinct content words an n-gram needs to be indexed")
+    max_number_share: float = Field(description="an n-gram with at least this share of numbers is not indexed")
+    benchmarks: list[BenchmarkReport] = Field(description="every benchmark of the spec, in spec order")
 
 
 class StoreArtifact(Format):
@@ -386,6 +412,8 @@ class StoreArtifact(Format):
     samples: SamplesInfo | None = Field(None, description="the sample files")
     loss: LossInfo | None = Field(None, description="data loss per source: quarantined and lost records against "
                                                     "processing.max_loss (null: a store built before it was recorded)")
+    decontamination: DecontaminationInfo | None = Field(
+        None, description="benchmark decontamination: settings and a report per benchmark (null: it did not run)")
 
     def cell_entries(self) -> dict[str, CellEntry]:
         return {c.cell: c for c in self.cells}
