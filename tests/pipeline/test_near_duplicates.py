@@ -71,7 +71,9 @@ def test_band_buckets_hold_a_bucket_cut_by_a_block(tmp_path):
 
 def test_exact_jaccard_of_segments():
     rng = np.random.default_rng(1)
-    sets = [np.unique(rng.integers(0, 400, rng.integers(0, 300)).astype(np.uint64)) for _ in range(30)]
+    pool = np.concatenate([rng.integers(0, 2**63, 300, dtype=np.uint64) * np.uint64(2),  # hashes, and values
+                           np.arange(100, dtype=np.uint64)])  # that share their top bits (the one-by-one path)
+    sets = [np.unique(rng.choice(pool, rng.integers(0, 300))) for _ in range(30)]
     seg = nd.Segments(np.concatenate(sets), np.cumsum([0] + [len(s) for s in sets[:-1]]).astype(np.int64),
                       np.array([len(s) for s in sets], np.int64))
     a, b = rng.integers(0, 30, 200), rng.integers(0, 30, 200)
@@ -249,9 +251,14 @@ def test_multilingual_planted_near_duplicates_caught(multilingual, multilingual_
     truth = json.loads((multilingual / "corpus" / "ground_truth.json").read_text())
     kept, fuzzy = _kept(multilingual_store), {r["id"] for r in _fuzzy_drops(multilingual_store)}
     assert truth["near_duplicates"]
-    for dup in truth["near_duplicates"]:
+    caught = 0
+    for dup in truth["near_duplicates"]:  # (a pair dropped by another step, e.g. decontamination, has no survivor)
         pair = {dup["id"], dup["duplicate_of"]}
-        assert len(pair & kept) <= 1 and pair & fuzzy, dup
+        assert len(pair & kept) <= 1, dup
+        if pair & kept:
+            assert pair - kept <= fuzzy, dup
+            caught += 1
+    assert caught >= len(truth["near_duplicates"]) * 0.8
 
 
 @pytest.mark.slow
