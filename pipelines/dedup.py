@@ -246,7 +246,8 @@ def load_drops(work: str, rank: int, fuzzy_drops: str | None) -> dict[int, tuple
 class BandCollisions(PipelineStep):
     """Task b of the bucket stage, in place of datatrove's MinhashDedupBuckets (same input files, same pairs): merges
     band b's sorted signature files and writes, for every run of equal band signatures, each record paired with
-    the one before it in (signature, file, document) order, as `<b>_00.dups` (4 uint32 per pair, streamed). Records
+    the one before it in (signature, file, document) order, as `<b>_00.dups` (4 uint32 per pair, streamed): the
+    pairs of one bucket follow each other (`minhash_cluster` reads the buckets back from them). Records
     are merged in blocks with numpy instead of one heap step per record; a block of every file is held at a time."""
 
     type = "🫂 - DEDUP"

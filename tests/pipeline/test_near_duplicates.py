@@ -69,6 +69,38 @@ def test_band_buckets_hold_a_bucket_cut_by_a_block(tmp_path):
     assert len(np.unique(buckets)) == 40 and (buckets >> nd.BAND_BITS == 3).all() and whole.num_rows == doc
 
 
+@pytest.mark.parametrize("memory", [256 * 2**20, 1])
+def test_buckets_read_back_from_the_bucket_stages_pairs(tmp_path, memory):
+    """The buckets read back from the pairs of BandCollisions (and of datatrove's MinhashDedupBuckets) are the
+    groups of documents with equal band signatures, also when runs cross the bucket stage's read blocks."""
+    import fsspec
+    from datatrove.pipeline.dedup.minhash import MinhashConfig, MinhashDedupBuckets
+
+    from mixture.pipelines.dedup import BandCollisions
+    from tests.pipeline.test_band_collisions import BANDS, ROWS, write_sig_files
+
+    write_sig_files(tmp_path / "sigs", np.random.default_rng(3), files=4, docs=2000, shared=30, run=600)
+    dtype = np.dtype([(f"h{j}", "<u8") for j in range(ROWS)] + [("doc", "<u4")])
+    config = MinhashConfig(num_buckets=BANDS, hashes_per_bucket=ROWS)
+    for b in range(BANDS):
+        groups: dict[tuple, set] = {}
+        for path in sorted((tmp_path / "sigs" / f"bucket_{b:03d}").glob("*.minhash.sig")):
+            stem = int(path.name.split(".")[0])
+            for rec in np.fromfile(path, dtype=dtype).tolist():
+                groups.setdefault(rec[:ROWS], set()).add((stem, rec[ROWS]))
+        expected = sorted(sorted(g) for g in groups.values() if len(g) > 1)
+        list(BandCollisions(str(tmp_path / "sigs"), str(tmp_path / "ours"), ROWS, memory=memory).run(None, b, BANDS)
+             or ())
+        MinhashDedupBuckets(str(tmp_path / "sigs"), str(tmp_path / "datatrove"), config=config).run(None, b, BANDS)
+        for folder in ("ours", "datatrove"):
+            t = pa.concat_tables(nd.band_buckets(str(tmp_path / folder / f"{b:05d}_00.dups"),
+                                                 fsspec.filesystem("file"), b, block=97))
+            got: dict[int, set] = {}
+            for bucket, rank, idx in zip(*(t.column(c).to_pylist() for c in ("bucket", "rank", "idx")), strict=True):
+                got.setdefault(bucket, set()).add((rank, idx))
+            assert sorted(sorted(g) for g in got.values()) == expected, (folder, b)
+
+
 def test_exact_jaccard_of_segments():
     rng = np.random.default_rng(1)
     pool = np.concatenate([rng.integers(0, 2**63, 300, dtype=np.uint64) * np.uint64(2),  # hashes, and values
