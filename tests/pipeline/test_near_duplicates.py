@@ -140,7 +140,8 @@ def _prepared(path, texts: list[str], permutations: int = 112) -> None:
     }, schema=WORK), path)
 
 
-def _resolve(tmp_path, texts: list[str], buckets: list[list[int]]) -> tuple[dict[str, str], NearDuplicateReport]:
+def _resolve(tmp_path, texts: list[str], buckets: list[list[int]], threshold: float = 0.719
+             ) -> tuple[dict[str, str], NearDuplicateReport]:
     """ResolveNearDuplicates over `texts` (one prepared file) whose bucket stage put `buckets` (lists of
     documents, one band each) together: {dropped id: detail}, the report."""
     (tmp_path / "prepared").mkdir()
@@ -150,7 +151,7 @@ def _resolve(tmp_path, texts: list[str], buckets: list[list[int]]) -> tuple[dict
         pairs = [[0, members[i - 1], 0, members[i]] for i in range(1, len(members))]
         (tmp_path / "buckets" / f"{band:05d}_00.dups").write_bytes(np.array(pairs, dtype="<u4").tobytes())
     step = nd.ResolveNearDuplicates(str(tmp_path / "buckets"), str(tmp_path / "prepared"), str(tmp_path / "drops.parquet"),
-                                    str(tmp_path / "report.json"), threshold=0.719, ngram=5, permutations=112)
+                                    str(tmp_path / "report.json"), threshold=threshold, ngram=5, permutations=112)
     list(step.run(None, 0, 1) or ())
     drops = pq.read_table(tmp_path / "drops.parquet").to_pylist()
     return ({f"d{r['idx']}": r["detail"] for r in drops},
@@ -171,6 +172,23 @@ def test_chain_keeps_its_far_end(tmp_path):
     assert (report.documents, report.pairs_considered, report.pairs_verified, report.drops, report.kept_similar) == (
         3, 3, 2, 1, 1)
     assert report.pairs_rejected == 1 and report.pairs_compared + report.pairs_ruled_out == 3
+
+
+def test_the_spec_states_the_threshold(tmp_path):
+    from pydantic import ValidationError
+
+    from mixture.spec.models import FuzzyDedup
+
+    assert FuzzyDedup().similarity_threshold == FuzzyDedup().lsh_threshold == pytest.approx(0.719, abs=1e-3)
+    assert FuzzyDedup(threshold=0.9).similarity_threshold == 0.9
+    for bad in (0, 1.5):
+        with pytest.raises(ValidationError, match="threshold"):
+            FuzzyDedup(threshold=bad)
+    rng = random.Random(0)
+    core, extra = _words(rng, 200), _words(rng, 50)
+    a, b = " ".join(core + extra), " ".join(core)
+    drops, report = _resolve(tmp_path, [a, b], [[0, 1]], threshold=0.9)  # J = 0.80: a candidate, not a duplicate
+    assert drops == {} and (report.threshold, report.pairs_considered, report.pairs_rejected) == (0.9, 1, 1)
 
 
 def test_drop_names_the_most_similar_kept_document(tmp_path):
