@@ -28,7 +28,7 @@ from mixture.text.shingles import WordHashes
 ANCHORS = 8  # a bucket member is paired with at most this many members before it (a bucket of n: ≤ 8n pairs)
 SIGMAS = 6  # a pair whose signature agreement is this many standard errors below the threshold is not compared
 PAIRS_PER_FETCH = 16_384  # pairs read at a time (their two signatures: 16k × 2 × 112 × 8 bytes = 29 MB)
-SHINGLES_PER_CHECK = 4_000_000  # shingles compared at once (two uint64 and an int64 each, sorted together)
+SHINGLES_PER_CHECK = 4_000_000  # shingles compared at once (each held as value, key and owner: ~24 bytes)
 BAND_BITS = 40  # bucket id = band << BAND_BITS | bucket number in the band's file
 
 
