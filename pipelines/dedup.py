@@ -2,7 +2,7 @@
 
 `prepare` fingerprints each document (exact hash, one-permutation MinHash, benchmark n-gram hits); `find_duplicates`
 (DuckDB) lists repeated ids and exact duplicates; `minhash_sigs` writes the surviving signatures in datatrove's
-format, `minhash_buckets` finds the pairs that share a band and `minhash_cluster` the near-duplicate clusters;
+format, `minhash_buckets` finds the pairs that share a band (`minhash_cluster`, in near_duplicates.py, checks them);
 `assign` routes every listed document to its drop file."""
 
 from __future__ import annotations
@@ -173,65 +173,11 @@ def load_drops(work: str, rank: int, fuzzy_drops: str | None) -> dict[int, tuple
     return drops
 
 
-class ResolveNearDuplicates(PipelineStep):
-    """One task, in place of datatrove's MinhashDedupCluster: union-find over the candidate pairs of the bucket
-    stage (`*.dups`, datatrove's format), then in every cluster the first document in spec order (source, file, record, as
-    for exact duplicates) is kept and the others are listed as `fuzzy_duplicate`, naming the kept one."""
-
-    type = "🫂 - DEDUP"
-    name = "🎯 MinHash clusters"
-
-    def __init__(self, pairs_folder: str, prepared: str, output: str):
-        super().__init__()
-        self.pairs_folder, self.prepared, self.output = pairs_folder, prepared, output
-
-    def _components(self) -> dict[tuple[int, int], tuple[int, int]]:
-        """{(task, index): root} of every document in a candidate pair."""
-        parent: dict[tuple[int, int], tuple[int, int]] = {}
-
-        def find(x):
-            root = x
-            while parent.setdefault(root, root) != root:
-                root = parent[root]
-            while parent[x] != root:  # path compression
-                parent[x], x = root, parent[x]
-            return root
-
-        fs, root = fsspec.core.url_to_fs(self.pairs_folder)
-        for path in sorted(fs.glob(f"{root}/*.dups")):
-            with fs.open(path, "rb") as f:
-                pairs = np.frombuffer(f.read(), dtype="<u4").reshape(-1, 4)
-            for f1, d1, f2, d2 in pairs.tolist():
-                a, b = find((f1, d1)), find((f2, d2))
-                if a != b:
-                    parent[max(a, b)] = min(a, b)
-        return {x: find(x) for x in parent}
-
-    def run(self, data: DocumentsPipeline = None, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
-        comp = self._components()
-        members = pa.table({"rank": pa.array([k[0] for k in comp], pa.int32()),
-                            "idx": pa.array([k[1] for k in comp], pa.int64()),
-                            "component": pa.array([hash_pair(v) for v in comp.values()], pa.uint64())})
-        with prepared_docs(self.prepared) as con:
-            con.register("members", members)
-            con.sql("CREATE TEMP TABLE clustered AS SELECT * FROM docs JOIN members USING (rank, idx)")
-            out = [(r, i, "fuzzy_duplicate", f"near duplicate of {id_!r} ({src}, {file}:{rec})")
-                   for r, i, id_, src, file, rec in con.sql(_LATER.format(key="component", table="clustered")).fetchall()]
-        self.stat_update("clusters", value=len(set(comp.values())))
-        self.stat_update("fuzzy_duplicate", value=len(out))
-        write_drops(self.output, out)
-        if data:
-            yield from data
-
-
-def hash_pair(x: tuple[int, int]) -> int:
-    return (x[0] << 32) | x[1]
-
-
 class BandCollisions(PipelineStep):
     """Task b of the bucket stage, in place of datatrove's MinhashDedupBuckets (same input files, same pairs): merges
     band b's sorted signature files and writes, for every run of equal band signatures, each record paired with
-    the one before it in (signature, file, document) order, as `<b>_00.dups` (4 uint32 per pair, streamed). Records
+    the one before it in (signature, file, document) order, as `<b>_00.dups` (4 uint32 per pair, streamed): the
+    pairs of one bucket follow each other (`minhash_cluster` reads the buckets back from them). Records
     are merged in blocks with numpy instead of one heap step per record; a block of every file is held at a time."""
 
     type = "🫂 - DEDUP"

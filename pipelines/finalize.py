@@ -32,11 +32,13 @@ from mixture.store.formats import (
     FitInfo,
     Ledger,
     LedgerShard,
+    NearDuplicateReport,
     PartitionInfo,
     SamplesInfo,
     SourceEntry,
     SpecRef,
     StoreArtifact,
+    read_model,
     write_model,
 )
 from mixture.store.io import write_parquet_atomic
@@ -241,7 +243,7 @@ def finalize(ctx: BuildContext, spec_path: str) -> StoreArtifact:
         raw_score_cutoffs={ct: cal["raw_cutoffs"] for ct, cal in model.calibration.items()},
         calibration_docs={ct: cal["n"] for ct, cal in model.calibration.items()},
         dedup=DedupInfo(exact=spec.processing.dedup.exact.enabled, fuzzy=spec.processing.dedup.fuzzy.model_dump(),
-                        fuzzy_threshold=round(spec.processing.dedup.fuzzy.threshold, 4)),
+                        fuzzy_threshold=round(spec.processing.dedup.fuzzy.lsh_threshold, 4)),
         clusters=clusters,
         cells=cells,
         empty_cells=empty,
@@ -253,6 +255,8 @@ def finalize(ctx: BuildContext, spec_path: str) -> StoreArtifact:
         loss=loss_info(sources, {name: sorted(files, key=lambda b: b.file) for name, files in broken.items()},
                        spec.processing.max_loss),
         decontamination=decontamination_report(ctx),
+        near_duplicates=read_model(NearDuplicateReport, ctx.near_duplicates_report)
+        if ctx.near_duplicates_report else None,
     )
     write_model(fs, f"{root}/{layout.STORE_JSON}", artifact)
     return artifact

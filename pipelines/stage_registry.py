@@ -68,7 +68,7 @@ STAGES: tuple[StageDef, ...] = (
              "mixture.pipelines.stages:minhash_sigs_steps", TASKS, when=FUZZY, chained=True),
     StageDef("minhash_buckets", "candidate near-duplicate pairs, one task per band",
              "mixture.pipelines.stages:minhash_buckets_steps", "processing.dedup.fuzzy.bands", when=FUZZY, chained=True),
-    StageDef("minhash_cluster", "near-duplicate clusters: the first of each is kept",
+    StageDef("minhash_cluster", "near duplicates: candidate pairs verified, greedy keep in spec order",
              "mixture.pipelines.stages:minhash_cluster_steps", 1, when=FUZZY, chained=True),
     # not chained: its sample rate comes from the number of documents dedup kept
     StageDef("sample", "a seeded sample of the kept documents for the fit",

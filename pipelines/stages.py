@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 from datatrove.utils.logging import logger
 
 from mixture.pipelines import decontaminate as decontaminate_step
-from mixture.pipelines import dedup, steps, writers
+from mixture.pipelines import dedup, near_duplicates, steps, writers
 from mixture.pipelines.readers import RankFilesReader
 from mixture.pipelines.shard_facts import ShardFacts
 from mixture.pipelines.source_records import SourceFiles
@@ -80,6 +80,11 @@ class BuildContext:
         """The near duplicates `minhash_cluster` lists (DROPS schema), None without fuzzy dedup."""
         return f"{self.work}/fuzzy_drops.parquet" if self.spec.processing.dedup.fuzzy.enabled else None
 
+    @property
+    def near_duplicates_report(self) -> str | None:
+        """`minhash_cluster`'s report (NearDuplicateReport), None without fuzzy dedup."""
+        return f"{self.work}/near_duplicates.json" if self.spec.processing.dedup.fuzzy.enabled else None
+
 
 def build_stage(ctx: BuildContext, stage: StageDef) -> Stage:
     """The stage's pipeline for this build; a stage with side files first removes those of an earlier attempt."""
@@ -132,7 +137,10 @@ def minhash_buckets_steps(ctx: BuildContext) -> list:
 
 
 def minhash_cluster_steps(ctx: BuildContext) -> list:
-    return [dedup.ResolveNearDuplicates(f"{ctx.work}/mh_buckets", f"{ctx.work}/prepared", ctx.fuzzy_drops)]
+    fz = ctx.spec.processing.dedup.fuzzy
+    return [near_duplicates.ResolveNearDuplicates(
+        f"{ctx.work}/mh_buckets", f"{ctx.work}/prepared", ctx.fuzzy_drops, ctx.near_duplicates_report,
+        threshold=fz.similarity_threshold, ngram=fz.ngram, permutations=fz.permutations)]
 
 
 def steps_reader(ctx: BuildContext):

@@ -118,6 +118,10 @@ class FuzzyDedup(Strict):
     bands: int = Field(14, gt=0)
     ngram: int = Field(5, gt=0, description="word n-gram size of shingles")
     seed: int = 1
+    threshold: float | None = Field(
+        None, gt=0, le=1,
+        description="word n-gram Jaccard similarity at or above which a candidate pair counts as near duplicates "
+                    "(checked on the pair's shingles); default: the LSH threshold (1/bands)^(1/rows)")
 
     @model_validator(mode="after")
     def _divisible(self) -> FuzzyDedup:
@@ -133,9 +137,14 @@ class FuzzyDedup(Strict):
         return self.permutations // self.bands
 
     @property
-    def threshold(self) -> float:
+    def lsh_threshold(self) -> float:
         """Jaccard similarity at which a pair is caught with probability ~1/2: (1/b)^(1/r)."""
         return (1 / self.bands) ** (1 / self.rows_per_band)
+
+    @property
+    def similarity_threshold(self) -> float:
+        """The Jaccard similarity a candidate pair needs to count as near duplicates: `threshold`, or the LSH one."""
+        return self.lsh_threshold if self.threshold is None else self.threshold
 
 
 class Dedup(Strict):

@@ -46,7 +46,7 @@ REASONS: tuple[DropReason, ...] = (
                "a document whose normalised text equals a kept document's", dropped_dir("exact_duplicate"),
                ("assign",)),
     DropReason("fuzzy_duplicate", "fuzzy_duplicate_dropped", "fuzzy duplicate",
-               "a near duplicate (MinHash LSH) of a kept document", dropped_dir("fuzzy_duplicate"), ("assign",)),
+               "a near duplicate of a kept document (MinHash LSH, verified on the pair)", dropped_dir("fuzzy_duplicate"), ("assign",)),
     DropReason("contaminated", "contaminated_dropped", "contaminated",
                "a document sharing content-carrying n-grams with a benchmark (decontamination); `detail` names the "
                "benchmark item, the field and the document's matching words", dropped_dir("contaminated"),

@@ -298,6 +298,29 @@ class DedupInfo(Format):
     fuzzy_threshold: float = Field(description="Jaccard similarity at which LSH flags half the pairs")
 
 
+class NearDuplicateReport(Format):
+    """How `minhash_cluster` decided the near duplicates (`_build/work/near_duplicates.json`, then store.json
+    `near_duplicates`): the LSH candidate pairs, each checked on the two documents' shingles, and the drops."""
+
+    measure: str = Field(description="the similarity checked on every candidate pair (word n-gram Jaccard)")
+    threshold: float = Field(description="similarity at or above which a pair is near duplicates "
+                                         "(processing.dedup.fuzzy.threshold, default the LSH threshold)")
+    anchors: int = Field(ge=1, description="a bucket member is paired with at most this many members before it")
+    signature_margin: float = Field(ge=0, description="a pair whose MinHash signatures agree on less than "
+                                                      "threshold − margin of positions is ruled out uncompared")
+    band_pairs: int = Field(ge=0, description="pairs the bucket stage wrote (the edges a components approach unites)")
+    buckets: int = Field(ge=0, description="LSH buckets (one band's equal signatures) of two or more documents")
+    documents: int = Field(ge=0, description="documents in at least one bucket")
+    pairs_considered: int = Field(ge=0, description="distinct candidate pairs")
+    pairs_ruled_out: int = Field(ge=0, description="candidate pairs ruled out by their signature agreement")
+    pairs_compared: int = Field(ge=0, description="candidate pairs whose shingle sets were compared")
+    pairs_verified: int = Field(ge=0, description="candidate pairs at or above the threshold")
+    pairs_rejected: int = Field(ge=0, description="candidate pairs below the threshold (ruled out or compared)")
+    drops: int = Field(ge=0, description="documents dropped: verified against an earlier document that is kept")
+    kept_similar: int = Field(ge=0, description="documents kept although verified against an earlier one, every "
+                                                "such one being dropped (a chain a components approach would drop)")
+
+
 class FitInfo(Format):
     """The frozen fit (`_model/fit.json`): its sample and settings."""
 
@@ -409,6 +432,8 @@ class StoreArtifact(Format):
     filtered_by_reason: dict[str, int] = Field(default_factory=dict, description="filtered documents per gate")
     bad_input_by_reason: dict[str, int] = Field(default_factory=dict, description="bad input records per reason")
     fit: FitInfo | None = Field(None, description="the frozen fit's sample and settings")
+    near_duplicates: NearDuplicateReport | None = Field(
+        None, description="the near-duplicate decisions: candidate pairs, verified pairs and drops (fuzzy dedup on)")
     samples: SamplesInfo | None = Field(None, description="the sample files")
     loss: LossInfo | None = Field(None, description="data loss per source: quarantined and lost records against "
                                                     "processing.max_loss (null: a store built before it was recorded)")

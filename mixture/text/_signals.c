@@ -15,6 +15,25 @@ static unsigned char ASCII_WORD[128]; /* word_hashes: ASCII digits -> '0', lette
 #define IS_WORD(c) ((c) == '_' || IS_ALNUM(c))
 #define IS_LETTER(c) ((Py_UCS4)(c) < 256 ? LETTER[(Py_UCS4)(c)] : (Py_UNICODE_ISALNUM(c) && !Py_UNICODE_ISDECIMAL(c)))
 
+/* Scripts written without spaces between words (docs/build.md, Gates): each letter of them is one word of the
+ * word gate. Han (with its radicals, compatibility ideographs and bopomofo), Hiragana, Katakana, Thai, Lao,
+ * Myanmar, Khmer; Hangul is written with spaces and is not here. Keep equal to gates.UNSPACED_RANGES. */
+static const Py_UCS4 UNSPACED[][2] = {
+    {0x0E00, 0x0EFF}, {0x1000, 0x109F}, {0x1780, 0x17FF}, {0x19E0, 0x19FF}, {0x2E80, 0x2FDF},
+    {0x3000, 0x312F}, {0x31A0, 0x31BF}, {0x31F0, 0x31FF}, {0x3400, 0x4DBF}, {0x4E00, 0x9FFF},
+    {0xA9E0, 0xA9FF}, {0xAA60, 0xAA7F}, {0xF900, 0xFAFF}, {0xFF66, 0xFF9F}, {0x16FE0, 0x16FFF},
+    {0x1B000, 0x1B16F}, {0x20000, 0x323AF},
+};
+
+static inline int in_unspaced_script(Py_UCS4 c) {
+    if (c < 0x0E00) return 0;
+    for (size_t i = 0; i < sizeof(UNSPACED) / sizeof(UNSPACED[0]); i++) {
+        if (c < UNSPACED[i][0]) return 0;
+        if (c <= UNSPACED[i][1]) return 1;
+    }
+    return 0;
+}
+
 static void init_tables(void) {
     for (Py_UCS4 c = 0; c < 256; c++) {
         SPACE[c] = Py_UNICODE_ISSPACE(c) != 0;
@@ -829,7 +848,7 @@ static struct PyModuleDef MODULE = {
     NULL, NULL, NULL, NULL};
 
 /* bumped with every change of a function's arguments or results; mixture/text/kernel.py ignores another version */
-#define KERNEL_VERSION 2
+#define KERNEL_VERSION 3
 
 PyMODINIT_FUNC PyInit__signals(void) {
     init_tables();

@@ -47,6 +47,28 @@ static Py_ssize_t F(count_words)(const CH *s, Py_ssize_t end, Py_ssize_t cap) {
     return n;
 }
 
+/* the word gate's words in [0, end), counting stops at `cap`: every letter of a script written without spaces
+ * (in_unspaced_script) is a word, its other characters (marks, punctuation) separate; elsewhere a word is a run of
+ * characters between whitespace */
+static Py_ssize_t F(count_gate_words)(const CH *s, Py_ssize_t end, Py_ssize_t cap) {
+    if (sizeof(CH) == 1) return F(count_words)(s, end, cap);
+    Py_ssize_t n = 0;
+    int in_word = 0;
+    for (Py_ssize_t i = 0; i < end && n < cap; i++) {
+        Py_UCS4 c = s[i];
+        if (IS_SPACE(c)) {
+            in_word = 0;
+        } else if (in_unspaced_script(c)) {
+            n += Py_UNICODE_ISALPHA(c) != 0;
+            in_word = 0;
+        } else {
+            n += !in_word;
+            in_word = 1;
+        }
+    }
+    return n;
+}
+
 static void F(normalize_flags)(const CH *s, Py_ssize_t len, int *cr, int *trailing, int *blank4) {
     Py_ssize_t newlines = 0;
     Py_UCS4 prev = 0;
@@ -66,7 +88,7 @@ static void F(normalize_flags)(const CH *s, Py_ssize_t len, int *cr, int *traili
 /* ---- gates ---------------------------------------------------------------------------------------------- */
 
 static int F(gate_counts)(const CH *s, Py_ssize_t len, Py_ssize_t min_words, Py_ssize_t head, GateCounts *out) {
-    out->few_words = F(count_words)(s, len, min_words) < min_words;
+    out->few_words = F(count_gate_words)(s, len, min_words) < min_words;
     for (Py_ssize_t i = 0; i < head; i++) {
         CH c = s[i];
         out->symbols += c != ' ' && c != '\t' && c != '\n' && !IS_ALNUM(c);
