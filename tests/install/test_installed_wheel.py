@@ -58,8 +58,8 @@ def _deps_venv(requirements: list[str], work: Path) -> Path:
     _run([sys.executable, "-m", "venv", str(tmp)], work)
     _run([str(tmp / "bin" / "python"), "-m", "pip", "install", *PIP_QUIET, *requirements], work, timeout=1800)
     (tmp / "READY").write_text("\n".join(requirements) + "\n")
-    for old in CACHE.glob("deps-*"):  # venvs of other requirements (and leftovers of killed runs)
-        if old != tmp:
+    for old in CACHE.glob("deps-*"):  # venvs of other requirements and leftovers of killed runs, unused for a day
+        if old != tmp and time.time() - old.stat().st_mtime > 86400:
             shutil.rmtree(old, ignore_errors=True)
     os.rename(tmp, final)  # only its site-packages is used (through a .pth), so the venv may move
     return final
