@@ -51,6 +51,7 @@ def _deps_venv(requirements: list[str], work: Path) -> Path:
     key = hashlib.sha256("\n".join([sys.version, *requirements]).encode()).hexdigest()[:16]
     final = CACHE / f"deps-{key}"
     if (final / "READY").exists():
+        os.utime(final)  # in use: kept by the clean-up below
         return final
     CACHE.mkdir(parents=True, exist_ok=True)
     tmp = CACHE / f"deps-{key}.tmp-{os.getpid()}"
