@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
 
 _task_threads = 0  # 0: no task is running in this process (libraries keep their defaults)
+# read by OpenMP and BLAS libraries when they load: a library first loaded inside a task (scipy's own OpenBLAS and
+# scikit-learn's OpenMP in a fresh Slurm or Ray process) would otherwise take one thread per core of the node,
+# which threadpoolctl cannot limit after the fact and which changed the fitted embedder with the node's core count
+THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
 
 
 @contextlib.contextmanager
@@ -19,6 +24,8 @@ def task_threads(n: int) -> Iterator[None]:
     from threadpoolctl import threadpool_limits
 
     n, saved = max(1, int(n)), (_task_threads, pa.cpu_count())
+    saved_env = {k: os.environ.get(k) for k in THREAD_ENV}
+    os.environ.update({k: str(n) for k in THREAD_ENV})
     pa.set_cpu_count(n)
     _task_threads = n
     try:
@@ -27,6 +34,11 @@ def task_threads(n: int) -> Iterator[None]:
     finally:
         _task_threads = saved[0]
         pa.set_cpu_count(saved[1])
+        for k, v in saved_env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def duckdb_threads() -> dict:

@@ -59,9 +59,16 @@ def stdlib_docstrings(by_module: dict[str, list[Docstring]]) -> Source:
 
 
 def package_code_files(site_files: list[tuple[str, Path]]) -> list[tuple[str, Path]]:
-    """Installed packages' .py files (relative to their site-packages folder), editable-install hooks excluded."""
-    return [(r, p) for r, p in site_files
-            if p.suffix == ".py" and not r.startswith("__editable__") and ".dist-info/" not in r]
+    """Installed packages' .py files (relative to their site-packages folder), editable-install hooks excluded; a
+    path found in two site-packages folders (a venv whose .pth adds another's, each with its own pip) is taken once,
+    from the first listed (its relative path is the record's id, and ids are unique per source)."""
+    seen: set[str] = set()
+    files = []
+    for r, p in site_files:
+        if p.suffix == ".py" and not r.startswith("__editable__") and ".dist-info/" not in r and r not in seen:
+            seen.add(r)
+            files.append((r, p))
+    return files
 
 
 def package_code(

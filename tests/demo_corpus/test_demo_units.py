@@ -79,3 +79,13 @@ def test_structured_data_does_not_depend_on_where_the_environment_is() -> None:
     assert location_free("RECORD", "../../../bin/x,sha256=a,1\r\npkg/a.py,sha256=b,2\r\n") == "pkg/a.py,sha256=b,2\r\n"
     assert location_free("RECORD", "__editable___m_finder.py,sha256=c,3\r\nm.dist-info/direct_url.json,sha256=d,6\n") == ""
     assert location_free("WHEEL", "../x\n") == "../x\n"
+
+
+def test_package_code_takes_a_file_found_in_two_site_packages_once(tmp_path) -> None:
+    """A venv whose .pth adds another venv's site-packages lists pip twice: the record ids (relative paths) stay
+    unique, so no package-code record is quarantined as a duplicate id."""
+    from mixture.demo_corpus.code_sources import package_code_files
+
+    a, b = tmp_path / "a" / "pip" / "main.py", tmp_path / "b" / "pip" / "main.py"
+    listing = sorted([("pip/main.py", a), ("pip/main.py", b), ("pip/util.py", b), ("x.dist-info/y.py", a)])
+    assert package_code_files(listing) == [("pip/main.py", a), ("pip/util.py", b)]
