@@ -320,6 +320,51 @@ class SamplesInfo(Format):
     exemplars_per_cell: int | None = Field(None, description="exemplars per cell")
 
 
+class LanguageCount(Format):
+    """Kept documents and tokens of one language."""
+
+    language: str = Field(description="ISO 639-1 code (ISO 639-3 where there is none), und: not determined")
+    docs: int = Field(ge=0, description="documents in the cells")
+    tokens: int = Field(ge=0, description="their tokens")
+
+
+class ClusterLanguageCount(LanguageCount):
+    """Kept documents and tokens of one language in one cluster."""
+
+    cluster: int = Field(ge=0, description="the cluster")
+
+
+class QualityLanguageCount(LanguageCount):
+    """Kept documents and tokens of one language in one quality bucket."""
+
+    quality: int = Field(ge=0, description="the quality bucket")
+
+
+class CalibrationGroup(Format):
+    """One (content type, language) group of the fit sample and the quality calibration its documents get."""
+
+    group: str = Field(description="content_type/language, e.g. prose/fr")
+    content_type: str = Field(description="content type")
+    language: str = Field(description="language code")
+    sample_docs: int = Field(ge=0, description="documents of the group in the fit sample")
+    fallback: bool = Field(description="true: fewer than group_min_docs, calibrated with its content type's map")
+    raw_cutoffs: list[float] = Field(description="raw scores at the calibrated bucket edges for this group")
+
+
+class LanguageInfo(Format):
+    """Languages of the kept documents and the per-language quality calibration (docs/build.md, Language)."""
+
+    model: str = Field(description="language identifier: cld2 or fasttext:<model path>")
+    min_score: float = Field(description="below this confidence a document's language is und")
+    languages: list[LanguageCount] = Field(description="per language, most tokens first")
+    by_cluster: list[ClusterLanguageCount] = Field(description="per cluster and language")
+    by_quality: list[QualityLanguageCount] = Field(description="per quality bucket and language")
+    per_language: bool = Field(description="quality calibrated per (content type, language) group")
+    group_min_docs: int = Field(ge=1, description="sample documents a group needs for a calibration of its own")
+    calibration_groups: list[CalibrationGroup] = Field(
+        default_factory=list, description="every (content type, language) group of the fit sample")
+
+
 class StoreArtifact(Format):
     """`store.json`: what a complete store holds; written last, atomically (its presence means complete)."""
 
@@ -344,6 +389,7 @@ class StoreArtifact(Format):
     bad_input_by_reason: dict[str, int] = Field(default_factory=dict, description="bad input records per reason")
     fit: FitInfo | None = Field(None, description="the frozen fit's sample and settings")
     samples: SamplesInfo | None = Field(None, description="the sample files")
+    language: LanguageInfo | None = Field(None, description="languages of the kept documents, per-language calibration")
 
     def cell_entries(self) -> dict[str, CellEntry]:
         return {c.cell: c for c in self.cells}
