@@ -42,8 +42,13 @@ def _cld2(text: str) -> tuple[str, float]:
 
 
 def _fasttext(path: str) -> Callable[[str], tuple[str, float]]:
+    import os
+
     import fasttext
 
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"processing.language.model: no fastText model at {path}; give the path of a local "
+                                "language-identification model (e.g. lid.176.bin) or use cld2")
     model = fasttext.load_model(path)
 
     def detect(text: str) -> tuple[str, float]:

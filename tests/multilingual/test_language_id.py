@@ -89,3 +89,8 @@ def test_a_local_fasttext_model_can_identify(multilingual_corpus, tmp_path):
 def test_an_unknown_model_is_a_clear_error():
     with pytest.raises(ValueError, match="cld2 or fasttext"):
         LanguageIdentifier("langid").identify("some text")
+
+
+def test_a_missing_fasttext_model_is_named(tmp_path):
+    with pytest.raises(FileNotFoundError, match="processing.language.model: no fastText model at"):
+        LanguageIdentifier(f"fasttext:{tmp_path / 'lid.176.bin'}").identify("some text")
