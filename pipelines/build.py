@@ -23,6 +23,14 @@ from mixture.store.formats import FormatError, StoreArtifact, read_model
 from mixture.text import kernel as text_kernel
 
 
+class BuildInterrupted(KeyboardInterrupt):
+    """Ctrl-C (SIGINT) while a stage or finalize ran; `stage` names it."""
+
+    def __init__(self, stage: str):
+        super().__init__(stage)
+        self.stage = stage
+
+
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -132,6 +140,8 @@ def run_stage(ctx: BuildContext, stage: Stage, executor: str, workers: int, on_p
     t.start()
     try:
         make_executor(ctx, stage, executor, workers, chain).run()
+    except KeyboardInterrupt:
+        raise BuildInterrupted(stage.name) from None
     except Exception as exc:
         raise BuildError(
             f"stage {stage.name!r} failed: {type(exc).__name__}: {exc}. Logs: {ctx.at(layout.stage_dir(stage.name))}/logs; "
@@ -197,6 +207,8 @@ def build(spec_path: str, *, executor: str | None = None, tasks: int | None = No
         task = bar.add_task("finalize", total=1, about="ledgers, samples, store.json")
         try:
             artifact = finalize(ctx, str(spec_path))
+        except KeyboardInterrupt:
+            raise BuildInterrupted("finalize") from None
         except OSError as exc:
             raise BuildError(f"finalize failed: {type(exc).__name__}: {exc}. Fix the cause and rerun the same "
                              "command: finished stages are skipped and finalize runs again.") from exc

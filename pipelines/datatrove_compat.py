@@ -10,7 +10,9 @@ import contextlib
 import copy
 import functools
 import os
+import signal
 import sys
+import threading
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -283,7 +285,12 @@ class LocalExecutor(LocalPipelineExecutor):
                         stats.append(self.run_task(rank))
                     self.pipeline = pipeline
                 else:
-                    with multiprocess.get_context(self.start_method).Pool(min(self.workers, len(ranks))) as pool:
+                    with sigint_held() as held:  # Ctrl-C reaches the whole process group: only this driver answers
+                        pool = multiprocess.get_context(self.start_method).Pool(
+                            min(self.workers, len(ranks)), initializer=ignore_sigint)
+                    with pool:  # on Ctrl-C the driver leaves this block: the pool's workers are terminated
+                        if held:
+                            raise KeyboardInterrupt
                         stats = list(pool.imap_unordered(self.run_task, ranks))
         finally:
             quiet_datatrove_console()
@@ -291,6 +298,29 @@ class LocalExecutor(LocalPipelineExecutor):
         with self.logging_dir.open("stats.json", "wt") as f:
             merged.save_to_disk(f)
         return merged
+
+
+def ignore_sigint() -> None:
+    """A pool worker ignores SIGINT: a Ctrl-C at the terminal goes to every process of the group, and a worker's
+    KeyboardInterrupt would print its traceback; the driver stops the pool instead."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@contextlib.contextmanager
+def sigint_held() -> Iterator[list[int]]:
+    """SIGINT held back while the pool's workers are forked (a worker forked meanwhile inherits the holding handler
+    until its initializer ignores SIGINT); the list it yields holds a Ctrl-C that came meanwhile, for the caller
+    to raise once the pool is in its `with`. Only the main thread may set a signal handler: elsewhere the list
+    stays empty."""
+    held: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield held
+        return
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
+    try:
+        yield held
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 class JobIdRecorder:

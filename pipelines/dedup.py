@@ -24,7 +24,7 @@ from datatrove.data import Document, DocumentsPipeline
 from datatrove.pipeline.base import PipelineStep
 from datatrove.pipeline.writers.disk_base import DiskWriter
 
-from mixture.pipelines.datatrove_compat import CountedFilter
+from mixture.pipelines.decontaminate import ContaminationFinder
 from mixture.pipelines.schemas import DROPS
 from mixture.pipelines.threads import duckdb_threads
 from mixture.store.io import open_atomic, write_atomic, write_parquet_atomic
@@ -49,54 +49,12 @@ def text_batches(data: DocumentsPipeline, max_docs: int = BATCH_DOCS, max_chars:
         yield batch
 
 
-class BenchmarkIndex:
-    """Sorted hashes of every word n-gram of the benchmarks' named fields, each with its first record's tag."""
-
-    def __init__(self, benchmarks: list[dict], n: int):
-        texts, tags = [], []
-        for bench in benchmarks:
-            for i, rec in enumerate(_read_records(bench["uri"])):
-                fields = [str(rec[k]) for k in bench["fields"] if rec.get(k)]
-                for t in [*fields, " ".join(fields)]:
-                    texts.append(t)
-                    tags.append(f"{bench['name']}:{rec.get('id', i)}")
-        grams, doc = WordHashes.of(texts).ngrams(n) if texts else (np.empty(0, np.uint64), np.empty(0, np.int64))
-        self.hashes, first = np.unique(grams, return_index=True)
-        self.tags = [tags[d] for d in doc[first]]
-        # a bit per value of a hash's top bits: nearly every document n-gram is ruled out by one lookup
-        self.bits = max(16, min(28, int(len(self.hashes)).bit_length() + 6))
-        self.prefilter = np.zeros(1 << self.bits, dtype=bool)
-        self.prefilter[self.hashes >> np.uint64(64 - self.bits)] = True
-
-    def hits(self, grams: np.ndarray) -> np.ndarray:
-        """Position in the index of every gram, -1 where the gram is not a benchmark n-gram."""
-        out = np.full(len(grams), -1)
-        if not len(self.hashes):
-            return out
-        maybe = np.flatnonzero(self.prefilter[grams >> np.uint64(64 - self.bits)])
-        pos = np.minimum(np.searchsorted(self.hashes, grams[maybe]), len(self.hashes) - 1)
-        out[maybe] = np.where(self.hashes[pos] == grams[maybe], pos, -1)
-        return out
-
-
-def _read_records(uri: str) -> list[dict]:
-    fs, path = fsspec.core.url_to_fs(uri)
-    records: list[dict] = []
-    for file in sorted(fs.glob(path)) if any(c in path for c in "*?[") else [path]:
-        if file.endswith(".parquet"):
-            with fs.open(file, "rb") as f:
-                records += pq.read_table(f).to_pylist()
-        else:
-            with fs.open(file, "rb", compression="infer") as f:
-                records += [json.loads(line) for line in f if line.strip()]
-    return records
-
-
 class Fingerprint(PipelineStep):
     """Per batch of documents: exact hash, MinHash signature (fuzzy group only) and benchmark n-gram matches.
 
     Sets metadata `exact_hash`, `minhash` (k uint64 as bytes) and, for a contaminated document, `contaminated`
-    (the detail of its drop); the words of the batch are hashed once for both n-gram sizes."""
+    (the detail of its drop, see decontaminate.ContaminationFinder); the words of the batch are hashed once for both
+    n-gram sizes."""
 
     type = "🫂 - DEDUP"
     name = "fingerprint"
@@ -104,8 +62,8 @@ class Fingerprint(PipelineStep):
     def __init__(self, minhash: dict | None, decontamination: dict | None):
         super().__init__()
         self.minhash = minhash  # {"ngram", "permutations", "seed"} or None
-        self.decontamination = decontamination  # {"benchmarks", "ngram", "min_matches"} or None
-        self._index: BenchmarkIndex | None = None
+        self.decontamination = decontamination  # decontaminate.settings(...) or None
+        self._finder = ContaminationFinder(decontamination) if decontamination else None
 
     def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
         for batch in text_batches(data):
@@ -126,36 +84,8 @@ class Fingerprint(PipelineStep):
             for d, sig in zip(batch, sigs, strict=True):
                 if not d.metadata.get("exempt") and sig[0] != EMPTY:
                     d.metadata["minhash"] = sig.astype("<u8").tobytes()
-        if self.decontamination:
-            self._contamination(batch, words)
-
-    def _contamination(self, batch: list[Document], words: WordHashes) -> None:
-        cfg = self.decontamination
-        if self._index is None:
-            self._index = BenchmarkIndex(cfg["benchmarks"], cfg["ngram"])
-        grams, doc = words.ngrams(cfg["ngram"])
-        pos = self._index.hits(grams)
-        hit = pos >= 0
-        if not hit.any():
-            return
-        for d in np.unique(doc[hit]):
-            mine = np.unique(pos[hit & (doc == d)])  # distinct matching n-grams of document d
-            if len(mine) >= cfg["min_matches"]:
-                tag, _ = Counter(self._index.tags[p] for p in mine).most_common(1)[0]
-                batch[d].metadata["contaminated"] = f"{tag} ({len(mine)} matching {cfg['ngram']}-grams)"
-
-
-class Decontaminate(CountedFilter):
-    """Drops the documents Fingerprint found sharing at least `min_matches` distinct n-grams with a benchmark."""
-
-    name = "n-gram decontamination"
-
-    def filter(self, doc: Document) -> bool | tuple[bool, str]:
-        detail = doc.metadata.pop("contaminated", None)
-        if detail is None:
-            return True
-        doc.metadata["drop_detail"] = detail
-        return False, "contaminated"
+        if self._finder:
+            self._finder.mark(batch, words)
 
 
 class FindDuplicates(PipelineStep):

@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 
 import mixture
 from mixture.fit.model_store import load_model
+from mixture.pipelines import decontaminate
 from mixture.pipelines.language_summary import language_info
 from mixture.pipelines.readers import read_rows
 from mixture.pipelines.schemas import SAMPLE
@@ -23,9 +24,11 @@ from mixture.spec.load import resolve_uri
 from mixture.store import drops, layout
 from mixture.store.formats import (
     STORE_FORMAT_VERSION,
+    BrokenFile,
     CellEntry,
     ClusterEntry,
     Counters,
+    DecontaminationInfo,
     DedupInfo,
     FitInfo,
     Ledger,
@@ -38,6 +41,7 @@ from mixture.store.formats import (
     write_model,
 )
 from mixture.store.io import write_parquet_atomic
+from mixture.store.loss import loss_info
 
 _TASK_RE = re.compile(r"part-(\d+)\.parquet$")
 
@@ -151,19 +155,28 @@ def spec_hash(ctx: BuildContext) -> str:
     """sha256 of the canonical spec without `execution` (where and how fast a build runs does not change the store)
     and without `mixture` (the planner's section does not change the store either), its relative paths resolved
     (two spec files in different folders that name the same files have the same hash) and without `store.uri` (a
-    store's location is not part of what it holds)."""
+    store's location is not part of what it holds) and `processing.max_loss` (the threshold of the loss verdict)."""
     import hashlib
 
     content = ctx.spec.model_dump(mode="json", exclude={"execution", "mixture"})
     for item in [*content["sources"], *content["processing"]["decontamination"]["benchmarks"]]:
         item["uri"] = resolve_uri(item["uri"], ctx.spec_dir)
     del content["store"]["uri"]
+    del content["processing"]["max_loss"]  # judges the store's loss, does not change the store
     content["tokenizer"] = tokenizer_ref(ctx)
     for section, key in (("quality", "fasttext_model"), ("clusters", "sentence_model")):
         if content["partition"][section][key]:
             content["partition"][section][key] = resolve_uri(content["partition"][section][key], ctx.spec_dir)
     canon = json.dumps(content, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canon.encode()).hexdigest()
+
+
+def decontamination_report(ctx: BuildContext) -> DecontaminationInfo | None:
+    """store.json's decontamination block; None when the build did not decontaminate."""
+    dc = ctx.spec.processing.decontamination
+    if not (dc.enabled and dc.benchmarks):
+        return None
+    return decontaminate.report(decontaminate.settings(dc, ctx.benchmarks()), ctx.store)
 
 
 def finalize(ctx: BuildContext, spec_path: str) -> StoreArtifact:
@@ -176,9 +189,13 @@ def finalize(ctx: BuildContext, spec_path: str) -> StoreArtifact:
     spec, k = ctx.spec, ctx.spec.partition.clusters.k
 
     records_in: Counter = Counter()
+    broken: dict[str, list[BrokenFile]] = defaultdict(list)  # per source, its files not read to their end
     for p in sorted(fs.glob(f"{root}/{layout.WORK_DIR}/tally/*.json")):
         with fs.open(p) as f:
-            records_in.update(json.load(f)["records"])
+            tally = json.load(f)
+        records_in.update(tally["records"])
+        for b in tally.get("broken_files", []):
+            broken[b.pop("source")].append(BrokenFile.model_validate(b))
 
     def side_table(rel: str, columns: list[str]) -> pa.Table | None:
         return _read_columns(fs, sorted(fs.glob(f"{root}/{rel}/*.parquet")), columns)
@@ -243,6 +260,9 @@ def finalize(ctx: BuildContext, spec_path: str) -> StoreArtifact:
         fit=FitInfo(**model.fit),
         samples=SamplesInfo(**samples),
         language=language_info(spec, model, kept["cell_languages"]),
+        loss=loss_info(sources, {name: sorted(files, key=lambda b: b.file) for name, files in broken.items()},
+                       spec.processing.max_loss),
+        decontamination=decontamination_report(ctx),
     )
     write_model(fs, f"{root}/{layout.STORE_JSON}", artifact)
     return artifact

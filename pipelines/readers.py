@@ -7,6 +7,7 @@ import gzip
 import heapq
 import io
 import json
+import statistics
 import zlib
 from collections.abc import Callable
 
@@ -80,6 +81,46 @@ def _decompressed(raw_file, path: str):
 
 # errors of a broken compressed stream (the records after the break are lost) vs a file that cannot be read at all
 STREAM_ERRORS = (EOFError, gzip.BadGzipFile, zlib.error, zstandard.ZstdError)
+BROKEN_FILE = ("truncated_file", "unreadable_file")  # quarantine reasons of a file not read to its end
+
+
+def _position(raw_file) -> int | None:
+    """Bytes consumed from a file (None when its stream cannot tell)."""
+    try:
+        return raw_file.tell()
+    except (OSError, ValueError):
+        return None
+
+
+def lost_after_break(records: int, consumed: int | None, size: int | None,
+                     others: list[int]) -> tuple[int | None, str]:
+    """(records lost after a stream broke, how that was told), estimated from the bytes not read: when the break
+    came before the end of the file, at the rate of the records read so far in the compressed bytes consumed; when
+    the file ends inside its stream (truncated), from the median size of the source's other files at the same rate;
+    None when neither tells (no record read, or no larger sibling file)."""
+    if records and consumed and size and consumed < size:
+        return (round(records * size / consumed) - records,
+                f"estimate: {records:,} records in the first {consumed:,} of its {size:,} compressed bytes")
+    typical = statistics.median(others) if others else None
+    if records and size and typical and typical > size:
+        return (round(records * typical / size) - records,
+                f"estimate: the file is {size:,} bytes, its source's other files {typical:,.0f} (median), at "
+                f"{records:,} records in {size:,} bytes")
+    if not records:
+        return None, "unknown: no record was read from it"
+    return None, "unknown: the file ends inside its compressed stream and no other file of its source tells its size"
+
+
+def broken_file(src: SourceFiles, rel: str, records: int, reason: str, exc: BaseException,
+                lost: int | None, how: str) -> Document:
+    """The quarantine record of a file not read to its end: its detail says how many records were read before the
+    break and how many are lost after it (`_read`, `_lost`, `_lost_how`: the same for the build's loss table)."""
+    told = f"~{lost:,} more lost ({how})" if lost is not None and how.startswith("estimate") else \
+        f"{lost:,} more lost ({how})" if lost is not None else f"an unknown number lost ({how.removeprefix('unknown: ')})"
+    doc = bad_record(src, rel, records, reason,
+                     f"{describe_error(exc)}; {records:,} records read before the break, {told}", b"")
+    doc.metadata.update(_read=records, _lost=lost, _lost_how=how)
+    return doc
 
 
 class SourceReader(PipelineStep):
@@ -114,18 +155,25 @@ class SourceReader(PipelineStep):
         if data:
             yield from data
         tally: dict[str, int] = {}
+        broken: list[dict] = []
         for order, src, rel in self.shard(rank, world_size):
             self.stat_update("input_files")
             n = 0
             for n, doc in enumerate(self.read_file(src, rel), 1):  # noqa: B007 - n counts the file's records
-                if "_bad" not in doc.metadata:
-                    doc.metadata["source_order"] = order
+                m = doc.metadata
+                if "_bad" not in m:
+                    m["source_order"] = order
+                elif m["_bad"] in BROKEN_FILE:
+                    broken.append({"source": src.name, "file": rel, "reason": m["_bad"], "records_read": m.get("_read", 0),
+                                   "lost": m.get("_lost"), "how": m.get("_lost_how", "unknown: not told by its reader")})
                 yield doc
             tally[src.name] = tally.get(src.name, 0) + n
             self.stat_update("records", value=n)
-        # records read per source by this task: the build's `records_in`, saved with the task's outputs
+        # records read per source by this task (the build's `records_in`) and its files not read to their end (the
+        # loss table), saved with the task's outputs
         fs, root = fsspec.core.url_to_fs(self.tally_folder)
-        write_json_atomic(fs, f"{root}/{rank:05d}.json", {"rank": rank, "records": tally}, indent=None)
+        write_json_atomic(fs, f"{root}/{rank:05d}.json", {"rank": rank, "records": tally, "broken_files": broken},
+                          indent=None)
 
     def read_file(self, src: SourceFiles, rel: str) -> DocumentsPipeline:
         path = f"{src.base}/{rel}"
@@ -165,43 +213,55 @@ class SourceReader(PipelineStep):
         try:
             raw_file = fsspec.open(path, "rb").open()
         except Exception as exc:  # noqa: BLE001 - permission, missing object, unreachable bucket: name it, go on
-            yield bad_record(src, rel, 0, "unreadable_file", describe_error(exc), b"")
+            yield broken_file(src, rel, 0, "unreadable_file", exc, *lost_after_break(0, None, None, []))
             return
-        try:
-            with raw_file, _decompressed(raw_file, path) as f:
-                for idx, raw in enumerate(f):  # noqa: B007
-                    line = raw.rstrip(b"\r\n")
-                    if not line.strip():
-                        yield bad_record(src, rel, idx, "empty_line", "blank line", raw)
-                        continue
-                    try:
-                        decoded = line.decode("utf-8")
-                    except UnicodeDecodeError as exc:
-                        yield bad_record(src, rel, idx, "invalid_utf8", f"byte {exc.start}: {exc.reason}", line)
-                        continue
-                    try:
-                        rec = orjson.loads(decoded)
-                    except orjson.JSONDecodeError as exc:
-                        yield bad_record(src, rel, idx, "invalid_json", str(exc)[:200], line)
-                        continue
-                    yield self._make_doc(src, rel, idx, rec, line)
-        except STREAM_ERRORS as exc:
-            # truncated or corrupt compressed stream: everything after the last good record is lost
-            yield bad_record(src, rel, idx + 1, "truncated_file", describe_error(exc), b"")
-            return
-        except (OSError, ValueError) as exc:  # a read error of the storage itself
-            yield bad_record(src, rel, idx + 1, "unreadable_file", describe_error(exc), b"")
+        broke: tuple[str, BaseException, int | None] | None = None
+        with raw_file:
+            try:
+                with _decompressed(raw_file, path) as f:
+                    for idx, raw in enumerate(f):  # noqa: B007
+                        line = raw.rstrip(b"\r\n")
+                        if not line.strip():
+                            yield bad_record(src, rel, idx, "empty_line", "blank line", raw)
+                            continue
+                        try:
+                            decoded = line.decode("utf-8")
+                        except UnicodeDecodeError as exc:
+                            yield bad_record(src, rel, idx, "invalid_utf8", f"byte {exc.start}: {exc.reason}", line)
+                            continue
+                        try:
+                            rec = orjson.loads(decoded)
+                        except orjson.JSONDecodeError as exc:
+                            yield bad_record(src, rel, idx, "invalid_json", str(exc)[:200], line)
+                            continue
+                        yield self._make_doc(src, rel, idx, rec, line)
+            except STREAM_ERRORS as exc:
+                # truncated or corrupt compressed stream: everything after the last good record is lost
+                broke = ("truncated_file", exc, _position(raw_file))
+            except (OSError, ValueError) as exc:  # a read error of the storage itself
+                broke = ("unreadable_file", exc, _position(raw_file))
+        if broke:
+            reason, exc, consumed = broke
+            yield broken_file(src, rel, idx + 1, reason, exc, *self._lost(src, rel, raw_file, idx + 1, consumed))
             return
         if idx < 0:
             yield bad_record(src, rel, 0, "empty_file", "the file holds no records", b"")
 
+    @staticmethod
+    def _lost(src: SourceFiles, rel: str, raw_file, records: int, consumed: int | None) -> tuple[int | None, str]:
+        """`lost_after_break` for a file of `src` whose stream broke after `records` records and `consumed` bytes."""
+        sizes = dict(zip(src.files, src.sizes, strict=True)) if src.sizes else {}
+        size = sizes.get(rel) or getattr(raw_file, "size", None)
+        return lost_after_break(records, consumed, size, [v for f, v in sizes.items() if f != rel and v])
+
     def _read_parquet(self, src: SourceFiles, rel: str, path: str) -> DocumentsPipeline:
         import pyarrow.parquet as pq
 
-        idx = 0
+        idx, rows = 0, None
         try:
             with fsspec.open(path, "rb") as f:
                 pf = pq.ParquetFile(f)
+                rows = pf.metadata.num_rows
                 names = pf.schema_arrow.names
                 if pf.metadata.num_rows == 0:
                     yield bad_record(src, rel, 0, "empty_file", "the file holds no rows", b"")
@@ -221,7 +281,11 @@ class SourceReader(PipelineStep):
                         yield self._make_doc(src, rel, idx, rec, lambda rec=rec: json.dumps(rec, default=str))
                         idx += 1
         except Exception as exc:  # noqa: BLE001 - not Parquet, permission, unreachable: name the file, go on
-            yield bad_record(src, rel, idx, "unreadable_file", describe_error(exc), b"")
+            if rows is None:  # no footer: nothing tells how many rows the file holds
+                yield broken_file(src, rel, idx, "unreadable_file", exc, *lost_after_break(idx, None, None, []))
+            else:
+                yield broken_file(src, rel, idx, "unreadable_file", exc, max(0, rows - idx),
+                                  f"exact: {rows:,} rows in its Parquet footer")
 
 
 def read_rows(pf, rows, columns: list[str] | None = None):

@@ -3,19 +3,21 @@ of the registry (`stage_registry.STAGES`) for a build's context."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 
 import fsspec
 import pyarrow.parquet as pq
+from datatrove.utils.logging import logger
 
+from mixture.pipelines import decontaminate as decontaminate_step
 from mixture.pipelines import dedup, steps, writers
 from mixture.pipelines.readers import RankFilesReader
 from mixture.pipelines.shard_facts import ShardFacts
 from mixture.pipelines.source_records import SourceFiles
 from mixture.pipelines.stage_registry import ID_QUARANTINE, StageDef
+from mixture.spec import preflight
 from mixture.spec.datasets_source import dataset_units
-from mixture.spec.load import list_source_files_sized, resolve_uri
+from mixture.spec.load import list_source, resolve_uri
 from mixture.spec.models import Execution, Spec
 from mixture.store import drops, layout
 
@@ -61,14 +63,17 @@ class BuildContext:
                 out.append(SourceFiles(s.name, s.category, s.format, units.base, units.units, s.text_field, s.id_field,
                                        s.exempt_from_fuzzy_dedup, units.sizes, units))
                 continue
-            base, files = list_source_files_sized(resolve_uri(s.uri, self.spec_dir), s.format)
-            out.append(SourceFiles(s.name, s.category, s.format, base, tuple(f for f, _ in files), s.text_field,
-                                   s.id_field, s.exempt_from_fuzzy_dedup, tuple(size for _, size in files)))
+            listing = list_source(resolve_uri(s.uri, self.spec_dir), s.format)
+            for message in listing.skipped.messages(s.name):
+                logger.warning(message)
+            files = listing.files
+            out.append(SourceFiles(s.name, s.category, s.format, listing.base, tuple(f for f, _ in files),
+                                   s.text_field, s.id_field, s.exempt_from_fuzzy_dedup, tuple(size for _, size in files)))
         return out
 
     def benchmarks(self) -> list[dict]:
-        return [{"name": b.name, "uri": resolve_uri(b.uri, self.spec_dir), "fields": list(b.fields)}
-                for b in self.spec.processing.decontamination.benchmarks]
+        return [{"name": b.name, "uri": resolve_uri(b.uri, self.spec_dir), "fields": list(b.fields),
+                 "id_field": b.id_field} for b in self.spec.processing.decontamination.benchmarks]
 
     @property
     def fuzzy_drops(self) -> str | None:
@@ -99,10 +104,10 @@ def prepare_steps(ctx: BuildContext) -> list:
                     exclusion_writer=writers.drop_writer(ctx.at(layout.dropped_dir("filtered")), "filtered")),
         dedup.Fingerprint(
             {"ngram": fz.ngram, "permutations": fz.permutations, "seed": fz.seed} if fz.enabled else None,
-            {"benchmarks": ctx.benchmarks(), "ngram": dc.ngram, "min_matches": dc.min_matches} if decontaminate else None),
+            decontaminate_step.settings(dc, ctx.benchmarks()) if decontaminate else None),
     ]
     if decontaminate:
-        prepare.append(dedup.Decontaminate(
+        prepare.append(decontaminate_step.Decontaminate(
             exclusion_writer=writers.drop_writer(ctx.at(layout.dropped_dir("contaminated")), "contaminated")))
     q, lang = ctx.spec.partition.quality, p.language
     lid_model = lang.model if lang.model == "cld2" else f"fasttext:{resolve_uri(lang.model[9:], ctx.spec_dir)}"
@@ -194,9 +199,4 @@ ASSIGN_COLUMNS = ["id", "text", "source", "category", "origin", "content_type", 
 
 def tokenizer_ref(ctx: BuildContext) -> str:
     """The spec's tokenizer with local tokenizer.json paths made absolute."""
-    tok = ctx.spec.tokenizer
-    if tok.startswith("tiktoken:"):
-        return tok
-    path = tok.removeprefix("hf:")
-    local = resolve_uri(path, ctx.spec_dir)
-    return f"hf:{local}" if os.path.exists(local) else f"hf:{path}"
+    return preflight.tokenizer_ref(ctx.spec.tokenizer, ctx.spec_dir)

@@ -6,6 +6,8 @@ import random
 from collections.abc import Callable
 from pathlib import Path
 
+import xxhash
+
 from .docstrings import Docstring, module_document
 from .local_files import list_files, read_text, rel, subset
 from .model import Source
@@ -70,8 +72,10 @@ def package_code(
         name="package-code", category="code", license="various (each package's own)", fmt="parquet",
         description="Python source of installed packages (site-packages), a seeded sample by character budget",
     )
-    order = list(range(len(files)))
-    rng.shuffle(order)
+    # each file's place in the draw is a seeded hash of its path: installing another package inserts its files into
+    # the order and leaves the others' order as it was (a shuffle of the whole listing would draw a new sample)
+    salt = rng.getrandbits(64)
+    order = sorted(range(len(files)), key=lambda i: xxhash.xxh3_64_intdigest(files[i][0], seed=salt))
     budget, used, chosen = PACKAGE_CODE_CHARS * scale, 0, []
     for i in order:
         if used >= budget:

@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from mixture.spec.load import SpecError, list_source_files, load_spec, resolve_uri, spec_dir
+from mixture.spec.load import SpecError, list_source, load_spec, resolve_uri, spec_dir
 
 err = Console(stderr=True)
 out = Console(soft_wrap=True)
@@ -50,7 +50,9 @@ def register(app: typer.Typer) -> None:
         spec: Path = typer.Argument(..., help="the spec YAML file"),
         offline: bool = typer.Option(False, "--no-resources", help="check the schema only, not that sources exist"),
     ) -> None:
-        """Check a spec: schema, values, and that every source resolves to at least one file. Exit 2 if invalid."""
+        """Check a spec and load what its build will need: schema and values; every source resolves to files; the
+        store is outside every source and writable; the tokenizer loads offline; a fastText or sentence model
+        loads. Exit 2 if invalid."""
         s = load_or_exit(spec, check_resources=not offline)
         base = spec_dir(spec)
         out.print(f"[green]ok[/] {escape(f'{spec}: spec {s.name!r}, {len(s.sources)} sources, tokenizer {s.tokenizer}')}")
@@ -62,8 +64,13 @@ def register(app: typer.Typer) -> None:
 
                     out.print(escape(f"  {src.name:<24} {src.format:<9} {describe_dataset_source(src, uri)}  {uri}"))
                     continue
-                n = "hub" if uri.startswith("hf://") else len(list_source_files(uri, src.format)[1])
-                out.print(escape(f"  {src.name:<24} {src.format:<9} {n} file(s)  {uri}"))
+                if uri.startswith("hf://"):
+                    out.print(escape(f"  {src.name:<24} {src.format:<9} hub  {uri}"))
+                    continue
+                listing = list_source(uri, src.format)
+                out.print(escape(f"  {src.name:<24} {src.format:<9} {len(listing.files)} file(s)  {uri}"))
+                for message in listing.skipped.messages(src.name):
+                    err.print(f"[yellow]warning[/] {escape(message)}", highlight=False, soft_wrap=True)
         out.print(escape(f"  store → {resolve_uri(s.store.uri, base)}"))
 
     @app.command()

@@ -11,6 +11,15 @@ import yaml
 from fsspec.core import url_to_fs
 from pydantic import ValidationError
 
+from mixture.spec import preflight
+from mixture.spec.locations import (
+    StoreSkip,
+    glob_base,
+    has_glob,
+    resolve_uri,
+    skip_store_files,
+    store_overlap,
+)
 from mixture.spec.models import Spec
 
 
@@ -66,13 +75,6 @@ def _pydantic_problems(exc: ValidationError, prefix: tuple[Any, ...] = ()) -> li
     return problems
 
 
-def resolve_uri(uri: str, base_dir: str) -> str:
-    """Relative local paths are taken relative to the spec file's folder; URIs stay as they are."""
-    if "://" in uri or os.path.isabs(uri):
-        return uri
-    return os.path.normpath(os.path.join(base_dir, uri))
-
-
 def source_extensions(fmt: str) -> tuple[str, ...]:
     return {
         "jsonl": (".jsonl", ".json"),
@@ -91,23 +93,42 @@ def list_source_files(uri: str, fmt: str) -> tuple[str, list[str]]:
 
 def list_source_files_sized(uri: str, fmt: str) -> tuple[str, list[tuple[str, int | None]]]:
     """Like `list_source_files`, each file with its size in bytes from the same listing (None if not reported)."""
+    listing = list_source(uri, fmt)
+    return listing.base, listing.files
+
+
+@dataclass
+class SourceListing:
+    """The files of a source: its base folder, each file relative to it with its size (None if not reported), and
+    the store files the listing left out."""
+
+    base: str
+    files: list[tuple[str, int | None]]
+    skipped: StoreSkip
+
+
+def list_source(uri: str, fmt: str) -> SourceListing:
+    """The files of a path, folder or glob at any fsspec URI, sorted; a store's own files under it are left out
+    (`locations.skip_store_files`: the build never reads a store as its input)."""
     fs, path = url_to_fs(uri)
     exts = source_extensions(fmt)
-    if any(ch in path for ch in "*?["):
-        parts = path.split("/")
-        idx = next(i for i, p in enumerate(parts) if any(ch in p for ch in "*?["))
-        base = "/".join(parts[:idx]) or "/"
+    listed, one_file = None, False
+    if has_glob(path):
+        base = glob_base(path)
         found = fs.glob(path, detail=True)
     elif fs.isdir(path):
         base = path
-        found = {f: info for f, info in fs.find(path, detail=True).items() if f.endswith(exts)}
-    else:
-        base = os.path.dirname(path) or "."
+        everything = fs.find(path, withdirs=True, detail=True)  # folders too: an empty _build/ marks a store
+        listed = [f + "/" if info.get("type") == "directory" else f for f, info in everything.items()]
+        found = {f: info for f, info in everything.items() if f.endswith(exts) and info.get("type") != "directory"}
+    else:  # one file, named by the source itself: read even inside a store
+        base, one_file = os.path.dirname(path) or ".", True
         found = {path: fs.info(path)} if fs.exists(path) else {}
     base = base.rstrip("/")
+    kept, skipped = (sorted(found), StoreSkip()) if one_file else skip_store_files(fs, base, sorted(found), listed)
     protocol = uri.split("://", 1)[0] + "://" if "://" in uri else ""
-    files = [(f[len(base) + 1 :] if f.startswith(base + "/") else f, found[f].get("size")) for f in sorted(found)]
-    return protocol + base, files
+    files = [(f[len(base) + 1 :] if f.startswith(base + "/") else f, found[f].get("size")) for f in kept]
+    return SourceListing(protocol + base, files, skipped)
 
 
 def _check_resources(spec: Spec, base_dir: str) -> list[SpecProblem]:
@@ -123,15 +144,17 @@ def _check_resources(spec: Spec, base_dir: str) -> list[SpecProblem]:
                          for key, msg in check_dataset_source(src, uri)]
             continue
         try:
-            _, files = list_source_files(uri, src.format)
+            listing = list_source(uri, src.format)
         except Exception as exc:  # permission, bad protocol, unreachable bucket
             problems.append(SpecProblem(f"sources[{i}].uri", f"source {src.name!r}: cannot list {uri!r}: {type(exc).__name__}: {exc}"))
             continue
-        if not files:
+        if not listing.files:
             exts = ", ".join(source_extensions(src.format))
+            skipped = "".join(f" (skipped {n:,} file(s) of a store under {folder})"
+                              for folder, n in sorted(listing.skipped.folders.items()))
             problems.append(
-                SpecProblem(f"sources[{i}].uri", f"source {src.name!r} matches no {src.format} file ({exts}) at {uri!r}; "
-                            "check the path or glob")
+                SpecProblem(f"sources[{i}].uri", f"source {src.name!r} matches no {src.format} file ({exts}) at "
+                            f"{uri!r}{skipped}; check the path or glob")
             )
     for i, bench in enumerate(spec.processing.decontamination.benchmarks):
         uri = resolve_uri(bench.uri, base_dir)
@@ -144,26 +167,40 @@ def _check_resources(spec: Spec, base_dir: str) -> list[SpecProblem]:
             msg = f"benchmark file not found at {uri!r}"
         if not found:
             problems.append(SpecProblem(f"processing.decontamination.benchmarks[{i}].uri", msg))
-    tok = spec.tokenizer
-    if tok.startswith("tiktoken:"):
-        import tiktoken
-
-        name = tok.split(":", 1)[1]
-        if name not in tiktoken.list_encoding_names():
-            problems.append(
-                SpecProblem("tokenizer", f"tiktoken has no encoding {name!r}; known: {', '.join(tiktoken.list_encoding_names())}")
-            )
-    elif tok.endswith(".json") and not tok.startswith("hf:") or tok.startswith("hf:") and tok.endswith(".json"):
-        path = resolve_uri(tok.removeprefix("hf:"), base_dir)
-        if not os.path.exists(path):
-            problems.append(SpecProblem("tokenizer", f"tokenizer file not found at {path!r}"))
-    for key, path in (
-        ("partition.quality.fasttext_model", spec.partition.quality.fasttext_model),
-        ("partition.clusters.sentence_model", spec.partition.clusters.sentence_model),
-    ):
-        if path and not os.path.exists(resolve_uri(path, base_dir)):
-            problems.append(SpecProblem(key, f"not found at {resolve_uri(path, base_dir)!r}"))
+        elif spec.processing.decontamination.enabled:
+            problems += _benchmark_problems(spec, i, uri)
+    problems += _store_overlaps(spec, base_dir)
+    for key, message in [*preflight.store_problems(resolve_uri(spec.store.uri, base_dir)),
+                         *preflight.tokenizer_problems(spec, base_dir), *preflight.model_problems(spec, base_dir)]:
+        problems.append(SpecProblem(key, message))
     return problems
+
+
+def _store_overlaps(spec: Spec, base_dir: str) -> list[SpecProblem]:
+    """A store.uri equal to, inside or containing a source location (or matched by a source's glob), naming both."""
+    store = resolve_uri(spec.store.uri, base_dir)
+    problems = []
+    for i, src in enumerate(spec.sources):
+        uri = resolve_uri(src.uri, base_dir)
+        if uri.startswith("hf://"):  # a hub dataset: never where a store is written
+            continue
+        why = store_overlap(store, uri, f"sources[{i}] {src.name!r} ({uri})")
+        if why:
+            problems.append(SpecProblem("store.uri", f"the store {store} {why}; put the store outside every "
+                                                     "source location"))
+    return problems
+
+
+def _benchmark_problems(spec: Spec, i: int, uri: str) -> list[SpecProblem]:
+    """The benchmark's records: readable, with the named fields, yielding n-grams that carry content."""
+    from mixture.decontam.checks import benchmark_problems
+    from mixture.decontam.index import BenchmarkSource
+
+    dc, bench = spec.processing.decontamination, spec.processing.decontamination.benchmarks[i]
+    source = BenchmarkSource(bench.name, uri, tuple(bench.fields), bench.id_field)
+    return [SpecProblem(f"processing.decontamination.benchmarks[{i}].{key}", msg)
+            for key, msg in benchmark_problems(source, "id_field" in bench.model_fields_set, dc.ngram,
+                                               dc.min_content_words, dc.max_number_share)]
 
 
 def parse_spec(data: Any, file: str = "<spec>") -> Spec:

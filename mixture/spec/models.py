@@ -146,14 +146,32 @@ class Dedup(Strict):
 class Benchmark(Strict):
     name: str = Field(pattern=NAME_RE)
     uri: str = Field(min_length=1, description="JSONL or Parquet file(s) of benchmark records")
-    fields: list[str] = Field(default_factory=lambda: ["question", "answer"], min_length=1)
+    fields: list[str] = Field(default_factory=lambda: ["question", "answer"], min_length=1,
+                              description="record fields whose word n-grams are indexed (each, and joined)")
+    id_field: str = Field("id", min_length=1, description="record field that names an item in drop details "
+                                                          "(a record without it is named by its index)")
 
 
 class Decontamination(Strict):
     enabled: bool = True
     ngram: int = Field(13, gt=0)
     min_matches: int = Field(1, ge=1, description="distinct matching n-grams that make a document contaminated")
+    min_content_words: int = Field(
+        5, ge=1, description="distinct content words (no digit, two letters or more, or one Han or kana character) "
+                             "a benchmark n-gram needs to be indexed; the others (tables of numbers, hex digits, "
+                             "punctuation) would match unrelated documents")
+    max_number_share: float = Field(
+        0.4, gt=0, le=1, description="a benchmark n-gram whose words are at least this share numbers is not indexed: "
+                                     "digits read as 0, a number keeps only its length, so such an n-gram is the "
+                                     "shape of a table row rather than text")
     benchmarks: list[Benchmark] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _content(self) -> Decontamination:
+        if self.min_content_words > self.ngram:
+            raise ValueError(f"min_content_words ({self.min_content_words}) cannot exceed ngram ({self.ngram}): "
+                             f"an n-gram has {self.ngram} words; set min_content_words to at most {self.ngram}")
+        return self
 
 
 class LanguageId(Strict):
@@ -169,6 +187,12 @@ class Processing(Strict):
     dedup: Dedup = Dedup()
     decontamination: Decontamination = Decontamination()
     language: LanguageId = LanguageId()
+    max_loss: float = Field(
+        0.01, ge=0, le=1,
+        description="the largest share of a source's records that may be quarantined as bad input or lost to "
+                    "truncated, corrupt or unreadable files; above it (or when a source keeps no document) "
+                    "`mixture build` exits 3, built with data loss (--accept-loss: exit 0). Not part of the spec "
+                    "hash: it judges the store, it does not change it")
 
 
 class Quality(Strict):

@@ -48,8 +48,9 @@ REASONS: tuple[DropReason, ...] = (
     DropReason("fuzzy_duplicate", "fuzzy_duplicate_dropped", "fuzzy duplicate",
                "a near duplicate (MinHash LSH) of a kept document", dropped_dir("fuzzy_duplicate"), ("assign",)),
     DropReason("contaminated", "contaminated_dropped", "contaminated",
-               "a document sharing n-grams with a benchmark (decontamination); `detail` names the n-gram and "
-               "benchmark", dropped_dir("contaminated"), ("prepare",)),
+               "a document sharing content-carrying n-grams with a benchmark (decontamination); `detail` names the "
+               "benchmark item, the field and the document's matching words", dropped_dir("contaminated"),
+               ("prepare",)),
 )
 BY_NAME = {r.name: r for r in REASONS}
 BY_COUNTER = {r.counter: r for r in REASONS}

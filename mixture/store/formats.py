@@ -246,8 +246,8 @@ class SpecRef(Format):
     """The spec the store was built from."""
 
     name: str = Field(description="the spec's name")
-    hash: str = Field(description="sha256 of the canonical spec JSON without execution, mixture and store.uri, "
-                                  "relative paths resolved")
+    hash: str = Field(description="sha256 of the canonical spec JSON without execution, mixture, store.uri and "
+                                  "processing.max_loss, relative paths resolved")
     path: str | None = Field(description="the spec file the build ran")
 
 
@@ -365,6 +365,72 @@ class LanguageInfo(Format):
         default_factory=list, description="every (content type, language) group of the fit sample")
 
 
+class BrokenFile(Format):
+    """A source file the reader could not read to its end (a truncated or corrupt compressed stream, an unreadable
+    file): the records after the break never entered the build. Its quarantine row (reason `truncated_file` or
+    `unreadable_file`) says the same in its `detail`."""
+
+    file: str = Field(description="the file, relative to its source's folder")
+    reason: str = Field(description="its quarantine reason: truncated_file or unreadable_file")
+    records_read: int = Field(ge=0, description="records read from it before the break")
+    lost: int | None = Field(ge=0, description="records lost after the break (null: nothing tells how many)")
+    how: str = Field(description="how `lost` was told: `exact` (a Parquet footer's row count), `estimate: …` (from "
+                                 "the bytes not read) or `unknown: …`")
+
+
+class SourceLoss(Format):
+    """The data loss of one source: its records quarantined as bad input and lost to broken files, against the
+    records it held (read + lost)."""
+
+    name: str = Field(description="source name from the spec")
+    records_read: int = Field(ge=0, description="records read (sources[].docs_in)")
+    kept: int = Field(ge=0, description="documents kept in the cells (sources[].docs_kept)")
+    quarantined: int = Field(ge=0, description="records quarantined as bad input (sources[].bad_input)")
+    lost: int = Field(ge=0, description="records lost to broken files, Σ broken_files[].lost where it is known (an "
+                                        "estimate unless every `how` is exact)")
+    lost_unknown_files: int = Field(ge=0, description="broken files whose lost records nothing tells")
+    share: float = Field(ge=0, le=1, description="(quarantined + lost) / (records_read + lost)")
+    verdict: Literal["ok", "kept nothing", "unknown loss", "over max_loss"] = Field(
+        description="ok; or why `mixture build` exits 3: the source kept no document, lost an unknown number of "
+                    "records, or its share is above max_loss")
+    broken_files: list[BrokenFile] = Field(default_factory=list, description="its files not read to their end")
+
+
+class LossInfo(Format):
+    """Data loss per source and the verdict against the spec's `processing.max_loss`: `mixture build` exits 3
+    ("built, with data loss") when `over` is not empty, unless run with --accept-loss."""
+
+    max_loss: float = Field(ge=0, le=1, description="processing.max_loss the verdicts were made with")
+    sources: list[SourceLoss] = Field(description="every source of the spec, in spec order")
+    over: list[str] = Field(description="names of the sources whose verdict is not ok")
+class BenchmarkReport(Format):
+    """One decontamination benchmark: what its records gave the index and how many documents it caught."""
+
+    name: str = Field(description="benchmark name from the spec")
+    fields: list[str] = Field(description="the record fields whose n-grams are indexed")
+    items: int = Field(ge=0, description="records read")
+    items_indexed: int = Field(ge=0, description="records with at least one indexed n-gram")
+    missing_fields: dict[str, int] = Field(description="per field of `fields`, records without a value for it")
+    ngrams_indexed: int = Field(ge=0, description="distinct n-grams indexed (they carry content)")
+    ngrams_skipped: dict[str, int] = Field(
+        description="distinct n-grams left out, by reason: no_content (numbers, symbols and single letters only), "
+                    "few_content_words (fewer distinct content words than min_content_words), many_numbers (at "
+                    "least max_number_share of its words are numbers)")
+    documents_matched: int = Field(ge=0, description="documents dropped as contaminated whose detail names this "
+                                                     "benchmark (one matching several counts under the one it "
+                                                     "shares the most n-grams with)")
+
+
+class DecontaminationInfo(Format):
+    """The decontamination settings the build ran with and one report per benchmark."""
+
+    ngram: int = Field(ge=1, description="words per n-gram")
+    min_matches: int = Field(ge=1, description="distinct matching n-grams that make a document contaminated")
+    min_content_words: int = Field(ge=1, description="distinct content words an n-gram needs to be indexed")
+    max_number_share: float = Field(description="an n-gram with at least this share of numbers is not indexed")
+    benchmarks: list[BenchmarkReport] = Field(description="every benchmark of the spec, in spec order")
+
+
 class StoreArtifact(Format):
     """`store.json`: what a complete store holds; written last, atomically (its presence means complete)."""
 
@@ -390,6 +456,10 @@ class StoreArtifact(Format):
     fit: FitInfo | None = Field(None, description="the frozen fit's sample and settings")
     samples: SamplesInfo | None = Field(None, description="the sample files")
     language: LanguageInfo | None = Field(None, description="languages of the kept documents, per-language calibration")
+    loss: LossInfo | None = Field(None, description="data loss per source: quarantined and lost records against "
+                                                    "processing.max_loss (null: a store built before it was recorded)")
+    decontamination: DecontaminationInfo | None = Field(
+        None, description="benchmark decontamination: settings and a report per benchmark (null: it did not run)")
 
     def cell_entries(self) -> dict[str, CellEntry]:
         return {c.cell: c for c in self.cells}

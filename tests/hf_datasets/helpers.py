@@ -58,7 +58,9 @@ def write_datasets(root: Path, corpus: Path) -> dict:
     jsonl, jsonl_bad = with_bad(code[50:], [0, 1, 2, 5])
     folder = root / "jsonl_folder" / "data"
     folder.mkdir(parents=True)
-    for k, part in enumerate((jsonl[:15], jsonl[15:30], jsonl[30:])):
+    half = (len(jsonl) + 8) // 2  # three files: the bad records in the first, the rest in two halves
+    parts = (jsonl[:8], jsonl[8:half], jsonl[half:])
+    for k, part in enumerate(parts):
         (folder / f"part-{k}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in part))
 
     pq_folder = root / "parquet_folder" / "data"
@@ -67,7 +69,7 @@ def write_datasets(root: Path, corpus: Path) -> dict:
     for k, part in enumerate((rest[: len(rest) // 2], rest[len(rest) // 2 :])):
         pq.write_table(pa.Table.from_pylist(part), pq_folder / f"train-{k:05d}-of-00002.parquet")
 
-    return {"train_bad": train_bad, "jsonl_bad": jsonl_bad, "jsonl_files": [15, 15, len(jsonl) - 30]}
+    return {"train_bad": train_bad, "jsonl_bad": jsonl_bad, "jsonl_files": [len(p) for p in parts]}
 
 
 def datasets_spec(root: Path, tasks: int, store: str = "store") -> dict:

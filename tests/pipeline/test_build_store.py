@@ -101,7 +101,10 @@ def test_planted_contamination_dropped(built_store, kept_ids):
     assert planted
     for doc in planted:
         assert doc["id"] in by_id and doc["id"] not in kept_ids
-        assert by_id[doc["id"]].startswith("demo-bench:")
+        # the detail names the benchmark, the planted item and the document's own matching words
+        detail = by_id[doc["id"]]
+        assert detail.startswith("demo-bench item ") and f"({doc['benchmark_id']})" in detail, detail
+        assert re.search(r': "[^"]{20,}" \(\d+ matching 13-grams', detail), detail
 
 
 def test_malformed_records_quarantined_with_reason(built_store):
