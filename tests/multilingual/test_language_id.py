@@ -94,3 +94,19 @@ def test_an_unknown_model_is_a_clear_error():
 def test_a_missing_fasttext_model_is_named(tmp_path):
     with pytest.raises(FileNotFoundError, match="processing.language.model: no fastText model at"):
         LanguageIdentifier(f"fasttext:{tmp_path / 'lid.176.bin'}").identify("some text")
+
+
+def test_validate_loads_a_fasttext_language_model(tmp_path):
+    """`mixture validate` (preflight) names processing.language.model when its file is missing or not a model."""
+    from mixture.demo_corpus.debian_text import multilingual_spec
+    from mixture.spec.models import Spec
+    from mixture.spec.preflight import model_problems
+
+    (tmp_path / "broken.bin").write_bytes(b"not a model")
+    for name, found in (("missing.bin", "FileNotFoundError"), ("broken.bin", "ValueError")):
+        raw = multilingual_spec(str(tmp_path))
+        raw["processing"]["language"] = {"model": f"fasttext:{name}"}
+        problems = model_problems(Spec.model_validate(raw), str(tmp_path))
+        assert [(field, found in what and name in what) for field, what in problems] == \
+            [("processing.language.model", True)]
+    assert model_problems(Spec.model_validate(multilingual_spec(str(tmp_path))), str(tmp_path)) == []
