@@ -125,6 +125,27 @@ def cards(info: StoreArtifact) -> Cards:
                  drops={label: dropped[key] for key, label in DROP_KEYS.items()})
 
 
+def language_line(mix: pd.DataFrame, top: int = 6) -> str:
+    """'en 61.2% · fr 20.1% · ja 9.0% · 3 more 9.7%' of one domain's rows of the accounting language mix."""
+    rows = mix.sort_values(["tokens", "language"], ascending=[False, True], kind="stable")
+    shown = [f"{r.language} {100 * r.share:.1f}%" for r in rows.head(top).itertuples()]
+    rest = rows.iloc[top:]
+    if len(rest):
+        shown.append(f"{len(rest)} more {100 * rest.share.sum():.1f}%")
+    return " · ".join(shown)
+
+
+def group_cutoffs_frame(groups: pd.DataFrame, edges: list[float]) -> pd.DataFrame:
+    """The (content type, language) calibration groups (accounting `calibration_groups`): sample documents,
+    whether the group has its own calibration, and its raw scores at the bucket edges."""
+    cols = [f"Q{i}→Q{i + 1}" for i in range(len(edges))]
+    rows = [{"group": g.group, "sample docs": int(g.sample_docs),
+             "calibration": "content type's (too few)" if g.fallback else "own",
+             **{c: round(float(v), 3) for c, v in zip(cols, g.raw_cutoffs, strict=False)}}
+            for g in groups.itertuples()]
+    return pd.DataFrame(rows, columns=["group", "sample docs", "calibration", *cols]).set_index("group")
+
+
 def cutoffs_frame(info: StoreArtifact) -> pd.DataFrame:
     """Raw-score thresholds per content type that correspond to the calibrated bucket edges."""
     edges = list(info.partition.bucket_edges or [0.2, 0.4, 0.6, 0.8])

@@ -9,8 +9,8 @@ from mixture.explorer.plan_view import PlanView
 from mixture.store.formats import StoreArtifact
 from mixture.store.layout import cell_name
 
-FIELDS = ["id", "source", "category", "origin", "content_type", "raw_score", "quality_score", "n_tokens",
-          "n_chars", "cluster", "quality", "fine_cluster", "cluster_distance"]
+FIELDS = ["id", "source", "category", "origin", "content_type", "language", "language_score", "raw_score",
+          "quality_score", "n_tokens", "n_chars", "cluster", "quality", "fine_cluster", "cluster_distance"]
 
 
 def decisions(doc: dict | None, doc_id: str, dropped: pd.DataFrame, quarantine: pd.DataFrame,

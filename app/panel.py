@@ -1,4 +1,5 @@
-"""One domain panel of the overview: quality grid, enrichment, source mix, example documents, plan weights."""
+"""One domain panel of the overview: language mix, quality grid, enrichment, source mix, example documents, plan
+weights."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from mixture.explorer import ui
+from mixture.explorer.composition import language_line
 from mixture.explorer.fmt import enrichment_text, humanize, md, pct
 from mixture.explorer.plan_view import PlanView
 
@@ -48,7 +50,7 @@ def cell_details(cluster: int, quality: int, sources: pd.DataFrame, examples: li
 
 def domain_panel(domain: pd.Series, cells: pd.DataFrame, names: list[str], sources: pd.DataFrame,
                  examples: dict[tuple[int, int], list[dict]], plan: PlanView | None,
-                 default_quality: int | None, key: str) -> None:
+                 default_quality: int | None, key: str, languages: pd.DataFrame | None = None) -> None:
     d = int(domain["id"])
     st.markdown(f"**{d} · {md(domain['label'])}** — {humanize(domain['tokens'])} tokens, "
                 f"{int(domain['docs']):,} docs, {pct(domain['share'])} of the corpus")
@@ -59,6 +61,9 @@ def domain_panel(domain: pd.Series, cells: pd.DataFrame, names: list[str], sourc
         conf = domain.get("confidence")
         text = f"label confidence: {tag or ''}" + (f" ({float(conf):.2f})" if conf is not None else "")
         st.badge(text, color=TAG_COLORS.get(str(tag).lower(), "gray"))
+    if languages is not None and not languages.empty:
+        st.caption(f"languages: {language_line(languages)}",
+                   help="share of the domain's tokens per language (store.json `language.by_cluster`)")
     quality_grid(cells, names, plan)
     labels = [f"Q{q} {names[q]}" for q in range(len(names))]
     default = labels[default_quality] if default_quality is not None and 0 <= default_quality < len(labels) else None

@@ -18,9 +18,9 @@ from mixture.accounting import StoreNotReady, StoreReader
 from mixture.store import layout
 from mixture.store.formats import StoreArtifact
 
-__all__ = ["StoreNotReady", "cell_table", "centroids",
-           "content_type_exact", "content_type_mix", "dropped", "examples_by_cell", "lookup_id", "quarantine",
-           "reader", "sample_vectors", "samples", "scan_documents", "source_mix", "store_info", "store_state"]
+__all__ = ["StoreNotReady", "calibration_groups", "cell_table", "centroids",
+           "content_type_exact", "content_type_mix", "dropped", "examples_by_cell", "language_mix", "lookup_id",
+           "quarantine", "reader", "sample_vectors", "samples", "scan_documents", "source_mix", "store_info", "store_state"]
 
 
 @st.cache_resource(show_spinner=False)
@@ -144,6 +144,27 @@ def _content_type_mix(uri: str, stamp: str) -> pd.DataFrame:
     out = per.groupby("content_type").tokens.sum().reset_index()
     out["share"] = out.tokens / out.tokens.sum()
     return out.sort_values("tokens", ascending=False).reset_index(drop=True)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _language_mix(uri: str, stamp: str) -> pd.DataFrame:
+    return accounting.language_mix(_reader_at(uri, stamp), "cluster", scan=False)
+
+
+def language_mix(uri: str) -> pd.DataFrame:
+    """Languages per domain (cluster, language, docs, tokens, share of the domain's tokens) from store.json's
+    `language` block; empty for a store without one (no shard is read for the overview)."""
+    return _language_mix(uri, store_state(uri)[1])
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _calibration_groups(uri: str, stamp: str) -> pd.DataFrame:
+    return accounting.calibration_groups(_reader_at(uri, stamp))
+
+
+def calibration_groups(uri: str) -> pd.DataFrame:
+    """The (content type, language) calibration groups of the fit (store.json `language.calibration_groups`)."""
+    return _calibration_groups(uri, store_state(uri)[1])
 
 
 def content_type_mix(uri: str) -> pd.DataFrame:

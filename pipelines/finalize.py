@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 import mixture
 from mixture.fit.model_store import load_model
 from mixture.pipelines import decontaminate
+from mixture.pipelines.language_summary import language_info
 from mixture.pipelines.readers import read_rows
 from mixture.pipelines.schemas import SAMPLE
 from mixture.pipelines.shard_facts import read_task_facts, shard_facts
@@ -62,6 +63,7 @@ def write_ledgers(ctx: BuildContext, fs, root: str, facts: list[dict]) -> tuple[
     {(cluster, quality): Counter(source → tokens)} and Counters of kept documents and tokens per source."""
     known = {f"{root}/{s['path']}": s for t in facts for s in t["shards"]}
     cell_sources: dict[tuple[int, int], Counter] = defaultdict(Counter)
+    cell_languages: Counter = Counter()  # (cluster, quality, language, "docs" | "tokens") → count
     kept_docs: Counter = Counter()
     kept_tokens: Counter = Counter()
     found = fs.glob(f"{root}/cluster=*/quality=*/*.parquet", detail=True)
@@ -71,6 +73,9 @@ def write_ledgers(ctx: BuildContext, fs, root: str, facts: list[dict]) -> tuple[
             cell_sources[(cluster, quality)][source] += tokens
             kept_docs[source] += docs
             kept_tokens[source] += tokens
+        for cluster, quality, language, docs, tokens in t.get("cell_languages", ()):
+            cell_languages[(cluster, quality, language, "docs")] += docs
+            cell_languages[(cluster, quality, language, "tokens")] += tokens
     by_cell: dict[str, list[dict]] = defaultdict(list)
     for path in sorted(found):
         size = int(found[path].get("size") or 0)
@@ -83,11 +88,14 @@ def write_ledgers(ctx: BuildContext, fs, root: str, facts: list[dict]) -> tuple[
                      **shard_facts(fs, path, size)}
             cl, ql = layout.parse_cell_path(path)
             with fs.open(path, "rb") as f:
-                table = pq.read_table(f, columns=["source", "n_tokens"])
-            for src, n_tokens in zip(*(table.column(c).to_pylist() for c in ("source", "n_tokens")), strict=True):
+                table = pq.read_table(f, columns=["source", "n_tokens", "language"])
+            for src, n_tokens, language in zip(*(table.column(c).to_pylist() for c in ("source", "n_tokens", "language")),
+                                               strict=True):
                 cell_sources[(cl, ql)][src] += n_tokens
                 kept_docs[src] += 1
                 kept_tokens[src] += n_tokens
+                cell_languages[(cl, ql, language, "docs")] += 1
+                cell_languages[(cl, ql, language, "tokens")] += n_tokens
         by_cell[path.rsplit("/", 1)[0]].append({**shard, "path": path.rsplit("/", 1)[1]})
     if stale:  # facts of a shard that is gone or was rewritten: the counts above would be off
         raise OSError(f"shard facts disagree with the store for {len(stale)} shard(s), e.g. {stale[0]}; "
@@ -100,7 +108,8 @@ def write_ledgers(ctx: BuildContext, fs, root: str, facts: list[dict]) -> tuple[
                            [LedgerShard.model_validate(s) for s in shards])
         write_model(fs, f"{cell_dir}/{layout.LEDGER}", ledger)
         ledgers.append(ledger)
-    return ledgers, {"cell_sources": cell_sources, "docs": kept_docs, "tokens": kept_tokens}
+    return ledgers, {"cell_sources": cell_sources, "docs": kept_docs, "tokens": kept_tokens,
+                     "cell_languages": cell_languages}
 
 
 def write_samples(ctx: BuildContext, fs, root: str) -> dict:
@@ -252,6 +261,7 @@ def finalize(ctx: BuildContext, spec_path: str) -> StoreArtifact:
         **{key: dict(sorted(counts.items())) for key, counts in breakdowns.items()},
         fit=FitInfo(**model.fit),
         samples=SamplesInfo(**samples),
+        language=language_info(spec, model, kept["cell_languages"]),
         loss=loss_info(sources, {name: sorted(files, key=lambda b: b.file) for name, files in broken.items()},
                        spec.processing.max_loss),
         decontamination=decontamination_report(ctx),

@@ -16,6 +16,8 @@ WORK = pa.schema(
         ("origin", pa.string()),
         ("exempt", pa.bool_()),
         ("content_type", pa.string()),
+        ("language", pa.string()),
+        ("language_score", pa.float32()),
         ("raw_score", pa.float64()),
         ("n_chars", pa.int64()),
         ("rank", pa.int32()),  # the task that wrote the file, and the row's index in it: the document's address

@@ -1,5 +1,5 @@
 """What each `assign` task wrote, measured by the task itself: rows, tokens, bytes and xxh64 of its shards and its
-documents and tokens per (cell, source). Finalize merges these small files instead of reading the whole store."""
+documents and tokens per (cell, source) and per (cell, language). Finalize merges these small files instead of reading the whole store."""
 
 from __future__ import annotations
 
@@ -43,7 +43,8 @@ def shard_facts(fs, path: str, size: int) -> dict:
 
 
 def task_facts(store: str, rank: int, cell_sources: dict[tuple[int, int, str], list[int]],
-               written: dict[str, dict] | None = None) -> dict:
+               written: dict[str, dict] | None = None,
+               cell_languages: dict[tuple[int, int, str], list[int]] | None = None) -> dict:
     """Facts of every shard `part-<rank>` (and its rotations) in the store's cells, with the task's documents and
     tokens per (cluster, quality, source). `written`: facts the writer took as it wrote (by path in the store),
     used for the shards whose size on storage agrees; any other shard is read."""
@@ -58,7 +59,8 @@ def task_facts(store: str, rank: int, cell_sources: dict[tuple[int, int, str], l
         shards.append({"path": rel, "task": rank, **(known if known and known["bytes"] == size else
                                                       shard_facts(fs, p, size))})
     return {"rank": rank, "shards": shards,
-            "cell_sources": [[c, q, s, n, t] for (c, q, s), (n, t) in sorted(cell_sources.items())]}
+            "cell_sources": [[c, q, s, n, t] for (c, q, s), (n, t) in sorted(cell_sources.items())],
+            "cell_languages": [[c, q, lang, n, t] for (c, q, lang), (n, t) in sorted((cell_languages or {}).items())]}
 
 
 class ShardFacts(PipelineStep):
@@ -75,12 +77,14 @@ class ShardFacts(PipelineStep):
 
     def run(self, data=None, rank: int = 0, world_size: int = 1):
         cell_sources: dict[tuple[int, int, str], list[int]] = defaultdict(lambda: [0, 0])
+        cell_languages: dict[tuple[int, int, str], list[int]] = defaultdict(lambda: [0, 0])
         for doc in data or ():  # draining the writer's generator makes it close every file
             m = doc.metadata
-            counts = cell_sources[(m["cluster"], m["quality"], m["source"])]
-            counts[0] += 1
-            counts[1] += m["n_tokens"]
-        facts = task_facts(self.store, rank, cell_sources, getattr(self.writer, "facts", None))
+            for counts in (cell_sources[(m["cluster"], m["quality"], m["source"])],
+                           cell_languages[(m["cluster"], m["quality"], m["language"])]):
+                counts[0] += 1
+                counts[1] += m["n_tokens"]
+        facts = task_facts(self.store, rank, cell_sources, getattr(self.writer, "facts", None), cell_languages)
         fs, root = fsspec.core.url_to_fs(self.folder)
         write_json_atomic(fs, f"{root}/{rank:05d}.json", facts, indent=None)
         self.stat_update("shards", value=len(facts["shards"]))

@@ -114,8 +114,10 @@ def prepare_steps(ctx: BuildContext) -> list:
     if decontaminate:
         prepare.append(decontaminate_step.Decontaminate(
             exclusion_writer=writers.drop_writer(ctx.at(layout.dropped_dir("contaminated")), "contaminated")))
-    q = ctx.spec.partition.quality
-    prepare += [steps.Annotate(q.scorer, q.fasttext_model and resolve_uri(q.fasttext_model, ctx.spec_dir), q.fasttext_label),
+    q, lang = ctx.spec.partition.quality, p.language
+    lid_model = lang.model if lang.model == "cld2" else f"fasttext:{resolve_uri(lang.model[9:], ctx.spec_dir)}"
+    prepare += [steps.Annotate(q.scorer, q.fasttext_model and resolve_uri(q.fasttext_model, ctx.spec_dir), q.fasttext_label,
+                               language_model=lid_model, language_min_score=lang.min_score),
                 writers.work_writer(f"{ctx.work}/prepared")]
     return prepare
 
@@ -181,6 +183,7 @@ def fit_steps(ctx: BuildContext) -> list:
     c, q = ctx.spec.partition.clusters, ctx.spec.partition.quality
     params = {"k": c.k, "fine_k": c.fine_k, "min_share": c.min_share, "embedding_dim": c.embedding_dim,
               "seed": ctx.spec.seed, "edges": list(q.edges), "embedder": c.embedder,
+              "per_language": q.per_language, "group_min_docs": q.group_min_docs,
               "sentence_model": c.sentence_model and resolve_uri(c.sentence_model, ctx.spec_dir)}
     return [steps.FitModel(f"{ctx.work}/sample", ctx.at(layout.MODEL_DIR), params, f"{ctx.work}/fit_assignments")]
 
@@ -198,7 +201,8 @@ def assign_steps(ctx: BuildContext) -> list:
             ShardFacts(ctx.store, f"{ctx.work}/shard_facts", store)]
 
 
-ASSIGN_COLUMNS = ["id", "text", "source", "category", "origin", "content_type", "raw_score", "idx"]
+ASSIGN_COLUMNS = ["id", "text", "source", "category", "origin", "content_type", "language", "language_score",
+                  "raw_score", "idx"]
 
 
 def tokenizer_ref(ctx: BuildContext) -> str:

@@ -15,6 +15,7 @@ from mixture.pipelines.datatrove_compat import CountedFilter
 from mixture.store.io import write_parquet_atomic
 from mixture.text.content_type import detect_content_type
 from mixture.text.gates import gate_counts
+from mixture.text.language import LanguageIdentifier
 from mixture.text.normalize import normalize_text, stable_unit
 from mixture.text.quality import raw_quality_score
 
@@ -85,14 +86,16 @@ class Gates(CountedFilter):
 
 
 class Annotate(PipelineStep):
-    """Content type and raw quality score (heuristic signals, or a local fastText model)."""
+    """Content type, language and raw quality score (heuristic signals, or a local fastText model)."""
 
     type = "🏷 - ANNOTATE"
-    name = "content type + raw quality"
+    name = "content type + language + raw quality"
 
-    def __init__(self, scorer: str = "heuristic", fasttext_model: str | None = None, fasttext_label: str = "__label__hq"):
+    def __init__(self, scorer: str = "heuristic", fasttext_model: str | None = None, fasttext_label: str = "__label__hq",
+                 language_model: str = "cld2", language_min_score: float = 0.5):
         super().__init__()
         self.scorer, self.fasttext_model, self.fasttext_label = scorer, fasttext_model, fasttext_label
+        self.language = LanguageIdentifier(language_model, language_min_score)
         self._ft = None
 
     def score(self, text: str) -> float:
@@ -107,8 +110,10 @@ class Annotate(PipelineStep):
 
     def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
         for doc in data:
-            doc.metadata["content_type"] = detect_content_type(doc.text)
-            doc.metadata["raw_score"] = self.score(doc.text)
+            m = doc.metadata
+            m["content_type"] = detect_content_type(doc.text)
+            m["language"], m["language_score"] = self.language.identify(doc.text)
+            m["raw_score"] = self.score(doc.text)
             yield doc
 
 
@@ -129,7 +134,7 @@ class SampleForFit(PipelineStep):
     type = "🎲 - SAMPLE"
     name = "sample for the fit"
 
-    COLUMNS = ["id", "text", "source", "content_type", "raw_score"]
+    COLUMNS = ["id", "text", "source", "content_type", "language", "raw_score"]
 
     def __init__(self, rate: float, seed: int, work: str, fuzzy_drops: str | None, output_folder: str):
         super().__init__()
@@ -146,7 +151,8 @@ class SampleForFit(PipelineStep):
         drops = load_drops(self.work, rank, self.fuzzy_drops)
         fs, root = fsspec.core.url_to_fs(f"{self.work}/prepared/{rank:05d}.parquet")
         schema = pa.schema([("id", pa.string()), ("text", pa.string()), ("source", pa.string()),
-                            ("content_type", pa.string()), ("raw_score", pa.float64()), ("u", pa.float64())])
+                            ("content_type", pa.string()), ("language", pa.string()), ("raw_score", pa.float64()),
+                            ("u", pa.float64())])
         picked: dict[int, float] = {}
         out = schema.empty_table()
         if fs.exists(root):
@@ -229,17 +235,18 @@ class Assign(PipelineStep):
         return out
 
     def _annotate(self, batch: list[Document]) -> None:
-        from mixture.fit.calibration import bucket, calibrate
+        from mixture.fit.calibration import bucket, calibrate, group_knots
         from mixture.store.layout import cluster_width
 
         texts = [d.text for d in batch]
         cluster, fine, dist = self._clusters(batch, texts)
         raw = np.array([d.metadata["raw_score"] for d in batch])
         cal = np.empty(len(batch))
-        types = [d.metadata["content_type"] for d in batch]
-        for ct in set(types):
-            idx = [i for i, t in enumerate(types) if t == ct]
-            cal[idx] = calibrate(raw[idx], self.model.calibration[ct]["knots"])
+        groups: dict[tuple[str, str], list[int]] = {}
+        for i, d in enumerate(batch):
+            groups.setdefault((d.metadata["content_type"], d.metadata["language"]), []).append(i)
+        for (ct, lang), idx in groups.items():
+            cal[idx] = calibrate(raw[idx], group_knots(self.model.calibration, self.model.group_calibration, ct, lang))
         quality = bucket(cal, self.edges)
         ids = self.tok.encode_batch(texts) if self.keep_token_ids else None
         n_tokens = [len(t) for t in ids] if ids is not None else self.tok.count_batch(texts)
@@ -257,8 +264,9 @@ class Assign(PipelineStep):
     def _collect(self, doc: Document, uniform: dict, exemplars: dict) -> None:
         m = doc.metadata
         cell = (m["cluster"], m["quality"])
-        row = {k: m.get(k) for k in ("source", "category", "origin", "n_tokens", "content_type", "raw_score",
-                                      "quality_score", "cluster", "quality", "fine_cluster", "cluster_distance")}
+        row = {k: m.get(k) for k in ("source", "category", "origin", "n_tokens", "content_type", "language",
+                                      "language_score", "raw_score", "quality_score", "cluster", "quality",
+                                      "fine_cluster", "cluster_distance")}
         row.update(id=doc.id, text=doc.text, n_chars=len(doc.text))
         for heap, n, key in ((uniform.setdefault(cell, []), self.n_uniform, stable_unit(doc.id, self.seed)),
                              (exemplars.setdefault(cell, []), self.n_exemplars, m["cluster_distance"])):

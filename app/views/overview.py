@@ -35,6 +35,11 @@ with st.expander("Quality cutoffs: raw score per content type at the calibrated 
         st.caption("store.json has no raw_score_cutoffs")
     else:
         st.table(cut)
+    groups = queries.calibration_groups(uri)
+    if not groups.empty:
+        st.caption("Per (content type, language) group: a group with fewer sample documents than "
+                   f"{info.language.group_min_docs} uses its content type's calibration")
+        st.dataframe(composition.group_cutoffs_frame(groups, list(info.partition.bucket_edges)))
 
 # --- query parameters: domain, cell, q (search) ------------------------------------------------------------
 cell_param = ui.param("cell")
@@ -87,6 +92,7 @@ for i, row in enumerate(shown.to_dict("records")):
 
 st.divider()
 sources = queries.source_mix(uri)
+languages = queries.language_mix(uri)
 examples = queries.examples_by_cell(uri, sample_kind, per_cell=2)
 for row in shown.to_dict("records"):
     d = int(row["id"])
@@ -94,4 +100,5 @@ for row in shown.to_dict("records"):
     if exp.open:
         with exp:
             domain_panel(row, cells[cells.cluster == d], names, sources, examples, plan,
-                         focus_quality if domain_param == str(d) else None, key=f"d{d}")
+                         focus_quality if domain_param == str(d) else None, key=f"d{d}",
+                         languages=languages[languages.cluster == d])

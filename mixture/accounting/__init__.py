@@ -25,6 +25,9 @@ Python API::
         # keys…, [label], [quality_name], tokens, tokens_h, docs, share, mean_tokens_per_doc
     matrix(reader, value="tokens"|"docs"|"share") -> DataFrame   # cluster x quality, with labels and totals
     source_counts(reader) -> DataFrame   # per-source table (name, tokens, category, docs, share, license, …)
+    language_mix(reader, by=None | "cluster" | "quality") -> DataFrame   # [key], language, docs, tokens, share
+        # (of the group's tokens), from store.json's `language` block (languages.py)
+    calibration_groups(reader) -> DataFrame   # (content type, language) groups: sample_docs, fallback, raw_cutoffs
     load_counts(store | file) -> Counts   # per-cell counts (counts.py): a store, or .csv/.json/.yaml holding
         # cell,tokens[,docs] rows, a {cell: tokens} map, a mix file's available_tokens or a store.json
     diff(a, b, ids=True, samples=3) -> DiffResult
@@ -70,6 +73,7 @@ from mixture.accounting.checks import AuditResult, Check, Failure, audit
 from mixture.accounting.counts import CellCount, Counts, CountsError, load_counts, store_counts
 from mixture.accounting.diffs import DiffResult, diff
 from mixture.accounting.document_search import search_documents
+from mixture.accounting.languages import calibration_groups, language_mix
 from mixture.accounting.model_artifacts import centroids, model_json, sample_vectors
 from mixture.accounting.reader import StoreNotReady, StoreReader, open_fs
 from mixture.accounting.reports import matrix, report, source_counts
@@ -99,6 +103,7 @@ __all__ = [
     "StoreNotReady",
     "StoreReader",
     "audit",
+    "calibration_groups",
     "cell_progress",
     "cell_table",
     "centroids",
@@ -107,6 +112,7 @@ __all__ = [
     "counters_table",
     "diff",
     "dropped",
+    "language_mix",
     "ledger_shard_table",
     "load_counts",
     "lock_info",

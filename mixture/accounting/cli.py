@@ -141,7 +141,7 @@ def audit_cmd(
 # -- report -----------------------------------------------------------------------------------------------------
 def report_cmd(
     store: str = typer.Argument(..., help="Store folder: local path or fsspec URI."),
-    by: str = typer.Option("cell", "--by", help="cell, cluster, quality, source, content_type, category, or a pair "
+    by: str = typer.Option("cell", "--by", help="cell, cluster, quality, source, content_type, category, language, or a pair "
                                                 "such as cluster,quality (a matrix in table/md)."),
     fmt: str = typer.Option("table", "--format", help="table, csv, json or md (Markdown for an issue)."),
     out: str = typer.Option(None, "--out", help="Write to this file/URI instead of stdout."),
@@ -154,7 +154,11 @@ def report_cmd(
         err.print(f"[red]{exc}")
         raise typer.Exit(2) from exc
     reader = _complete(store)
-    df = report(reader, keys)
+    try:
+        df = report(reader, keys)
+    except ValueError as exc:  # e.g. --by language on a store built before language identification
+        err.print(f"[red]{exc}")
+        raise typer.Exit(2) from exc
     total = int(df["tokens"].sum())
     title = f"{reader.uri}: {humanize(total)} tokens ({total:,}) by {', '.join(keys)}"
     if keys == ["cluster", "quality"] and fmt in ("table", "md"):

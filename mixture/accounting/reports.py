@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import duckdb
 import pandas as pd
 
 from mixture.accounting.parquet_sql import documents_source_sql
@@ -13,7 +14,7 @@ from mixture.accounting.tables import cell_table, cluster_labels, quality_names,
 from mixture.spec.amounts import humanize
 from mixture.store import layout
 
-GROUPS = ("cell", "cluster", "quality", "source", "content_type", "category")
+GROUPS = ("cell", "cluster", "quality", "source", "content_type", "category", "language")
 LEDGER_GROUPS = {"cell", "cluster", "quality"}
 
 
@@ -48,8 +49,8 @@ def _finish(df: pd.DataFrame, keys: list[str], reader: StoreReader) -> pd.DataFr
 def report(reader: StoreReader, by: str | Sequence[str] = "cell") -> pd.DataFrame:
     """Tokens, docs, share of tokens and mean tokens/doc grouped by `by` (one or two of GROUPS).
 
-    cell/cluster/quality come from the ledgers (no Parquet scan); source/content_type/category scan only those
-    columns and `n_tokens` of the finished shards.
+    cell/cluster/quality come from the ledgers (no Parquet scan); source/content_type/category/language scan only
+    those columns and `n_tokens` of the finished shards.
     """
     keys = parse_by(by)
     if set(keys) <= LEDGER_GROUPS:
@@ -61,8 +62,14 @@ def report(reader: StoreReader, by: str | Sequence[str] = "cell") -> pd.DataFram
     sql_keys = list(dict.fromkeys(sql_keys))
     con = reader.connect_bare()
     cols = ", ".join(sql_keys)
-    df = con.execute(f"SELECT {cols}, sum(n_tokens)::BIGINT AS tokens, count(*)::BIGINT AS docs "
-                     f"FROM {documents_source_sql(reader)} GROUP BY ALL ORDER BY {cols}").fetchdf()
+    try:
+        df = con.execute(f"SELECT {cols}, sum(n_tokens)::BIGINT AS tokens, count(*)::BIGINT AS docs "
+                         f"FROM {documents_source_sql(reader)} GROUP BY ALL ORDER BY {cols}").fetchdf()
+    except duckdb.BinderException as exc:
+        if "language" not in keys:
+            raise
+        raise ValueError(f"{reader.uri} has no `language` column: it was built before language identification; "
+                         "rebuild it to report by language") from exc
     if "cell" in keys:
         k = store_k(reader)
         df.insert(0, "cell", [layout.cell_name(int(c), int(q), k) for c, q in zip(df["cluster"], df["quality"],

@@ -81,6 +81,8 @@ def synthetic_documents(
             "n_tokens": pool_tokens[pick],
             "n_chars": np.array([len(t) for t in text], dtype=np.int64),
             "content_type": [CONTENT_TYPES[s % len(CONTENT_TYPES)] for s in rng.integers(0, 7, size=n)],
+            "language": [("en", "de", "fr", "zh", "und")[i % 5] for i in range(n)],
+            "language_score": np.full(n, 0.9, dtype=np.float32),
             "raw_score": q_score * 0.9,
             "quality_score": q_score,
             "cluster": cluster,

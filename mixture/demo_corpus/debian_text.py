@@ -249,7 +249,9 @@ def write_multilingual_corpus(out: str | Path, seed: int = 0, scale: float = 1.0
         truth["contaminated"].append({"id": rec["id"], "source": "man", "benchmark_id": item["id"]})
 
     for name, records in by_source.items():
-        shards = [records[i::2] for i in range(2)]
+        originals = [r for r in records if "#" not in r["id"]]
+        shard_of = {r["id"]: i % 2 for i, r in enumerate(originals)}  # a copy goes to its original's file, after it
+        shards = [[r for r in records if shard_of[r["id"].split("#")[0]] == i] for i in range(2)]
         for i, shard in enumerate(shards):
             path = out / name / f"part-{i:04d}.jsonl"
             path.parent.mkdir(parents=True, exist_ok=True)

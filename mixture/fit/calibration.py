@@ -1,4 +1,5 @@
-"""Monotone per-content-type calibration of raw quality scores (empirical quantile map), and bucket cutoffs."""
+"""Monotone calibration of raw quality scores (empirical quantile map) per content type and per (content type,
+language) group, and bucket cutoffs."""
 
 from __future__ import annotations
 
@@ -19,6 +20,32 @@ def fit_calibration(raw_by_type: dict[str, np.ndarray], content_types: tuple[str
         knots = np.quantile(pooled if fallback else raw, levels)
         out[ct] = {"knots": [float(k) for k in knots], "n": int(len(raw)), "pooled": bool(fallback)}
     return out
+
+
+def group_key(content_type: str, language: str) -> str:
+    """The name of a (content type, language) calibration group: `prose/fr`."""
+    return f"{content_type}/{language}"
+
+
+def fit_group_calibration(raw: np.ndarray, types: np.ndarray, languages: np.ndarray, min_docs: int) -> dict[str, dict]:
+    """For each (content type, language) group of the sample: its own quantile map when it has at least
+    `min_docs` documents (`fallback: false`), else only its size (`fallback: true`: its documents use their
+    content type's map). So a language's best text reaches the top bucket even when its raw scores sit below
+    the language that dominates its content type."""
+    out = {}
+    for ct, lang in sorted(set(zip(types.tolist(), languages.tolist(), strict=True))):
+        group = raw[(types == ct) & (languages == lang)]
+        entry: dict = {"content_type": ct, "language": lang, "n": int(len(group)), "fallback": len(group) < min_docs}
+        if not entry["fallback"]:
+            entry["knots"] = [float(k) for k in np.quantile(group, np.linspace(0, 1, KNOTS))]
+        out[group_key(ct, lang)] = entry
+    return out
+
+
+def group_knots(calibration: dict[str, dict], groups: dict[str, dict], content_type: str, language: str) -> list[float]:
+    """The quantile map a document of (content type, language) is calibrated with: its group's, else its type's."""
+    g = groups.get(group_key(content_type, language))
+    return g["knots"] if g and not g["fallback"] else calibration[content_type]["knots"]
 
 
 def calibrate(raw: np.ndarray, knots: list[float]) -> np.ndarray:

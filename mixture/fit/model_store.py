@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import io
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import fsspec
 import numpy as np
 
-from mixture.fit.calibration import fit_calibration, raw_cutoffs
+from mixture.fit.calibration import fit_calibration, fit_group_calibration, raw_cutoffs
 from mixture.fit.clusters import ClusterModel, fit_clusters, label_counted_clusters
 from mixture.fit.embed import LexicalEmbedder, SentenceEmbedder, TermCounts, embedder_from_bytes
 from mixture.store.io import write_atomic, write_parquet_atomic
 from mixture.text.content_type import CONTENT_TYPES
 
 EMBEDDER, CENTROIDS, CALIBRATION, CLUSTERS, FIT = "embedder.npz", "centroids.npz", "calibration.json", "clusters.json", "fit.json"
+GROUPS = "calibration_groups.json"  # per (content type, language) group: its own map, or a fallback to its type's
 
 
 @dataclass
@@ -25,6 +26,7 @@ class FrozenModel:
     calibration: dict[str, dict]
     labels: list[dict]
     fit: dict
+    group_calibration: dict[str, dict] = field(default_factory=dict)  # {"prose/fr": {...}}; empty: per type only
 
 
 def _read_sample(sample_folder: str) -> tuple[dict[str, list], list[str]]:
@@ -104,6 +106,12 @@ def fit_and_save(sample_folder: str, model_dir: str, params: dict, assignments_f
     calibration = fit_calibration({ct: raw[types == ct] for ct in CONTENT_TYPES}, CONTENT_TYPES)
     for cal in calibration.values():
         cal["raw_cutoffs"] = raw_cutoffs(cal["knots"], params["edges"])
+    groups = {}
+    if params.get("per_language"):
+        groups = fit_group_calibration(raw, types, np.asarray(sample["language"]), params["group_min_docs"])
+        for g in groups.values():
+            g["raw_cutoffs"] = raw_cutoffs(g["knots"] if not g["fallback"] else calibration[g["content_type"]]["knots"],
+                                           params["edges"])
     shares = np.bincount(labels, minlength=params["k"]) / len(labels)
     for c, row in enumerate(info):
         row["sample_share"] = float(shares[c])
@@ -124,9 +132,10 @@ def fit_and_save(sample_folder: str, model_dir: str, params: dict, assignments_f
     write_atomic(fs, f"{root}/{EMBEDDER}", embedder.to_bytes())
     write_atomic(fs, f"{root}/{CENTROIDS}", buf.getvalue())
     write_atomic(fs, f"{root}/{CALIBRATION}", json.dumps(calibration, indent=1).encode())
+    write_atomic(fs, f"{root}/{GROUPS}", json.dumps(groups, indent=1).encode())
     write_atomic(fs, f"{root}/{CLUSTERS}", json.dumps(info, indent=1).encode())
     write_atomic(fs, f"{root}/{FIT}", json.dumps(fit, indent=1).encode())
-    return FrozenModel(embedder, model, calibration, info, fit)
+    return FrozenModel(embedder, model, calibration, info, fit, groups)
 
 
 def load_model(model_dir: str) -> FrozenModel:
@@ -143,4 +152,5 @@ def load_model(model_dir: str) -> FrozenModel:
         calibration=json.loads(read(CALIBRATION)),
         labels=json.loads(read(CLUSTERS)),
         fit=json.loads(read(FIT)),
+        group_calibration=json.loads(read(GROUPS)) if fs.exists(f"{root}/{GROUPS}") else {},
     )

@@ -183,10 +183,19 @@ class Decontamination(Strict):
         return self
 
 
+class LanguageId(Strict):
+    """Language identification of every document (docs/build.md, Language)."""
+
+    model: str = Field("cld2", pattern=r"^(cld2|fasttext:.+)$",
+                       description="cld2 (pycld2, ships its model) or fasttext:<path of a local fastText LID model>")
+    min_score: float = Field(0.5, ge=0, le=1, description="below this confidence the language is `und`")
+
+
 class Processing(Strict):
     filters: Filters = Filters()
     dedup: Dedup = Dedup()
     decontamination: Decontamination = Decontamination()
+    language: LanguageId = LanguageId()
     max_loss: float = Field(
         0.01, ge=0, le=1,
         description="the largest share of a source's records that may be quarantined as bad input or lost to "
@@ -202,6 +211,9 @@ class Quality(Strict):
     fasttext_model: str | None = Field(None, description="path to a fastText model (scorer: fasttext)")
     fasttext_label: str = "__label__hq"
     calibration_sample: int = Field(20_000, gt=0, description="documents per content type used to fit calibration")
+    per_language: bool = Field(True, description="calibrate per (content type, language), not per content type alone")
+    group_min_docs: int = Field(50, ge=1, description="sample documents a (content type, language) group needs for "
+                                                      "a calibration of its own; a smaller one uses its content type's")
 
     @model_validator(mode="after")
     def _edges(self) -> Quality:

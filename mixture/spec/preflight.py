@@ -37,7 +37,8 @@ def tokenizer_problems(spec: Spec, base_dir: str) -> list[tuple[str, str]]:
 
 
 def model_problems(spec: Spec, base_dir: str) -> list[tuple[str, str]]:
-    """The fastText model (loaded) and the sentence model (a sentence-transformers folder, and the package)."""
+    """The fastText models (quality scorer, language identifier: loaded) and the sentence model (a
+    sentence-transformers folder, and the package)."""
     problems = []
     q, c = spec.partition.quality, spec.partition.clusters
     for key, path in (("partition.quality.fasttext_model", q.fasttext_model),
@@ -55,6 +56,15 @@ def model_problems(spec: Spec, base_dir: str) -> list[tuple[str, str]]:
         except Exception as exc:  # noqa: BLE001 - fastText raises ValueError for a file it cannot read
             problems.append(("partition.quality.fasttext_model",
                              f"cannot load the fastText model {path!r}: {type(exc).__name__}: {exc}"))
+    if (lid := spec.processing.language.model).startswith("fasttext:"):  # a local language-identification model
+        path = resolve_uri(lid.removeprefix("fasttext:"), base_dir)
+        try:
+            from mixture.text.language import LanguageIdentifier
+
+            LanguageIdentifier(f"fasttext:{path}").identify("a first sentence")
+        except Exception as exc:  # noqa: BLE001 - a missing file, or a file fastText cannot read (ValueError)
+            problems.append(("processing.language.model",
+                             f"cannot load the fastText language model {path!r}: {type(exc).__name__}: {exc}"))
     if c.embedder == "sentence" and c.sentence_model and os.path.exists(path := resolve_uri(c.sentence_model, base_dir)):
         if not os.path.isdir(path) or not any(os.path.exists(os.path.join(path, f)) for f in ("modules.json", "config.json")):
             problems.append(("partition.clusters.sentence_model",

@@ -343,6 +343,51 @@ class SamplesInfo(Format):
     exemplars_per_cell: int | None = Field(None, description="exemplars per cell")
 
 
+class LanguageCount(Format):
+    """Kept documents and tokens of one language."""
+
+    language: str = Field(description="ISO 639-1 code (ISO 639-3 where there is none), und: not determined")
+    docs: int = Field(ge=0, description="documents in the cells")
+    tokens: int = Field(ge=0, description="their tokens")
+
+
+class ClusterLanguageCount(LanguageCount):
+    """Kept documents and tokens of one language in one cluster."""
+
+    cluster: int = Field(ge=0, description="the cluster")
+
+
+class QualityLanguageCount(LanguageCount):
+    """Kept documents and tokens of one language in one quality bucket."""
+
+    quality: int = Field(ge=0, description="the quality bucket")
+
+
+class CalibrationGroup(Format):
+    """One (content type, language) group of the fit sample and the quality calibration its documents get."""
+
+    group: str = Field(description="content_type/language, e.g. prose/fr")
+    content_type: str = Field(description="content type")
+    language: str = Field(description="language code")
+    sample_docs: int = Field(ge=0, description="documents of the group in the fit sample")
+    fallback: bool = Field(description="true: fewer than group_min_docs, calibrated with its content type's map")
+    raw_cutoffs: list[float] = Field(description="raw scores at the calibrated bucket edges for this group")
+
+
+class LanguageInfo(Format):
+    """Languages of the kept documents and the per-language quality calibration (docs/build.md, Language)."""
+
+    model: str = Field(description="language identifier: cld2 or fasttext:<model path>")
+    min_score: float = Field(description="below this confidence a document's language is und")
+    languages: list[LanguageCount] = Field(description="per language, most tokens first")
+    by_cluster: list[ClusterLanguageCount] = Field(description="per cluster and language")
+    by_quality: list[QualityLanguageCount] = Field(description="per quality bucket and language")
+    per_language: bool = Field(description="quality calibrated per (content type, language) group")
+    group_min_docs: int = Field(ge=1, description="sample documents a group needs for a calibration of its own")
+    calibration_groups: list[CalibrationGroup] = Field(
+        default_factory=list, description="every (content type, language) group of the fit sample")
+
+
 class BrokenFile(Format):
     """A source file the reader could not read to its end (a truncated or corrupt compressed stream, an unreadable
     file): the records after the break never entered the build. Its quarantine row (reason `truncated_file` or
@@ -435,6 +480,7 @@ class StoreArtifact(Format):
     near_duplicates: NearDuplicateReport | None = Field(
         None, description="the near-duplicate decisions: candidate pairs, verified pairs and drops (fuzzy dedup on)")
     samples: SamplesInfo | None = Field(None, description="the sample files")
+    language: LanguageInfo | None = Field(None, description="languages of the kept documents, per-language calibration")
     loss: LossInfo | None = Field(None, description="data loss per source: quarantined and lost records against "
                                                     "processing.max_loss (null: a store built before it was recorded)")
     decontamination: DecontaminationInfo | None = Field(

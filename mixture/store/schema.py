@@ -15,6 +15,8 @@ DOCUMENT_FIELDS = [
     ("n_tokens", pa.int64()),
     ("n_chars", pa.int64()),
     ("content_type", pa.string()),
+    ("language", pa.string()),  # ISO 639-1 (ISO 639-3 where there is none), `und` when unsure
+    ("language_score", pa.float32()),
     ("raw_score", pa.float64()),
     ("quality_score", pa.float64()),
     ("cluster", pa.int16()),

@@ -10,12 +10,13 @@ from mixture.text.kernel import kernel
 
 HEAD = 100_000  # characters the symbol and line checks read
 
-# Scripts written without spaces between words (Han, Hiragana, Katakana, Thai, Lao, Myanmar, Khmer): each of
-# their letters is one word of the word gate (docs/build.md, Gates). Keep equal to UNSPACED in _signals.c.
+# Scripts written without spaces between words (Han, Hiragana, Katakana, Thai, Lao, Myanmar, Khmer) and the CJK
+# punctuation and fullwidth forms written with them: each of their letters is one word of the word gate, their
+# other characters separate (docs/build.md, Gates). Keep equal to UNSPACED in _signals.c.
 UNSPACED_RANGES = (
     (0x0E00, 0x0EFF), (0x1000, 0x109F), (0x1780, 0x17FF), (0x19E0, 0x19FF), (0x2E80, 0x2FDF),
     (0x3000, 0x312F), (0x31A0, 0x31BF), (0x31F0, 0x31FF), (0x3400, 0x4DBF), (0x4E00, 0x9FFF),
-    (0xA9E0, 0xA9FF), (0xAA60, 0xAA7F), (0xF900, 0xFAFF), (0xFF66, 0xFF9F), (0x16FE0, 0x16FFF),
+    (0xA9E0, 0xA9FF), (0xAA60, 0xAA7F), (0xF900, 0xFAFF), (0xFE30, 0xFE6F), (0xFF00, 0xFFEF), (0x16FE0, 0x16FFF),
     (0x1B000, 0x1B16F), (0x20000, 0x323AF),
 )
 _UNSPACED = "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in UNSPACED_RANGES)

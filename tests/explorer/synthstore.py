@@ -14,12 +14,17 @@ import xxhash
 from pydantic import BaseModel
 
 from mixture.store.formats import (
+    CalibrationGroup,
     CellEntry,
     ClusterEntry,
+    ClusterLanguageCount,
     Counters,
+    LanguageCount,
+    LanguageInfo,
     Ledger,
     LedgerShard,
     PartitionInfo,
+    QualityLanguageCount,
     SamplesInfo,
     SourceEntry,
     SpecRef,
@@ -46,12 +51,20 @@ def LINEAGE_ID_OF(uniform_rows: list[dict]) -> str:  # noqa: N802
     return uniform_rows[0]["id"]
 
 
+LANGUAGES = ["en", "de", "fr", "zh", "ja"]  # a domain's main language; every fourth document is English
+
+
+def language_of(cluster: int, i: int) -> str:
+    return LANGUAGES[cluster % len(LANGUAGES)] if i % 4 else "en"
+
+
 SCRIPT_DOC = "Before the script <script>alert(1)</script> and <b>bold</b> after it."
 
 DOC_SCHEMA = pa.schema([
     ("id", pa.string()), ("text", pa.string()), ("source", pa.string()), ("category", pa.string()),
     ("origin", pa.string()), ("n_tokens", pa.int64()), ("n_chars", pa.int64()),
-    ("content_type", pa.string()), ("raw_score", pa.float64()), ("quality_score", pa.float64()),
+    ("content_type", pa.string()), ("language", pa.string()), ("language_score", pa.float32()),
+    ("raw_score", pa.float64()), ("quality_score", pa.float64()),
     ("cluster", pa.int16()), ("quality", pa.int8()), ("fine_cluster", pa.int32()),
     ("cluster_distance", pa.float32()),
 ])
@@ -91,6 +104,7 @@ def build_store(root: Path, k: int = 5, scale: int = 1, shards_per_cell: int = 1
     cells, uniform_rows, exemplar_rows = [], [], []
     cluster_tot = {c: [0, 0] for c in range(k)}
     src_tot = {name: [0, 0] for name, _ in SOURCES}
+    lang_tot: dict[tuple, list[int]] = {}  # ((key, value) or None, language) -> [docs, tokens]
     doc_counter = 0
     for c in range(k):
         for q in range(5):
@@ -108,6 +122,7 @@ def build_store(root: Path, k: int = 5, scale: int = 1, shards_per_cell: int = 1
                     "id": f"{src}/file-{c}-{q}.jsonl/{i}", "text": text, "source": src, "category": cat,
                     "origin": f"{src}/file-{c}-{q}.jsonl:{i}", "n_tokens": len(text.split()),
                     "n_chars": len(text), "content_type": CONTENT_TYPES[(c + i) % len(CONTENT_TYPES)],
+                    "language": language_of(c, i), "language_score": 0.9,
                     "raw_score": raw, "quality_score": min(0.999, raw + 0.001), "cluster": c, "quality": q,
                     "fine_cluster": c * 10 + i % 10, "cluster_distance": float(rng.uniform(0.05, 0.6)),
                 })
@@ -134,6 +149,10 @@ def build_store(root: Path, k: int = 5, scale: int = 1, shards_per_cell: int = 1
             for r in rows:
                 src_tot[r["source"]][0] += 1
                 src_tot[r["source"]][1] += r["n_tokens"]
+                for key in ((None, r["language"]), (("cluster", c), r["language"]), (("quality", q), r["language"])):
+                    lang_tot.setdefault(key, [0, 0])
+                    lang_tot[key][0] += 1
+                    lang_tot[key][1] += r["n_tokens"]
             order = [int(j) for j in rng.permutation(n)[:per_cell_samples]]
             if (c, q) in ((1, 2), (0, 4)) and order[0] != 0:  # the <script> and the long document come first
                 order = [0] + [j for j in order if j != 0][: per_cell_samples - 1]
@@ -203,6 +222,19 @@ def build_store(root: Path, k: int = 5, scale: int = 1, shards_per_cell: int = 1
         bad_input_by_reason={"invalid_json": 2},
         samples=SamplesInfo(uniform="_samples/uniform.parquet", exemplars="_samples/exemplars.parquet",
                             per_cell=per_cell_samples),
+        language=LanguageInfo(
+            model="cld2", min_score=0.5, per_language=True, group_min_docs=50,
+            languages=[LanguageCount(language=lang, docs=d, tokens=t)
+                       for (key, lang), (d, t) in sorted(lang_tot.items(), key=lambda kv: -kv[1][1]) if key is None],
+            by_cluster=[ClusterLanguageCount(cluster=key[1], language=lang, docs=d, tokens=t)
+                        for (key, lang), (d, t) in sorted(lang_tot.items(), key=str) if key and key[0] == "cluster"],
+            by_quality=[QualityLanguageCount(quality=key[1], language=lang, docs=d, tokens=t)
+                        for (key, lang), (d, t) in sorted(lang_tot.items(), key=str) if key and key[0] == "quality"],
+            calibration_groups=[
+                CalibrationGroup(group="prose/en", content_type="prose", language="en", sample_docs=120,
+                                 fallback=False, raw_cutoffs=[0.3, 0.45, 0.6, 0.8]),
+                CalibrationGroup(group="prose/de", content_type="prose", language="de", sample_docs=12,
+                                 fallback=True, raw_cutoffs=[0.22, 0.39, 0.58, 0.77])]),
     )
     if not building:
         _write_json(artifact, root / "store.json")

@@ -129,3 +129,24 @@ def test_examples_switch_to_exemplars(app_env, store):
     assert not any(c.value.startswith(first[:200]) for c in at.code[:2])
     at.segmented_control(key="examples_kind").set_value("nearest to centroid").run()
     assert at.code[0].value.startswith(first[:200])
+
+
+@pytest.mark.parametrize("domain", [1, 3])
+def test_panel_shows_the_domains_language_mix(app_env, artifact, domain):
+    """The caption lists the domain's languages by share of its tokens, as store.json `language.by_cluster` counts."""
+    rows = [r for r in artifact["language"]["by_cluster"] if r["cluster"] == domain]
+    total = sum(r["tokens"] for r in rows)
+    expected = " · ".join(f"{r['language']} {100 * r['tokens'] / total:.1f}%"
+                          for r in sorted(rows, key=lambda r: (-r["tokens"], r["language"])))
+    at = run(domain=str(domain))
+    shown = [c.value for c in _panel(at, domain).caption if c.value.startswith("languages:")]
+    assert shown == [f"languages: {expected}"]
+    assert len(rows) == 2  # the domain's own language (de, zh) and English
+
+
+def test_calibration_groups_are_listed_with_their_fallback(app_env, artifact):
+    at = run()
+    groups = next(d.value for d in at.dataframe if d.value.index.name == "group")
+    assert list(groups.index) == [g["group"] for g in artifact["language"]["calibration_groups"]]
+    assert list(groups["calibration"]) == ["own", "content type's (too few)"]
+    assert list(groups.loc["prose/de"].iloc[2:]) == artifact["language"]["calibration_groups"][1]["raw_cutoffs"]

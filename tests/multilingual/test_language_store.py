@@ -1,0 +1,117 @@
+"""A store built from real multilingual text: every row's language, store.json's language block, `report --by
+language` against a recount, and quality calibrated per (content type, language) so every language reaches Q4."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pyarrow.dataset as ds
+import pytest
+from typer.testing import CliRunner
+
+from mixture.accounting import StoreReader, calibration_groups, language_mix, report
+from mixture.demo_corpus.debian_text import read_labelled
+from tests.multilingual.conftest import build_multilingual
+
+ENOUGH = 100  # kept documents of a language for its Q4 share to mean something here
+
+
+def documents(store) -> list[dict]:
+    files = sorted(str(p) for p in store.store.glob("cluster=*/quality=*/*.parquet"))
+    return ds.dataset(files, format="parquet").to_table(
+        columns=["id", "language", "language_score", "n_tokens", "content_type", "cluster", "quality"]).to_pylist()
+
+
+def test_every_row_has_a_language_that_mostly_matches_its_label(multilingual_store):
+    rows = documents(multilingual_store)
+    labels = {r["id"]: r["lang"] for r in read_labelled(multilingual_store.corpus)}
+    assert all(r["language"] and 0.0 <= r["language_score"] <= 1.0 for r in rows)
+    fortunes = [r for r in rows if r["id"].startswith("fortune/")]
+    assert sum(r["language"] == labels[r["id"]] for r in fortunes) / len(fortunes) >= 0.9
+
+
+def test_report_by_language_equals_a_recount_and_store_json(multilingual_store):
+    rows = documents(multilingual_store)
+    docs, tokens = Counter(r["language"] for r in rows), Counter()
+    for r in rows:
+        tokens[r["language"]] += r["n_tokens"]
+    reader = StoreReader(str(multilingual_store.store))
+    df = report(reader, "language")
+    assert dict(zip(df.language, df.docs, strict=True)) == dict(docs)
+    assert dict(zip(df.language, df.tokens, strict=True)) == dict(tokens)
+    block = multilingual_store.artifact.language
+    assert {c.language: (c.docs, c.tokens) for c in block.languages} == {k: (docs[k], tokens[k]) for k in docs}
+    by_cluster = Counter()
+    for r in rows:
+        by_cluster[(r["cluster"], r["language"])] += r["n_tokens"]
+    assert {(c.cluster, c.language): c.tokens for c in block.by_cluster} == dict(by_cluster)
+    mix = language_mix(reader, "cluster")
+    assert mix.groupby("cluster").share.sum().round(9).eq(1.0).all()
+    pair = report(reader, "language,quality")
+    assert {(r.language, r.quality): r.docs for r in pair.itertuples()} == \
+        {(c.language, c.quality): c.docs for c in block.by_quality}
+
+
+def test_report_by_language_on_the_command_line(multilingual_store):
+    from mixture.cli import app
+
+    result = CliRunner().invoke(app, ["report", str(multilingual_store.store), "--by", "language", "--format", "csv"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.strip().splitlines()
+    assert lines[0].startswith("language,tokens")
+    assert {line.split(",")[0] for line in lines[1:]} >= {"en", "de", "fr", "ja", "ru", "zh"}
+
+
+def q4_share(store) -> dict[str, float]:
+    """Share of each language's kept documents in the top bucket, for languages with ENOUGH documents."""
+    block = store.artifact.language
+    total = {c.language: c.docs for c in block.languages}
+    top = store.artifact.partition.quality_levels - 1
+    q4 = {c.language: c.docs for c in block.by_quality if c.quality == top}
+    return {lang: q4.get(lang, 0) / n for lang, n in total.items() if n >= ENOUGH and lang != "und"}
+
+
+def test_q4_is_reachable_for_every_language_with_enough_documents(multilingual_store):
+    shares = q4_share(multilingual_store)
+    assert len(shares) >= 8
+    assert min(shares.values()) >= 0.10, shares  # each language's best text: ~20 % where its groups calibrate
+
+
+def test_calibrated_per_content_type_alone_other_languages_lose_q4(tmp_path_factory, multilingual_corpus):
+    """The issue this fixes: one map per content type puts the English documents on top and the others below."""
+    store = build_multilingual(tmp_path_factory.mktemp("ml_by_type"), multilingual_corpus, per_language=False)
+    shares = q4_share(store)
+    assert store.artifact.language.calibration_groups == []
+    assert shares["en"] > 0.4 and min(shares.values()) < 0.05, shares
+
+
+def test_calibration_groups_fall_back_below_the_minimum(multilingual_store):
+    art = multilingual_store.artifact
+    block = art.language
+    assert block.per_language and block.group_min_docs == 50
+    groups = calibration_groups(StoreReader(str(multilingual_store.store)))
+    assert len(groups) == len(block.calibration_groups) > 10
+    for g in block.calibration_groups:
+        assert g.group == f"{g.content_type}/{g.language}"
+        assert g.fallback == (g.sample_docs < block.group_min_docs)
+        if g.fallback:  # its documents are calibrated with the content type's map
+            assert g.raw_cutoffs == pytest.approx(art.raw_score_cutoffs[g.content_type])
+    own = [g for g in block.calibration_groups if not g.fallback]
+    assert {g.language for g in own} >= {"en", "de", "es", "it", "pl", "ru", "zh"}
+    assert sum(g.sample_docs for g in block.calibration_groups) == art.fit.sample_docs
+
+
+def test_a_document_is_calibrated_by_its_group(multilingual_store):
+    """quality_score is the document's position in its group's quantile map (its type's when the group fell back)."""
+    import numpy as np
+
+    from mixture.fit.calibration import calibrate, group_knots
+    from mixture.fit.model_store import load_model
+
+    model = load_model(str(multilingual_store.store / "_model"))
+    files = sorted(str(p) for p in multilingual_store.store.glob("cluster=*/quality=*/*.parquet"))
+    rows = ds.dataset(files, format="parquet").to_table(
+        columns=["content_type", "language", "raw_score", "quality_score"]).to_pylist()
+    for r in rows[::7]:
+        knots = group_knots(model.calibration, model.group_calibration, r["content_type"], r["language"])
+        assert r["quality_score"] == pytest.approx(float(calibrate(np.array([r["raw_score"]]), knots)[0]))
