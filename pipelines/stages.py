@@ -166,8 +166,8 @@ def sample_for_fit(ctx: BuildContext, rate: float) -> list:
 
 def fit_steps(ctx: BuildContext) -> list:
     c, q = ctx.spec.partition.clusters, ctx.spec.partition.quality
-    params = {"k": c.k, "fine_k": c.fine_k, "min_share": c.min_share, "embedding_dim": c.embedding_dim,
-              "seed": ctx.spec.seed, "edges": list(q.edges), "embedder": c.embedder,
+    params = {"k": c.k, "fine_k": c.fine_k, "min_share": c.min_share, "max_share": c.max_token_share,
+              "embedding_dim": c.embedding_dim, "seed": ctx.spec.seed, "edges": list(q.edges), "embedder": c.embedder,
               "sentence_model": c.sentence_model and resolve_uri(c.sentence_model, ctx.spec_dir)}
     return [steps.FitModel(f"{ctx.work}/sample", ctx.at(layout.MODEL_DIR), params, f"{ctx.work}/fit_assignments")]
 

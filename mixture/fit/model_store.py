@@ -10,7 +10,7 @@ import fsspec
 import numpy as np
 
 from mixture.fit.calibration import fit_calibration, raw_cutoffs
-from mixture.fit.clusters import ClusterModel, fit_clusters, label_counted_clusters
+from mixture.fit.clusters import ClusterModel, fit_clusters, label_counted_clusters, token_estimate
 from mixture.fit.embed import LexicalEmbedder, SentenceEmbedder, TermCounts, embedder_from_bytes
 from mixture.store.io import write_atomic, write_parquet_atomic
 from mixture.text.content_type import CONTENT_TYPES
@@ -77,7 +77,8 @@ def read_sample_assignments(path: str | None) -> tuple[dict[str, int], np.ndarra
 
 
 def fit_and_save(sample_folder: str, model_dir: str, params: dict, assignments_folder: str | None = None) -> FrozenModel:
-    """params: k, fine_k, min_share, embedding_dim, seed, edges. With `assignments_folder`, the lexical embedder's
+    """params: k, fine_k, min_share, max_share (token shares; max_share 1 when absent), embedding_dim, seed,
+    edges. Clusters are fitted on the sample documents weighted by their estimated tokens (`token_estimate`). With `assignments_folder`, the lexical embedder's
     sample documents' clusters are written there (`ClusterModel.assign` of the embeddings the fit computed, bit
     for bit what `assign` would compute from their text), for `assign` to reuse."""
     sample, names = _read_sample(sample_folder)
@@ -95,18 +96,24 @@ def fit_and_save(sample_folder: str, model_dir: str, params: dict, assignments_f
     else:
         embedder, x = LexicalEmbedder.fit_counts(counted, params["embedding_dim"], seed)
     fine_k = min(params["fine_k"], max(params["k"], len(texts) // 5))
-    model, labels = fit_clusters(x, params["k"], fine_k, params["min_share"], seed)
+    tokens = token_estimate(texts)
+    max_share = params.get("max_share", 1.0)
+    model, _ = fit_clusters(x, params["k"], fine_k, params["min_share"], seed, tokens, max_share)
+    assigned = model.assign(x)
+    labels = assigned[0].astype(np.int64)  # the clusters `assign` gives the sample documents
     info = label_counted_clusters(counted, labels, params["k"])
     if assignments_folder and isinstance(embedder, LexicalEmbedder):
-        _write_sample_assignments(assignments_folder, sample, names, model.assign(x))
+        _write_sample_assignments(assignments_folder, sample, names, assigned)
     raw = np.asarray(sample["raw_score"])
     types = np.asarray(sample["content_type"])
     calibration = fit_calibration({ct: raw[types == ct] for ct in CONTENT_TYPES}, CONTENT_TYPES)
     for cal in calibration.values():
         cal["raw_cutoffs"] = raw_cutoffs(cal["knots"], params["edges"])
     shares = np.bincount(labels, minlength=params["k"]) / len(labels)
+    token_shares = np.bincount(labels, weights=tokens, minlength=params["k"]) / max(tokens.sum(), 1)
     for c, row in enumerate(info):
         row["sample_share"] = float(shares[c])
+        row["sample_token_share"] = round(float(token_shares[c]), 6)
     fit = {
         "sample_docs": len(texts),
         "sample_by_source": {s: int(n) for s, n in zip(*np.unique(sample["source"], return_counts=True), strict=True)},
@@ -116,6 +123,8 @@ def fit_and_save(sample_folder: str, model_dir: str, params: dict, assignments_f
         "embedding_dim": int(x.shape[1]),
         "vocabulary": len(getattr(embedder, "vocabulary", [])),
         "seed": seed,
+        "token_estimate": "utf8_bytes",
+        "max_share": max_share,
     }
     fs, root = fsspec.core.url_to_fs(model_dir)
     fs.makedirs(root, exist_ok=True)
