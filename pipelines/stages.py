@@ -161,7 +161,7 @@ def sample_steps(ctx: BuildContext) -> list:
 
 
 def sample_for_fit(ctx: BuildContext, rate: float) -> list:
-    return [steps.SampleForFit(rate, ctx.spec.seed, ctx.work, ctx.fuzzy_drops, f"{ctx.work}/sample")]
+    return [steps.SampleForFit(rate, ctx.spec.seed, ctx.work, ctx.fuzzy_drops, f"{ctx.work}/sample", tokenizer_ref(ctx))]
 
 
 def fit_steps(ctx: BuildContext) -> list:

@@ -184,8 +184,8 @@ class Quality(Strict):
 class Clusters(Strict):
     k: int = Field(40, ge=1, le=999, description="final number of topic clusters")
     fine_k: int = Field(400, ge=1, description="k-means centroids before coarsening (the lab used 5000)")
-    min_share: float = Field(0.01, ge=0, lt=1, description="each cluster holds at least this share of the tokens "
-                             "(the fit estimates tokens by UTF-8 bytes); the fit fails when it cannot")
+    min_share: float = Field(0.01, ge=0, lt=1, description="each cluster holds at least this share of the fit "
+                             "sample's tokens; the fit fails when it cannot")
     max_share: float | None = Field(
         None, gt=0, le=1, description="no cluster should hold more than this share of the tokens (default 3/k: 7.5 % "
         "for k = 40); the fit splits and moves fine clusters to stay under it, and a build whose largest cluster "

