@@ -71,7 +71,8 @@ def split_heavy(x: np.ndarray, weights: np.ndarray, centroids: np.ndarray, label
                 seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Fine clusters heavier than `limit` (in weight), split in two by spherical 2-means of their points until none
     is, or what is left cannot be split (one document, or identical vectors): a coarse cluster can then stay under
-    its maximum share. Returns the new centroids (the old ones first) and labels (nearest centroid)."""
+    its maximum share. Returns the new centroids (a split one's place taken by one half, the other half appended)
+    and labels (nearest centroid)."""
     stuck: set[int] = set()
     for _ in range(len(x)):
         mass = np.bincount(labels, weights=weights, minlength=len(centroids))
@@ -208,7 +209,7 @@ def fit_clusters(x: np.ndarray, k: int, fine_k: int, min_share: float, seed: int
     if max_share < 1:
         fine_centroids, fine_labels = split_heavy(x, w, fine_centroids, fine_labels, max_share * w.sum() / 2, seed)
     fine_sizes = np.bincount(fine_labels, weights=w, minlength=len(fine_centroids))
-    aim_max = max_share * MAX_MARGIN if max_share * MAX_MARGIN * k > 1.05 else max_share
+    aim_max = max_share * MAX_MARGIN if max_share < 1 and max_share * MAX_MARGIN * k > 1.05 else max_share
     try:
         lookup = coarsen(fine_centroids, fine_sizes, k, min(0.999 / k, min_share * MIN_MARGIN), seed, aim_max)
     except ClusteringError:
