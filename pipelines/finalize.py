@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 import mixture
+from mixture.fit.balance import cluster_balance
 from mixture.fit.model_store import load_model
 from mixture.pipelines import decontaminate
 from mixture.pipelines.language_summary import language_info
@@ -248,7 +249,8 @@ def finalize(ctx: BuildContext, spec_path: str) -> StoreArtifact:
         partition=PartitionInfo(
             k=k, fine_k=model.fit["fine_k"], quality_levels=levels, bucket_edges=list(q.edges),
             quality_names=list(layout.QUALITY_NAMES) if levels == 5 else [f"Q{i}" for i in range(levels)],
-            min_share=spec.partition.clusters.min_share, embedder=spec.partition.clusters.embedder),
+            min_share=spec.partition.clusters.min_share, embedder=spec.partition.clusters.embedder,
+            max_share=spec.partition.clusters.max_token_share),
         raw_score_cutoffs={ct: cal["raw_cutoffs"] for ct, cal in model.calibration.items()},
         calibration_docs={ct: cal["n"] for ct, cal in model.calibration.items()},
         dedup=DedupInfo(exact=spec.processing.dedup.exact.enabled, fuzzy=spec.processing.dedup.fuzzy.model_dump(),
@@ -260,6 +262,8 @@ def finalize(ctx: BuildContext, spec_path: str) -> StoreArtifact:
         counters=counters,
         **{key: dict(sorted(counts.items())) for key, counts in breakdowns.items()},
         fit=FitInfo(**model.fit),
+        cluster_balance=cluster_balance(clusters, spec.partition.clusters.min_share,
+                                        spec.partition.clusters.max_token_share),
         samples=SamplesInfo(**samples),
         language=language_info(spec, model, kept["cell_languages"]),
         loss=loss_info(sources, {name: sorted(files, key=lambda b: b.file) for name, files in broken.items()},

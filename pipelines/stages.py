@@ -176,13 +176,13 @@ def sample_steps(ctx: BuildContext) -> list:
 
 
 def sample_for_fit(ctx: BuildContext, rate: float) -> list:
-    return [steps.SampleForFit(rate, ctx.spec.seed, ctx.work, ctx.fuzzy_drops, f"{ctx.work}/sample")]
+    return [steps.SampleForFit(rate, ctx.spec.seed, ctx.work, ctx.fuzzy_drops, f"{ctx.work}/sample", tokenizer_ref(ctx))]
 
 
 def fit_steps(ctx: BuildContext) -> list:
     c, q = ctx.spec.partition.clusters, ctx.spec.partition.quality
-    params = {"k": c.k, "fine_k": c.fine_k, "min_share": c.min_share, "embedding_dim": c.embedding_dim,
-              "seed": ctx.spec.seed, "edges": list(q.edges), "embedder": c.embedder,
+    params = {"k": c.k, "fine_k": c.fine_k, "min_share": c.min_share, "max_share": c.max_token_share,
+              "embedding_dim": c.embedding_dim, "seed": ctx.spec.seed, "edges": list(q.edges), "embedder": c.embedder,
               "per_language": q.per_language, "group_min_docs": q.group_min_docs,
               "sentence_model": c.sentence_model and resolve_uri(c.sentence_model, ctx.spec_dir)}
     return [steps.FitModel(f"{ctx.work}/sample", ctx.at(layout.MODEL_DIR), params, f"{ctx.work}/fit_assignments")]

@@ -129,17 +129,20 @@ def write_parquet_rows(uri: str, rows: list[dict], schema) -> None:
 
 class SampleForFit(PipelineStep):
     """Seeded uniform sample (rate r) of the documents dedup keeps, plus the lowest-draw kept document of every
-    source seen by this task; read column-wise from the prepared file, the text of the picked rows only."""
+    source seen by this task; read column-wise from the prepared file, the text of the picked rows only. Each
+    picked document's tokens are counted here (`n_tokens`, with the build's tokenizer): the fit weighs the sample
+    by them and `assign` takes them for the sample documents instead of counting again."""
 
     type = "🎲 - SAMPLE"
     name = "sample for the fit"
 
     COLUMNS = ["id", "text", "source", "content_type", "language", "raw_score"]
 
-    def __init__(self, rate: float, seed: int, work: str, fuzzy_drops: str | None, output_folder: str):
+    def __init__(self, rate: float, seed: int, work: str, fuzzy_drops: str | None, output_folder: str,
+                 tokenizer: str | None = None):
         super().__init__()
         self.rate, self.seed, self.work, self.fuzzy_drops = rate, seed, work, fuzzy_drops
-        self.output_folder = output_folder
+        self.output_folder, self.tokenizer = output_folder, tokenizer
 
     def run(self, data: DocumentsPipeline = None, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
         import pyarrow as pa
@@ -152,7 +155,7 @@ class SampleForFit(PipelineStep):
         fs, root = fsspec.core.url_to_fs(f"{self.work}/prepared/{rank:05d}.parquet")
         schema = pa.schema([("id", pa.string()), ("text", pa.string()), ("source", pa.string()),
                             ("content_type", pa.string()), ("language", pa.string()), ("raw_score", pa.float64()),
-                            ("u", pa.float64())])
+                            ("u", pa.float64()), *([("n_tokens", pa.int64())] if self.tokenizer else [])])
         picked: dict[int, float] = {}
         out = schema.empty_table()
         if fs.exists(root):
@@ -162,7 +165,13 @@ class SampleForFit(PipelineStep):
                 rows = np.array(sorted(picked), dtype=np.int64)
                 # second pass: only the row groups that hold a picked row (a few at full scale), never the rest's text
                 table = read_rows(pf, rows, self.COLUMNS)
-                out = table.append_column("u", pa.array([picked[r] for r in rows.tolist()], pa.float64())).cast(schema)
+                table = table.append_column("u", pa.array([picked[r] for r in rows.tolist()], pa.float64()))
+                if self.tokenizer:
+                    from mixture.tokenizer import load_tokenizer
+
+                    counts = load_tokenizer(self.tokenizer).count_batch(table.column("text").to_pylist())
+                    table = table.append_column("n_tokens", pa.array(counts, pa.int64()))
+                out = table.cast(schema)
         # a work file bounded by sample_docs, read once by `fit`: not compressed (zstd took longer than the read)
         write_parquet_atomic(f"{self.output_folder}/{rank:05d}.parquet", out, compression=None)
         self.stat_update("sampled", value=len(picked))
@@ -192,8 +201,9 @@ class Assign(PipelineStep):
     """Embeds, assigns cluster and quality through the frozen model, counts tokens, collects cell samples.
 
     A document of the fit's sample takes the cluster the fit computed for it (`assignments_folder`, the file of
-    this task's rank) instead of being embedded again: the same bits, and when the sample is the whole input (a
-    corpus under `sample_docs` documents) no document is embedded twice."""
+    this task's rank) instead of being embedded again, and the tokens the sample stage counted (unless token ids
+    are kept): the same bits, and when the sample is the whole input (a corpus under `sample_docs` documents) no
+    document is embedded or tokenized twice."""
 
     type = "🏷 - ASSIGN"
     name = "cluster + quality + tokens"
@@ -214,7 +224,7 @@ class Assign(PipelineStep):
         self.model = load_model(self.model_dir)
         self.tok = load_tokenizer(self.tokenizer)
         # the fit's (cluster, fine cluster, distance) of this task's sample documents, by id
-        self._known_rows, *self._known = read_sample_assignments(
+        self._known_rows, *self._known, self._known_tokens = read_sample_assignments(
             self.assignments_folder and f"{self.assignments_folder}/{rank:05d}.parquet")
 
     def _clusters(self, batch: list[Document], texts: list[str]) -> tuple[np.ndarray, ...]:
@@ -234,6 +244,15 @@ class Assign(PipelineStep):
                 o[todo] = a
         return out
 
+    def _token_counts(self, batch: list[Document], texts: list[str]) -> list[int]:
+        """Tokens of the batch's texts: the sample stage's count for a sample document, counted otherwise."""
+        rows, known = self._known_rows, self._known_tokens
+        counts = [int(known[r]) if (r := rows.get(d.id, -1)) >= 0 else -1 for d in batch] if rows else [-1] * len(batch)
+        if todo := [i for i, n in enumerate(counts) if n < 0]:
+            for i, n in zip(todo, self.tok.count_batch([texts[i] for i in todo]), strict=True):
+                counts[i] = n
+        return counts
+
     def _annotate(self, batch: list[Document]) -> None:
         from mixture.fit.calibration import bucket, calibrate, group_knots
         from mixture.store.layout import cluster_width
@@ -249,7 +268,7 @@ class Assign(PipelineStep):
             cal[idx] = calibrate(raw[idx], group_knots(self.model.calibration, self.model.group_calibration, ct, lang))
         quality = bucket(cal, self.edges)
         ids = self.tok.encode_batch(texts) if self.keep_token_ids else None
-        n_tokens = [len(t) for t in ids] if ids is not None else self.tok.count_batch(texts)
+        n_tokens = [len(t) for t in ids] if ids is not None else self._token_counts(batch, texts)
         width = cluster_width(self.k)
         for i, d in enumerate(batch):
             m = d.metadata

@@ -1,11 +1,13 @@
 r"""Lexical document embedder: TF-IDF over a fitted vocabulary, projected by SVD, L2-normalised; frozen as npz.
 
-Texts are counted as sklearn's CountVectorizer(token_pattern=TOKEN_PATTERN, lowercase=True, stop_words="english")
-counts their first EMBED_CHARS characters, with its vocabulary rule, but without a Python step per token:
-TOKEN_PATTERN matches exactly the maximal runs of word characters (`\w`) that hold no digit or underscore and are
-at least 3 long (the `\b` at either end makes a match span a whole run), so the text kernel (`term_counts`; for a
-fixed vocabulary `vocabulary`/`vocab_counts`) finds, counts and looks up the runs; without it numpy classes the
-characters and finds the runs, and Arrow hashes the tokens.
+Texts are counted as sklearn's CountVectorizer(tokenizer=terms_of, lowercase=True, stop_words="english") counts
+their first EMBED_CHARS characters, with its vocabulary rule, but without a Python step per token. `terms_of` is
+TOKEN_PATTERN (the maximal runs of word characters that hold no digit or underscore and are at least 3 long) for
+scripts written with spaces, and letter bigrams (as Lucene's CJK analyser) for scripts written without them
+(Han, kana, Thai, Lao, Myanmar, Khmer: mixture.text.gates.UNSPACED_RANGES), whose whole phrases would otherwise be
+one token each, seen once: a Chinese fortune then had no vocabulary term at all. The text kernel (`term_counts`;
+for a fixed vocabulary `vocabulary`/`vocab_counts`) finds, counts and looks up the tokens; without it numpy classes
+the characters and finds the tokens, and Arrow hashes them.
 """
 
 from __future__ import annotations
@@ -25,14 +27,17 @@ from sklearn.decomposition import TruncatedSVD
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 from sklearn.preprocessing import normalize
 
+from mixture.text.gates import UNSPACED_RANGES
 from mixture.text.kernel import kernel
 
-TOKEN_PATTERN = r"(?u)\b[^\W\d_][^\W\d_]{2,}\b"
+TOKEN_PATTERN = r"(?u)\b[^\W\d_][^\W\d_]{2,}\b"  # the terms of text without letters of UNSPACED_RANGES
 EMBED_CHARS = 20_000  # documents are embedded from their head; bounds the cost of very long files
 CHUNK_CHARS = 500_000  # texts are tokenised in chunks of about this many characters; bounds memory
 
 _WORD, _LETTER = re.compile(r"\w"), re.compile(r"[^\W\d_]")
-_NON_WORD, _LETTER_CLASS, _OTHER_WORD, _UNSEEN = 0, 1, 2, 255  # _OTHER_WORD: a digit or the underscore
+_RUN = re.compile(r"\w+")
+# _OTHER_WORD: a digit or the underscore; _UNSPACED: a letter of a script written without spaces
+_NON_WORD, _LETTER_CLASS, _OTHER_WORD, _UNSPACED, _UNSEEN = 0, 1, 2, 3, 255
 _classes = np.full(0x110000, _UNSEEN, dtype=np.uint8)  # class of every code point, filled as characters are seen
 
 
@@ -42,11 +47,39 @@ def min_df_for(n_docs: int) -> int:
 
 
 def _classify(ch: str) -> int:
-    return _LETTER_CLASS if _LETTER.match(ch) else _OTHER_WORD if _WORD.match(ch) else _NON_WORD
+    if _LETTER.match(ch):
+        c = ord(ch)
+        return _UNSPACED if any(a <= c <= b for a, b in UNSPACED_RANGES) else _LETTER_CLASS
+    return _OTHER_WORD if _WORD.match(ch) else _NON_WORD
+
+
+def terms_of(text: str) -> list[str]:
+    r"""The embedder's tokens of a (lowercased) text, in order: the reference definition, one Python step per token.
+
+    Each maximal run of word characters (`\w`) splits into runs of letters of scripts written without spaces and
+    runs of other word characters. A run of the first kind gives each pair of adjacent letters (the letter itself
+    when it stands alone); one of the second kind is a token when it is all letters and at least 3 long (what
+    TOKEN_PATTERN matches in text without the first kind)."""
+    out = []
+    for run in _RUN.findall(text):
+        classes = [_classify(ch) for ch in run]
+        i = 0
+        while i < len(run):
+            j = i + 1
+            unspaced = classes[i] == _UNSPACED
+            while j < len(run) and (classes[j] == _UNSPACED) == unspaced:
+                j += 1
+            if unspaced:
+                out += [run[i]] if j - i == 1 else [run[a : a + 2] for a in range(i, j - 1)]
+            elif j - i >= 3 and all(c == _LETTER_CLASS for c in classes[i:j]):
+                out.append(run[i:j])
+            i = j
+    return out
 
 
 def _char_classes(cps: np.ndarray) -> np.ndarray:
-    """Class of each code point as Python's `re` sees it: not a word character, letter, digit or underscore."""
+    """Class of each code point as Python's `re` sees it (not a word character, letter, digit or underscore),
+    letters of scripts written without spaces apart."""
     classes = _classes[cps]
     if len(classes) and classes.max() == _UNSEEN:
         unseen = np.unique(cps[classes == _UNSEEN])
@@ -55,16 +88,30 @@ def _char_classes(cps: np.ndarray) -> np.ndarray:
     return classes
 
 
+def _runs(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(starts, ends) of the runs of True in mask[1:-1] (mask is padded with False at either end), as positions
+    of mask[1:-1]."""
+    edges = np.flatnonzero(mask[1:] != mask[:-1])
+    return edges[0::2], edges[1::2]
+
+
 def _token_spans(cps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(starts, ends) of the TOKEN_PATTERN matches in a text given as code points."""
+    """(starts, ends) of the `terms_of` tokens in a text given as code points, by start."""
     classes = np.zeros(len(cps) + 2, dtype=np.uint8)  # a non-word character pads either end
     classes[1:-1] = _char_classes(cps)
-    letter = classes == _LETTER_CLASS
-    edges = np.flatnonzero(letter[1:] != letter[:-1])
-    starts, ends = edges[0::2], edges[1::2]  # the runs of letters, in cps positions
-    # a match is a run of 3 letters or more with no word character (digit, underscore) next to it
-    keep = (ends - starts >= 3) & (classes[starts] == _NON_WORD) & (classes[ends + 1] == _NON_WORD)
-    return starts[keep], ends[keep]
+    starts, ends = _runs(classes == _LETTER_CLASS)
+    # a term is a run of 3 letters or more with no digit or underscore next to it
+    keep = (ends - starts >= 3) & (classes[starts] != _OTHER_WORD) & (classes[ends + 1] != _OTHER_WORD)
+    starts, ends = starts[keep], ends[keep]
+    u_starts, u_ends = _runs(classes == _UNSPACED)
+    if len(u_starts):  # each run's bigrams, or its one letter
+        n = np.maximum(u_ends - u_starts - 1, 1)
+        first = np.repeat(u_starts, n) + np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n)
+        last = np.minimum(first + 2, np.repeat(u_ends, n))
+        starts, ends = np.concatenate([starts, first]), np.concatenate([ends, last])
+        order = np.argsort(starts, kind="stable")
+        starts, ends = starts[order], ends[order]
+    return starts, ends
 
 
 def _utf32(terms: list[str]) -> pa.Array:
@@ -85,7 +132,7 @@ def _decode(terms: pa.Array) -> list[str]:
 
 
 def _token_runs_py(heads: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """TOKEN_PATTERN tokens of the heads in numpy: (UTF-32 code points of the tokens back to back, their byte
+    """`terms_of` tokens of the heads in numpy: (UTF-32 code points of the tokens back to back, their byte
     offsets, the text of each token); the compiled `term_counts` finds the same tokens."""
     # one space between texts keeps tokens from running across them
     cps = np.frombuffer(" ".join(heads).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
@@ -108,7 +155,7 @@ class _ChunkCounts:
 
 
 def _count_chunk(texts: Sequence[str]) -> _ChunkCounts:
-    """Token counts of the texts' heads: cut at EMBED_CHARS, lowercased, TOKEN_PATTERN tokens."""
+    """Token counts of the texts' heads: cut at EMBED_CHARS, lowercased, `terms_of` tokens."""
     heads = [t[:EMBED_CHARS].lower() for t in texts]
     if kernel:
         chars, offsets, rows, term_ids, counts = kernel.term_counts(heads, 3)

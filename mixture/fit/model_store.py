@@ -10,7 +10,7 @@ import fsspec
 import numpy as np
 
 from mixture.fit.calibration import fit_calibration, fit_group_calibration, raw_cutoffs
-from mixture.fit.clusters import ClusterModel, fit_clusters, label_counted_clusters
+from mixture.fit.clusters import ClusterModel, fit_clusters, label_counted_clusters, token_estimate
 from mixture.fit.embed import LexicalEmbedder, SentenceEmbedder, TermCounts, embedder_from_bytes
 from mixture.store.io import write_atomic, write_parquet_atomic
 from mixture.text.content_type import CONTENT_TYPES
@@ -31,7 +31,7 @@ class FrozenModel:
 
 def _read_sample(sample_folder: str) -> tuple[dict[str, list], list[str]]:
     """The sample's columns as lists, rows ordered by (u, id), with `part`: the index of the file each row comes
-    from; and those files' names."""
+    from; and those files' names. `n_tokens` is left out unless every file has it."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
@@ -43,6 +43,8 @@ def _read_sample(sample_folder: str) -> tuple[dict[str, list], list[str]]:
             table = pq.read_table(f)
         tables.append(table.append_column("part", pa.array(np.full(table.num_rows, i, dtype=np.int32))))
         names.append(path.rsplit("/", 1)[-1])
+    if not all("n_tokens" in t.column_names for t in tables):
+        tables = [t.drop_columns(["n_tokens"]) if "n_tokens" in t.column_names else t for t in tables]
     table = pa.concat_tables(tables)
     # the order Table.sort_by gives, applied to the Python lists: sort_by would first copy every text
     order = pc.sort_indices(table, sort_keys=[("u", "ascending"), ("id", "ascending")]).to_pylist()
@@ -50,36 +52,42 @@ def _read_sample(sample_folder: str) -> tuple[dict[str, list], list[str]]:
 
 
 def _write_sample_assignments(folder: str, sample: dict[str, list], names: list[str], assigned: tuple) -> None:
-    """The sample documents' (cluster, fine cluster, distance), one file per sample file (the name of the prepared
-    file, and so of the assign task, the rows come from)."""
+    """The sample documents' (cluster, fine cluster, distance) and, when the sample stage counted them, tokens,
+    one file per sample file (the name of the prepared file, and so of the assign task, the rows come from)."""
     import pyarrow as pa
 
     cluster, fine, dist = assigned
     part = np.asarray(sample["part"])
     for i, name in enumerate(names):
         rows = np.flatnonzero(part == i)
-        table = pa.table({"id": pa.array([sample["id"][r] for r in rows.tolist()], pa.string()),
-                          "cluster": cluster[rows], "fine_cluster": fine[rows], "cluster_distance": dist[rows]})
-        write_parquet_atomic(f"{folder.rstrip('/')}/{name}", table, compression=None)
+        columns = {"id": pa.array([sample["id"][r] for r in rows.tolist()], pa.string()),
+                   "cluster": cluster[rows], "fine_cluster": fine[rows], "cluster_distance": dist[rows]}
+        if "n_tokens" in sample:
+            columns["n_tokens"] = pa.array([sample["n_tokens"][r] for r in rows.tolist()], pa.int64())
+        write_parquet_atomic(f"{folder.rstrip('/')}/{name}", pa.table(columns), compression=None)
 
 
-def read_sample_assignments(path: str | None) -> tuple[dict[str, int], np.ndarray, np.ndarray, np.ndarray]:
-    """({id: row}, cluster, fine cluster, distance) of one file `_write_sample_assignments` wrote; empty when there
-    is none (or no path)."""
+def read_sample_assignments(path: str | None) -> tuple[dict[str, int], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """({id: row}, cluster, fine cluster, distance, tokens (-1: not counted)) of one file
+    `_write_sample_assignments` wrote; empty when there is none (or no path)."""
     import pyarrow.parquet as pq
 
     fs, root = fsspec.core.url_to_fs(path) if path else (None, None)
     if fs is None or not fs.exists(root):
-        return {}, np.zeros(0, np.int16), np.zeros(0, np.int32), np.zeros(0, np.float32)
+        return {}, np.zeros(0, np.int16), np.zeros(0, np.int32), np.zeros(0, np.float32), np.zeros(0, np.int64)
     with fs.open(root, "rb") as f:
         table = pq.read_table(f)
     ids = table.column("id").to_pylist()
+    tokens = (table.column("n_tokens").to_numpy() if "n_tokens" in table.column_names
+              else np.full(len(ids), -1, dtype=np.int64))
     return ({doc_id: i for i, doc_id in enumerate(ids)},
-            *(table.column(c).to_numpy() for c in ("cluster", "fine_cluster", "cluster_distance")))
+            *(table.column(c).to_numpy() for c in ("cluster", "fine_cluster", "cluster_distance")), tokens)
 
 
 def fit_and_save(sample_folder: str, model_dir: str, params: dict, assignments_folder: str | None = None) -> FrozenModel:
-    """params: k, fine_k, min_share, embedding_dim, seed, edges. With `assignments_folder`, the lexical embedder's
+    """params: k, fine_k, min_share, max_share (token shares; max_share 1 when absent), embedding_dim, seed,
+    edges. Clusters are fitted on the sample documents weighted by their tokens: the sample's `n_tokens` (counted
+    by the sample stage), or, for a sample without them, their UTF-8 bytes (`token_estimate`). With `assignments_folder`, the lexical embedder's
     sample documents' clusters are written there (`ClusterModel.assign` of the embeddings the fit computed, bit
     for bit what `assign` would compute from their text), for `assign` to reuse."""
     sample, names = _read_sample(sample_folder)
@@ -97,10 +105,15 @@ def fit_and_save(sample_folder: str, model_dir: str, params: dict, assignments_f
     else:
         embedder, x = LexicalEmbedder.fit_counts(counted, params["embedding_dim"], seed)
     fine_k = min(params["fine_k"], max(params["k"], len(texts) // 5))
-    model, labels = fit_clusters(x, params["k"], fine_k, params["min_share"], seed)
+    counted_tokens = "n_tokens" in sample
+    tokens = np.asarray(sample["n_tokens"], dtype=np.float64) if counted_tokens else token_estimate(texts)
+    max_share = params.get("max_share", 1.0)
+    model, _ = fit_clusters(x, params["k"], fine_k, params["min_share"], seed, tokens, max_share)
+    assigned = model.assign(x)
+    labels = assigned[0].astype(np.int64)  # the clusters `assign` gives the sample documents
     info = label_counted_clusters(counted, labels, params["k"])
     if assignments_folder and isinstance(embedder, LexicalEmbedder):
-        _write_sample_assignments(assignments_folder, sample, names, model.assign(x))
+        _write_sample_assignments(assignments_folder, sample, names, assigned)
     raw = np.asarray(sample["raw_score"])
     types = np.asarray(sample["content_type"])
     calibration = fit_calibration({ct: raw[types == ct] for ct in CONTENT_TYPES}, CONTENT_TYPES)
@@ -113,8 +126,10 @@ def fit_and_save(sample_folder: str, model_dir: str, params: dict, assignments_f
             g["raw_cutoffs"] = raw_cutoffs(g["knots"] if not g["fallback"] else calibration[g["content_type"]]["knots"],
                                            params["edges"])
     shares = np.bincount(labels, minlength=params["k"]) / len(labels)
+    token_shares = np.bincount(labels, weights=tokens, minlength=params["k"]) / max(tokens.sum(), 1)
     for c, row in enumerate(info):
         row["sample_share"] = float(shares[c])
+        row["sample_token_share"] = round(float(token_shares[c]), 6)
     fit = {
         "sample_docs": len(texts),
         "sample_by_source": {s: int(n) for s, n in zip(*np.unique(sample["source"], return_counts=True), strict=True)},
@@ -124,6 +139,8 @@ def fit_and_save(sample_folder: str, model_dir: str, params: dict, assignments_f
         "embedding_dim": int(x.shape[1]),
         "vocabulary": len(getattr(embedder, "vocabulary", [])),
         "seed": seed,
+        "token_estimate": "tokenizer" if counted_tokens else "utf8_bytes",
+        "max_share": max_share,
     }
     fs, root = fsspec.core.url_to_fs(model_dir)
     fs.makedirs(root, exist_ok=True)

@@ -229,7 +229,12 @@ class Quality(Strict):
 class Clusters(Strict):
     k: int = Field(40, ge=1, le=999, description="final number of topic clusters")
     fine_k: int = Field(400, ge=1, description="k-means centroids before coarsening (the lab used 5000)")
-    min_share: float = Field(0.01, ge=0, lt=1, description="each cluster holds at least this share of documents")
+    min_share: float = Field(0.01, ge=0, lt=1, description="each cluster holds at least this share of the fit "
+                             "sample's tokens; the fit fails when it cannot")
+    max_share: float | None = Field(
+        None, gt=0, le=1, description="no cluster should hold more than this share of the tokens (default 3/k: 7.5 % "
+        "for k = 40); the fit splits and moves fine clusters to stay under it, and a build whose largest cluster "
+        "ends above it warns (store.json cluster_balance)")
     sample_docs: int = Field(50_000, gt=0, description="documents sampled (proportional to source size) for the fit")
     embedder: Literal["lexical", "sentence"] = "lexical"
     embedding_dim: int = Field(128, ge=2, le=4096)
@@ -241,9 +246,17 @@ class Clusters(Strict):
             raise ValueError(f"fine_k ({self.fine_k}) must be at least k ({self.k})")
         if self.min_share * self.k > 1:
             raise ValueError(f"k={self.k} clusters of at least {self.min_share:.2%} each cannot fit in 100%")
+        if self.max_share is not None and self.max_share * self.k < 1:
+            raise ValueError(f"k={self.k} clusters of at most {self.max_share:.2%} each cannot hold 100%; raise "
+                             f"max_share to at least 1/k = {1 / self.k:.2%}")
         if self.embedder == "sentence" and not self.sentence_model:
             raise ValueError("embedder: sentence needs sentence_model (a local model path)")
         return self
+
+    @property
+    def max_token_share(self) -> float:
+        """The largest share of the tokens a cluster should hold: max_share, or 3/k (at most 1) when unset."""
+        return self.max_share if self.max_share is not None else min(1.0, 3 / self.k)
 
 
 class Partition(Strict):

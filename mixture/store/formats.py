@@ -259,7 +259,10 @@ class PartitionInfo(Format):
     quality_levels: int = Field(ge=1, description="quality buckets")
     bucket_edges: list[float] = Field(description="calibrated-score edges between the buckets")
     quality_names: list[str] = Field(description="name of each quality bucket (junk, poor, usable, good, excellent)")
-    min_share: float | None = Field(None, description="smallest share of documents a coarse cluster may hold")
+    min_share: float | None = Field(None, description="smallest share of the tokens a coarse cluster may hold (of "
+                                    "documents in stores built before clusters were balanced by tokens)")
+    max_share: float | None = Field(None, description="largest share of the tokens a cluster should hold "
+                                                      "(partition.clusters.max_share, or its default 3/k)")
     embedder: str | None = Field(None, description="document embedder: lexical or sentence")
 
 
@@ -272,7 +275,8 @@ class ClusterEntry(Format):
     summary: str = Field(description="the top terms joined")
     confidence: float = Field(description="share of the cluster's sample documents holding one of its top 3 terms")
     confidence_tag: Literal["high", "medium", "low"] = Field(description="confidence ≥ 0.7, ≥ 0.4, below")
-    sample_share: float | None = Field(None, description="share of the fit sample in the cluster")
+    sample_share: float | None = Field(None, description="share of the fit sample's documents in the cluster")
+    sample_token_share: float | None = Field(None, description="share of the fit sample's tokens in the cluster")
     docs: int = Field(ge=0, description="documents in its cells")
     tokens: int = Field(ge=0, description="tokens in its cells")
 
@@ -332,6 +336,25 @@ class FitInfo(Format):
     embedding_dim: int = Field(ge=1, description="embedding dimensions")
     vocabulary: int = Field(ge=0, description="terms of the lexical embedder (0 for sentence embeddings)")
     seed: int = Field(description="seed of the fit")
+    token_estimate: Literal["tokenizer", "utf8_bytes"] | None = Field(
+        None, description="how the fit knew the tokens of its sample documents to balance the clusters: counted by "
+                          "the build's tokenizer in the sample stage, or estimated by their UTF-8 bytes")
+    max_share: float | None = Field(None, description="the largest token share of a cluster the fit aimed at")
+
+
+class ClusterBalance(Format):
+    """How the clusters share the store's tokens (exact counts of the cells), against the spec's shares."""
+
+    min_share: float = Field(ge=0, le=1, description="partition.clusters.min_share: the smallest token share asked")
+    max_share: float = Field(ge=0, le=1, description="partition.clusters.max_share (default 3/k): the largest "
+                                                    "token share a cluster should hold")
+    largest_cluster: int = Field(ge=0, description="the cluster with the most tokens")
+    largest_token_share: float = Field(ge=0, le=1, description="its share of the store's tokens")
+    largest_doc_share: float = Field(ge=0, le=1, description="its share of the store's documents")
+    smallest_cluster: int = Field(ge=0, description="the cluster with the fewest tokens")
+    smallest_token_share: float = Field(ge=0, le=1, description="its share of the store's tokens")
+    warnings: list[str] = Field(default_factory=list, description="a cluster above max_share or below min_share "
+                                                                  "of the tokens, said in a sentence")
 
 
 class SamplesInfo(Format):
@@ -479,6 +502,8 @@ class StoreArtifact(Format):
     fit: FitInfo | None = Field(None, description="the frozen fit's sample and settings")
     near_duplicates: NearDuplicateReport | None = Field(
         None, description="the near-duplicate decisions: candidate pairs, verified pairs and drops (fuzzy dedup on)")
+    cluster_balance: ClusterBalance | None = Field(None, description="the clusters' token shares against "
+                                                                     "min_share and max_share, with warnings")
     samples: SamplesInfo | None = Field(None, description="the sample files")
     language: LanguageInfo | None = Field(None, description="languages of the kept documents, per-language calibration")
     loss: LossInfo | None = Field(None, description="data loss per source: quarantined and lost records against "

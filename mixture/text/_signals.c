@@ -35,6 +35,9 @@ static inline int in_unspaced_script(Py_UCS4 c) {
     return 0;
 }
 
+/* a letter of a script written without spaces: the embedder's terms of it are letter bigrams (fit/embed.py) */
+#define UNSPACED_LETTER(c) ((Py_UCS4)(c) >= 0x0E00 && in_unspaced_script((Py_UCS4)(c)) && IS_LETTER(c))
+
 static void init_tables(void) {
     for (Py_UCS4 c = 0; c < 256; c++) {
         SPACE[c] = Py_UNICODE_ISSPACE(c) != 0;
@@ -828,7 +831,8 @@ static PyMethodDef METHODS[] = {
     {"term_counts", term_counts, METH_VARARGS,
      "term_counts(texts, min_len) -> (UTF-32LE code points of the distinct terms in order of first occurrence, "
      "their int64 byte offsets (terms + 1), then int64 arrays of (text, term, occurrences) pairs); terms are "
-     "maximal runs of word characters that are all letters, at least min_len long"},
+     "maximal runs of word characters that are all letters, at least min_len long, and the letter bigrams of "
+     "scripts written without spaces (fit/embed.py)"},
     {"vocabulary", vocabulary, METH_VARARGS,
      "vocabulary(UTF-32LE terms back to back, int64 byte offsets, int64 columns) -> a capsule for vocab_counts"},
     {"vocab_counts", vocab_counts, METH_VARARGS,
@@ -849,7 +853,7 @@ static struct PyModuleDef MODULE = {
     NULL, NULL, NULL, NULL};
 
 /* bumped with every change of a function's arguments or results; mixture/text/kernel.py ignores another version */
-#define KERNEL_VERSION 3
+#define KERNEL_VERSION 4
 
 PyMODINIT_FUNC PyInit__signals(void) {
     init_tables();

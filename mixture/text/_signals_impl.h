@@ -380,29 +380,48 @@ static int F(word_hashes)(const CH *s, Py_ssize_t len, Hashes *out) {
 
 /* ---- embedder term counts -------------------------------------------------------------------------------- */
 
-/* The start of the next token at or after *i, *i moved to its end; -1 when there is none. A token is a maximal run
- * of word characters that are all letters and at least min_len long (what `\b[^\W\d_][^\W\d_]{2,}\b` matches
- * when min_len is 3). */
-static inline Py_ssize_t F(next_term)(const CH *s, Py_ssize_t len, Py_ssize_t min_len, Py_ssize_t *i) {
+/* The start of the next token at or after *i, its length in *n, *i moved past it (past the first character of a
+ * bigram, where the next bigram starts); -1 when there is none. Tokens (fit/embed.py, `terms_of`): a maximal run of
+ * word characters that are not letters of a script written without spaces (UNSPACED_LETTER), all letters and at
+ * least min_len long; and in each maximal run of UNSPACED_LETTERs every two adjacent letters (a bigram), or the
+ * letter itself when the run is one letter long. */
+static inline Py_ssize_t F(next_term)(const CH *s, Py_ssize_t len, Py_ssize_t min_len, Py_ssize_t *i,
+                                      Py_ssize_t *n) {
     while (*i < len) {
-        if (!IS_WORD(s[*i])) {
+        Py_UCS4 c = s[*i];
+        if (!IS_WORD(c)) {
             (*i)++;
             continue;
         }
-        Py_ssize_t start = *i;
-        int letters = 1;
-        for (; *i < len && IS_WORD(s[*i]); (*i)++) letters &= IS_LETTER(s[*i]) != 0;
-        if (letters && *i - start >= min_len) return start;
+        Py_ssize_t start = (*i)++;
+        if (UNSPACED_LETTER(c)) {
+            if (*i < len && UNSPACED_LETTER(s[*i])) {
+                *n = 2;
+                return start;
+            }
+            if (start == 0 || !UNSPACED_LETTER(s[start - 1])) {  /* a run of one letter */
+                *n = 1;
+                return start;
+            }
+            continue;  /* the last letter of a longer run: its bigram was the last token */
+        }
+        int letters = IS_LETTER(c) != 0;
+        for (; *i < len && IS_WORD(s[*i]) && !UNSPACED_LETTER(s[*i]); (*i)++) letters &= IS_LETTER(s[*i]) != 0;
+        if (letters && *i - start >= min_len) {
+            *n = *i - start;
+            return start;
+        }
     }
     return -1;
 }
 
 /* Counts the tokens of one text (row) into the table. */
 static int F(term_counts)(const CH *s, Py_ssize_t len, Py_ssize_t min_len, int64_t row, Terms *out) {
-    for (Py_ssize_t j = 0, i; (i = F(next_term)(s, len, min_len, &j)) >= 0;) {
-        if (terms_scratch(out, j - i) < 0) return -1;
-        for (Py_ssize_t k = i; k < j; k++) out->scratch[k - i] = (uint32_t)s[k];
-        if (terms_count(out, j - i, row) < 0) return -1;
+    Py_ssize_t n;
+    for (Py_ssize_t j = 0, i; (i = F(next_term)(s, len, min_len, &j, &n)) >= 0;) {
+        if (terms_scratch(out, n) < 0) return -1;
+        for (Py_ssize_t k = 0; k < n; k++) out->scratch[k] = (uint32_t)s[i + k];
+        if (terms_count(out, n, row) < 0) return -1;
     }
     return 0;
 }
@@ -412,14 +431,15 @@ static int F(term_counts)(const CH *s, Py_ssize_t len, Py_ssize_t min_len, int64
  * a token outside the vocabulary is skipped. */
 static int F(vocab_columns)(const CH *s, Py_ssize_t len, Py_ssize_t min_len, int lower, const SpanSet *vocab,
                             Columns *out) {
-    for (Py_ssize_t j = 0, i; (i = F(next_term)(s, len, min_len, &j)) >= 0;) {
-        if (grow((void **)&out->scratch, &out->cap_scratch, j - i, 4) < 0) return -1;
-        for (Py_ssize_t k = i; k < j; k++) {
-            uint32_t c = (uint32_t)s[k];
-            out->scratch[k - i] = lower && c >= 'A' && c <= 'Z' ? c + 32 : c;
+    Py_ssize_t n;
+    for (Py_ssize_t j = 0, i; (i = F(next_term)(s, len, min_len, &j, &n)) >= 0;) {
+        if (grow((void **)&out->scratch, &out->cap_scratch, n, 4) < 0) return -1;
+        for (Py_ssize_t k = 0; k < n; k++) {
+            uint32_t c = (uint32_t)s[i + k];
+            out->scratch[k] = lower && c >= 'A' && c <= 'Z' ? c + 32 : c;
         }
         const char *p = (const char *)out->scratch;
-        Slot *x = spanset_find(vocab, p, j - i, hash_bytes((const unsigned char *)p, (size_t)(j - i) * 4));
+        Slot *x = spanset_find(vocab, p, n, hash_bytes((const unsigned char *)p, (size_t)n * 4));
         if (x->count) {
             if (grow((void **)&out->cols, &out->cap_cols, out->n_cols + 1, 8) < 0) return -1;
             out->cols[out->n_cols++] = x->count - 1;

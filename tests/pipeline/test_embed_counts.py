@@ -1,8 +1,10 @@
-"""The vectorised token counter equals sklearn's CountVectorizer (the oracle) in vocabulary, counts and embeddings."""
+"""The vectorised token counter equals sklearn's CountVectorizer (the oracle, with the reference tokenizer
+`terms_of`) in vocabulary, counts and embeddings."""
 
 from __future__ import annotations
 
 import random
+import re
 import warnings
 
 import numpy as np
@@ -11,7 +13,15 @@ from sklearn.feature_extraction.text import CountVectorizer
 
 from mixture.fit import embed
 from mixture.fit.clusters import label_clusters, label_counted_clusters
-from mixture.fit.embed import EMBED_CHARS, TOKEN_PATTERN, LexicalEmbedder, TermCounts, Vocabulary, min_df_for
+from mixture.fit.embed import (
+    EMBED_CHARS,
+    TOKEN_PATTERN,
+    LexicalEmbedder,
+    TermCounts,
+    Vocabulary,
+    min_df_for,
+    terms_of,
+)
 
 PIECES = [
     "hello", "World", "HELLO", "déjà", "e\u0301te\u0301", "naïve", "straße", "İstanbul", "ΣΟΦΙΑΣ", "中文分词",
@@ -19,6 +29,7 @@ PIECES = [
     "ab", "a", "the", "and", "which", "yourselves", "😀emoji", "zero\u200bwidth", "def", "return", "self",
     "0x1F", "3.14", "αβγ", "ǅungla", "ﬁnance", "\x00nul", "\ud800lone", "ǈ", "ŉapostrophe", "ΐota", "ⓐⓑⓒ",
     "ｆｕｌｌｗｉｄｔｈ", "Ⓐbc", "١٢٣", "mañana", "sockets", "servers", "requests", "gardens", "soil",
+    "中", "unix编程艺术", "abc中def", "x中y", "学而时习之", "ภาษาไทย", "ｶﾀｶﾅ", "〆切", "𠀀𠀁", "中1", "_中",
 ]  # fmt: skip
 SEPARATORS = [" ", " ", " ", "", ".", "-", "\n", "\t", "(", "_", "1", "'", "\u00a0", "\u3000"]
 
@@ -52,10 +63,28 @@ TEXTS = _texts(120, 0) + [
 ]
 
 
+def test_terms_are_token_pattern_matches_and_bigrams_of_scripts_without_spaces():
+    spaced = "Die Straße ist naß; déjà vu — x2y foo_bar abc ab Привет мир"
+    assert terms_of(spaced.lower()) == re.findall(TOKEN_PATTERN, spaced.lower())
+    assert terms_of("学而时习之，不亦说乎") == ["学而", "而时", "时习", "习之", "不亦", "亦说", "说乎"]
+    assert terms_of("unix编程艺术 中 abc中def x中y 12中文") == ["unix", "编程", "程艺", "艺术", "中", "abc", "中", "def",
+                                                          "中", "中文"]
+    assert terms_of("東京都のテキスト") == ["東京", "京都", "都の", "のテ", "テキ", "キス", "スト"]
+
+
+def test_a_short_chinese_text_has_vocabulary_terms():
+    """A phrase of Han characters is one run of letters: as one token it is seen once and never in a vocabulary."""
+    texts = ["子曰：学而时习之，不亦说乎？有朋自远方来，不亦乐乎？"] * 2 + ["有朋自远方来"] * 2
+    emb = LexicalEmbedder.fit(texts, dim=2, seed=0)
+    assert {"学而", "不亦", "有朋", "远方"} <= set(emb.vocabulary)
+    assert np.allclose(np.linalg.norm(emb.transform(texts), axis=1), 1)
+
+
 def _oracle(max_features: int | None = None, min_df: int = 1, vocabulary: list[str] | None = None):
     return CountVectorizer(
         lowercase=True,
-        token_pattern=TOKEN_PATTERN,
+        tokenizer=terms_of,
+        token_pattern=None,
         stop_words="english",
         vocabulary=vocabulary,
         max_features=max_features,

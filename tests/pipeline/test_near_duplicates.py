@@ -135,6 +135,7 @@ def _prepared(path, texts: list[str], permutations: int = 112) -> None:
     pq.write_table(pa.table({
         "id": [f"d{i}" for i in range(n)], "text": texts, "source": ["s"] * n, "category": ["web"] * n,
         "origin": [f"f.jsonl:{i}" for i in range(n)], "exempt": [False] * n, "content_type": ["prose"] * n,
+        "language": ["en"] * n, "language_score": [1.0] * n,
         "raw_score": [0.5] * n, "n_chars": [len(t) for t in texts], "rank": [0] * n, "idx": list(range(n)),
         "source_order": [0] * n, "exact_hash": list(range(n)), "minhash": [s.astype("<u8").tobytes() for s in sigs],
     }, schema=WORK), path)
