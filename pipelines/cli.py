@@ -66,13 +66,23 @@ def register(app: typer.Typer) -> None:
         cpus_per_task: int = typer.Option(None, min=1, help="ray/slurm: CPUs per task (default: execution.cpus_per_task)"),
         mem_per_cpu_gb: float = typer.Option(None, min=0.1, help="ray/slurm: GB of memory per CPU"),
         tasks_per_job: int = typer.Option(None, min=1, help="ray/slurm: tasks per Ray job / Slurm array element"),
+        redo_changed: bool = typer.Option(
+            False, "--redo-changed", "--restart",
+            help="when the spec or the inputs changed since the store's work was done: redo the stages whose key "
+                 "changed and every stage after them (without it the build stops and names what changed)"),
     ) -> None:
         """Build the store of a spec: read, clean, dedup, decontaminate, score, cluster, tokenize, write cells.
 
-        Rerunning an interrupted build skips finished tasks and gives the same store."""
-        from mixture.pipelines.build import BuildError
-        from mixture.pipelines.build import build as run_build
+        Rerunning an interrupted build skips finished tasks and gives the same store. Work is reused only while
+        the spec fields and input files it was made from are unchanged: otherwise the build stops before any work,
+        naming what changed (exit 2); put it back, or rerun with --redo-changed. A finished store of the same spec
+        and inputs is left as is ("already built").
+
+        Exit codes: 0 built (or already built); 1 the build failed; 2 refused before any work (the spec is invalid,
+        or it or the inputs differ from what the store's work was made from)."""
+        from mixture.pipelines.build import BuildError, build_store
         from mixture.pipelines.executors import EXECUTORS
+        from mixture.pipelines.reuse import StoreChanged
         from mixture.spec.cli import load_or_exit
         from mixture.spec.datasets_source import DatasetSourceError
 
@@ -82,15 +92,23 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(2)
         overrides = {"address": address, "partition": partition, "time": time_limit, "cpus_per_task": cpus_per_task,
                      "mem_per_cpu_gb": mem_per_cpu_gb, "tasks_per_job": tasks_per_job}
+        from mixture.spec.load import resolve_uri, spec_dir
+
+        store = resolve_uri(artifact_store(spec), spec_dir(spec))
         try:
-            artifact = run_build(str(spec), executor=executor, tasks=tasks, workers=workers, break_lock=break_lock,
-                                 keep_work=keep_work, overrides=overrides)
+            built = build_store(str(spec), executor=executor, tasks=tasks, workers=workers, break_lock=break_lock,
+                                keep_work=keep_work, overrides=overrides, redo_changed=redo_changed)
+        except StoreChanged as exc:
+            err.print(f"[bold red]build refused[/] {exc}", highlight=False, soft_wrap=True)
+            raise typer.Exit(StoreChanged.exit_code) from None
         except (BuildError, DatasetSourceError) as exc:  # a hub dataset is resolved when the build starts
             err.print(f"[bold red]build failed[/] {exc}", highlight=False)
             raise typer.Exit(1) from None
-        from mixture.spec.load import resolve_uri, spec_dir
-
-        print_summary(artifact, resolve_uri(artifact_store(spec), spec_dir(spec)))
+        if built.already_built:
+            out.print(f"already built: {store} (finished {built.artifact.created}; same spec and inputs), nothing "
+                      "to do; `mixture summary` shows it", highlight=False, soft_wrap=True)
+            return
+        print_summary(built.artifact, store)
 
     @app.command()
     def summary(store: str = typer.Argument(..., help="store path or URI")) -> None:

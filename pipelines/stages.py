@@ -3,7 +3,6 @@ of the registry (`stage_registry.STAGES`) for a build's context."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 
 import fsspec
@@ -13,11 +12,13 @@ from mixture.pipelines import dedup, steps, writers
 from mixture.pipelines.readers import RankFilesReader
 from mixture.pipelines.shard_facts import ShardFacts
 from mixture.pipelines.source_records import SourceFiles
+from mixture.pipelines.stage_keys import resolve_tokenizer
 from mixture.pipelines.stage_registry import ID_QUARANTINE, StageDef
-from mixture.spec.datasets_source import dataset_units
-from mixture.spec.load import list_source_files_sized, resolve_uri
+from mixture.spec.inputs import ListedSource, list_source, spec_files
+from mixture.spec.load import resolve_uri
 from mixture.spec.models import Execution, Spec
 from mixture.store import drops, layout
+from mixture.store.formats import InputManifest
 
 
 class BuildError(RuntimeError):
@@ -38,6 +39,8 @@ class BuildContext:
     store: str
     tasks: int
     overrides: dict = field(default_factory=dict)  # execution settings given on the command line (None: not given)
+    _listed: list[ListedSource] | None = field(default=None, repr=False)
+    _inputs: InputManifest | None = field(default=None, repr=False)
 
     def execution(self, stage: str | None = None) -> Execution:
         """The spec's execution settings with the command-line overrides, then the stage's own `execution.stages`
@@ -53,18 +56,24 @@ class BuildContext:
     def work(self) -> str:
         return self.at(layout.WORK_DIR)
 
+    def listed(self) -> list[ListedSource]:
+        """Every source as listed once, when the build starts (hub datasets resolve here): the files the readers
+        share out are the files the input manifest records."""
+        if self._listed is None:
+            self._listed = [list_source(s, resolve_uri(s.uri, self.spec_dir)) for s in self.spec.sources]
+        return self._listed
+
+    def inputs(self) -> InputManifest:
+        """The input manifest: the sources' files and the other files the spec names, as listed once."""
+        if self._inputs is None:
+            self._inputs = InputManifest(sources=[src.inputs for src in self.listed()],
+                                         files=spec_files(self.spec, self.spec_dir))
+        return self._inputs
+
     def sources(self) -> list[SourceFiles]:
-        out = []
-        for s in self.spec.sources:
-            if s.format == "datasets":  # Arrow files or IterableDataset shards (hub datasets resolve here)
-                units = dataset_units(s, resolve_uri(s.uri, self.spec_dir))
-                out.append(SourceFiles(s.name, s.category, s.format, units.base, units.units, s.text_field, s.id_field,
-                                       s.exempt_from_fuzzy_dedup, units.sizes, units))
-                continue
-            base, files = list_source_files_sized(resolve_uri(s.uri, self.spec_dir), s.format)
-            out.append(SourceFiles(s.name, s.category, s.format, base, tuple(f for f, _ in files), s.text_field,
-                                   s.id_field, s.exempt_from_fuzzy_dedup, tuple(size for _, size in files)))
-        return out
+        return [SourceFiles(s.name, s.category, s.format, got.base, got.files, s.text_field, s.id_field,
+                            s.exempt_from_fuzzy_dedup, got.sizes, got.dataset)
+                for s, got in zip(self.spec.sources, self.listed(), strict=True)]
 
     def benchmarks(self) -> list[dict]:
         return [{"name": b.name, "uri": resolve_uri(b.uri, self.spec_dir), "fields": list(b.fields)}
@@ -190,9 +199,4 @@ ASSIGN_COLUMNS = ["id", "text", "source", "category", "origin", "content_type", 
 
 def tokenizer_ref(ctx: BuildContext) -> str:
     """The spec's tokenizer with local tokenizer.json paths made absolute."""
-    tok = ctx.spec.tokenizer
-    if tok.startswith("tiktoken:"):
-        return tok
-    path = tok.removeprefix("hf:")
-    local = resolve_uri(path, ctx.spec_dir)
-    return f"hf:{local}" if os.path.exists(local) else f"hf:{path}"
+    return resolve_tokenizer(ctx.spec.tokenizer, ctx.spec_dir)
