@@ -45,7 +45,15 @@ def read_record(fs, root: str, name: str) -> StageRecord | None:
 
 
 def has_work(fs, root: str, name: str) -> bool:
-    return fs.exists(_stage_dir(root, name))
+    """A key record or a finished task in `_build/<name>/` (a folder with neither holds no work: a build killed
+    before it wrote the record)."""
+    folder = _stage_dir(root, name)
+    if fs.exists(f"{folder}/{KEY_FILE}"):
+        return True
+    try:
+        return bool(fs.ls(f"{folder}/completions", detail=False))
+    except FileNotFoundError:
+        return False
 
 
 def write_record(ctx: BuildContext, record: StageRecord) -> None:
@@ -56,23 +64,36 @@ def write_record(ctx: BuildContext, record: StageRecord) -> None:
     write_model(fs, path, record)
 
 
-def _rm(fs, pattern: str) -> None:
+def _rm(fs, pattern: str, root: str) -> None:
+    """Remove what `pattern` matches, then the folders it leaves empty (a cell folder of a cluster no longer made
+    must not stay behind as an empty cell)."""
+    parents: set[str] = set()
     for path in fs.glob(pattern) if any(c in pattern for c in "*?[") else [pattern]:
         if fs.exists(path):
             fs.rm(path, recursive=True)
+            parents.add(path.rsplit("/", 1)[0])
+    for folder in sorted(parents, key=len, reverse=True):
+        while folder.startswith(root + "/") and folder != root:
+            try:
+                if fs.ls(folder, detail=False):
+                    break
+                fs.rmdir(folder)
+            except (FileNotFoundError, OSError):
+                break
+            folder = folder.rsplit("/", 1)[0]
 
 
 def clear_stage(fs, root: str, stage: stage_registry.StageDef) -> None:
     """Remove what a stage wrote: its outputs, its side files of every task, then its `_build/<name>/` (the
     completions and the key record last: a clear interrupted midway is redone by the next run)."""
     for rel in (*stage.outputs, *(g.replace("{rank}", RANK) for g in stage.side_files)):
-        _rm(fs, f"{root}/{rel}")
-    _rm(fs, _stage_dir(root, stage.name))
+        _rm(fs, f"{root}/{rel}", root)
+    _rm(fs, _stage_dir(root, stage.name), root)
 
 
 def clear_finalize(fs, root: str) -> None:
     for rel in stage_registry.FINALIZE_OUTPUTS:  # store.json first: the store is no longer complete
-        _rm(fs, f"{root}/{rel}")
+        _rm(fs, f"{root}/{rel}", root)
 
 
 def _stage_names(names: list[str]) -> str:
@@ -153,6 +174,7 @@ def prepare(ctx: BuildContext, redo: bool) -> Reuse:
     it was started with (the files of a rank depend on it)."""
     fs, root = fsspec.core.url_to_fs(ctx.store)
     root = root.rstrip("/")
+    fs.invalidate_cache()  # an object store's listing cached by an earlier build of this process may be stale
     records = current_records(ctx)
     keeping = fs.exists(f"{root}/{layout.WORK_DIR}")  # removed when a build ends: then nothing is left to reuse
     kept: list[StageRecord] = []

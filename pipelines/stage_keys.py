@@ -15,10 +15,18 @@ from typing import Any
 import mixture
 from mixture.pipelines import stage_registry
 from mixture.pipelines.stage_registry import StageDef
-from mixture.spec.inputs import FilesDrift, other_files_drift, sources_drift
+from mixture.spec.inputs import FilesDrift, list_files, list_source, other_files_drift, sources_drift
 from mixture.spec.load import resolve_uri
-from mixture.spec.models import Spec
-from mixture.store.formats import STORE_FORMAT_VERSION, InputManifest, SourceInputs, StageKey, StageRecord
+from mixture.spec.models import Source, Spec
+from mixture.store.formats import (
+    STORE_FORMAT_VERSION,
+    InputFile,
+    InputManifest,
+    Provenance,
+    SourceInputs,
+    StageKey,
+    StageRecord,
+)
 
 KEYS_VERSION = 1  # bump when what a key hashes changes: every stage of every unfinished build is then redone
 SOURCES = "sources"
@@ -199,3 +207,32 @@ def merge(changes: list[Changes]) -> Changes:
             files.setdefault(d.name, d)
         other += [line for line in c.other if line not in other]
     return Changes([fields[k] for k in sorted(fields)], list(files.values()), other)
+
+
+# -- a finished store's provenance -----------------------------------------------------------------------------
+def recomputed_keys(prov: Provenance) -> list[StageKey]:
+    """The stage keys of a store's provenance recomputed from its canonical spec and input manifest (with the code
+    version it records): equal to `prov.stages` unless store.json was edited or damaged."""
+    tasks = {s.name: s.tasks for s in prov.stages}
+    records = stage_records(prov.spec, prov.inputs, 1, prov.code_version)
+    return [StageKey(name=r.name, key=r.key, tasks=tasks.get(r.name, 1)) for r in records]
+
+
+def relist(prov: Provenance) -> tuple[InputManifest, list[str]]:
+    """The inputs a store was built from, listed again now (from the canonical spec it records); and the
+    problems listing them (a source that cannot be listed, by name)."""
+    flat = flatten(prov.spec)
+    sources: list[SourceInputs] = []
+    problems = []
+    for entry in prov.spec.get("sources", []):
+        try:
+            src = Source.model_validate(entry)
+            sources.append(list_source(src, src.uri).inputs)
+        except Exception as exc:  # noqa: BLE001 - a source gone or unreachable is reported by name
+            problems.append(f"source {entry.get('name')}: cannot list {entry.get('uri')!r}: {type(exc).__name__}: {exc}")
+    files: dict[str, list[InputFile]] = {}
+    for field in prov.inputs.files:
+        uri = flat.get(field)
+        if isinstance(uri, str):
+            files[field] = list_files(uri.removeprefix("hf:") if field == "tokenizer" else uri)
+    return InputManifest(sources=sources, files=files), problems
