@@ -208,7 +208,7 @@ def build_store(spec_path: str, *, executor: str | None = None, tasks: int | Non
     if get_console().width >= 130:  # room for the stage's one-line description
         columns.append(TextColumn("[dim]{task.fields[about]}"))
     with store_lock(store, break_lock), Progress(*columns, disable=not progress, transient=False) as bar:
-        plan = reuse.prepare(ctx, redo_changed)  # before any work: reuse only work of the keys computed now
+        plan = reuse.plan_reuse(ctx, redo_changed)  # before any work: reuse only work of the keys computed now
         ctx.tasks = plan.tasks
         records = {r.name: r for r in plan.records}
         for info in stage_registry.planned(spec):  # built one at a time: a stage may read the results of earlier ones

@@ -141,7 +141,7 @@ def finished_changes(ctx: BuildContext, artifact: StoreArtifact, records: list[S
 
 def check_finished(ctx: BuildContext, artifact: StoreArtifact, redo: bool) -> bool:
     """True when the finished store is what this build would make (already built). Otherwise refuses, or with
-    `redo` returns False: the caller clears it under the lock (`prepare`)."""
+    `redo` returns False: the caller clears it under the lock (`plan_reuse`)."""
     changes = finished_changes(ctx, artifact, current_records(ctx))
     if not changes:
         return True
@@ -166,7 +166,7 @@ def _unchanged(ctx: BuildContext, fs, root: str) -> list[str]:
     return keep
 
 
-def prepare(ctx: BuildContext, redo: bool) -> Reuse:
+def plan_reuse(ctx: BuildContext, redo: bool) -> Reuse:
     """Under the store's lock, before any work: compare each stage's work on storage with the key computed now.
     The leading stages whose key matches are kept; every stage after them is redone. Work whose key differs (or
     that has no readable key) needs `redo`, else StoreChanged names what changed; with it, the stale stages'
