@@ -162,9 +162,26 @@ def _lines(stderr: str) -> str:
     return " ".join(stderr.split())
 
 
+def change_inputs(corpus: Path, n: int, remove_from: str) -> list[str]:
+    """A record appended to a file of web-like, a file added to it, the first file of `remove_from` removed; the
+    lines a refusal (or `audit --inputs`) must show for them."""
+    changed = sorted((corpus / "web-like").glob("*.jsonl"))[0]
+    with changed.open("a") as f:
+        f.write(json.dumps({"id": f"appended-{n}", "text": "An appended document with enough words in it to pass "
+                                                           "the length gate of the demo specification, twice."}) + "\n")
+    (corpus / "web-like" / f"zz-added-{n}.jsonl").write_text(json.dumps(
+        {"id": f"added-{n}", "text": "A new file with one new document, long enough to be kept by the length filter "
+                                     "of the demo spec."}) + "\n")
+    removed = sorted((corpus / remove_from).glob("*.json*"))[0]
+    removed.unlink()
+    return [f"source web-like: 1 file(s) added: zz-added-{n}.jsonl", f"source web-like: 1 file(s) changed: "
+            f"{changed.name} (size ", f"source {remove_from}: 1 file(s) removed: {removed.name}"]
+
+
 def test_input_files_added_removed_and_changed(demo_corpus, tmp_path, tmp_path_factory):
-    """An unfinished store whose input changed, then a finished one: each refused naming the files, redone with
-    --redo-changed; `audit --inputs` names the drift; an unchanged rerun is "already built" and touches nothing."""
+    """Input files added, removed and changed under an unfinished store, then under a finished one: each refused
+    naming the files, redone with --redo-changed; `audit --inputs` names the drift; an unchanged rerun is "already
+    built" and touches nothing."""
     corpus = tmp_path / "corpus"
     shutil.copytree(demo_corpus, corpus)
     raw = small_spec(str(corpus), "store")
@@ -172,35 +189,29 @@ def test_input_files_added_removed_and_changed(demo_corpus, tmp_path, tmp_path_f
     store = spec.parent / "store"
     assert build_until(spec, "prepare") is None
 
-    # 1. unfinished: a record appended to a file of web-like
-    changed = sorted((corpus / "web-like").glob("*.jsonl"))[0]
-    with changed.open("a") as f:
-        f.write(json.dumps({"id": "appended-1", "text": "An appended document with enough words in it to pass the "
-                                                          "length gate of the demo specification, twice over."}) + "\n")
+    # 1. unfinished
+    before = snapshot(store)
+    expected = change_inputs(corpus, 1, "python-reference")
     with pytest.raises(StoreChanged) as refused:
         build_until(spec)
-    assert f"source web-like: 1 file(s) changed: {changed.name} (size " in str(refused.value)
+    assert all(line in str(refused.value) for line in expected), (expected, str(refused.value))
+    assert snapshot(store) == before
     first = build_until(spec, redo_changed=True)
     assert first is not None
     web = next(s for s in first.artifact.sources if s.name == "web-like")
     assert next(s for s in first.artifact.provenance.inputs.sources if s.name == "web-like").records == web.docs_in
 
-    # 2. finished: a file added to web-like, one removed from python-reference
-    added = corpus / "web-like" / "zz-added.jsonl"
-    added.write_text(json.dumps({"id": "added-1", "text": "A new file with one new document, long enough to be "
-                                                          "kept by the length filter of the demo spec."}) + "\n")
-    removed = sorted((corpus / "python-reference").glob("*.jsonl"))[0]
-    removed.unlink()
+    # 2. finished
+    expected = change_inputs(corpus, 2, "stdlib-docstrings")
     audited = run(["audit", str(store), "--inputs"], tmp_path)
     assert audited.returncode == 1
     out = _lines(audited.stdout)
-    assert "source web-like: 1 file(s) added: zz-added.jsonl" in out, out
-    assert f"source python-reference: 1 file(s) removed: {removed.name}" in out, out
+    assert all(line in out for line in expected), (expected, out)
     before = snapshot(store)
     refused = run(["build", str(spec)], tmp_path)
     assert refused.returncode == 2, refused.stderr[-2000:]
     msg = _lines(refused.stderr)
-    assert "is a finished store" in msg and "1 file(s) added: zz-added.jsonl" in msg and removed.name in msg, msg
+    assert "is a finished store" in msg and all(line in msg for line in expected), (expected, msg)
     assert snapshot(store) == before
     redone = run(["build", str(spec), "--redo-changed"], tmp_path)
     assert redone.returncode == 0, redone.stderr[-3000:]
