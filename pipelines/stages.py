@@ -14,6 +14,7 @@ from mixture.pipelines.shard_facts import ShardFacts
 from mixture.pipelines.source_records import SourceFiles
 from mixture.pipelines.stage_keys import resolve_tokenizer
 from mixture.pipelines.stage_registry import ID_QUARANTINE, StageDef
+from mixture.spec.datasets_source import dataset_units
 from mixture.spec.inputs import ListedSource, list_source, spec_files
 from mixture.spec.load import resolve_uri
 from mixture.spec.models import Execution, Spec
@@ -71,9 +72,16 @@ class BuildContext:
         return self._inputs
 
     def sources(self) -> list[SourceFiles]:
-        return [SourceFiles(s.name, s.category, s.format, got.base, got.files, s.text_field, s.id_field,
-                            s.exempt_from_fuzzy_dedup, got.sizes, got.dataset)
-                for s, got in zip(self.spec.sources, self.listed(), strict=True)]
+        out = []
+        for s, got in zip(self.spec.sources, self.listed(), strict=True):
+            if s.format == "datasets":  # Arrow files or IterableDataset shards (hub datasets resolve here)
+                units = dataset_units(s, resolve_uri(s.uri, self.spec_dir))
+                out.append(SourceFiles(s.name, s.category, s.format, units.base, units.units, s.text_field, s.id_field,
+                                       s.exempt_from_fuzzy_dedup, units.sizes, units))
+            else:
+                out.append(SourceFiles(s.name, s.category, s.format, got.base, got.files, s.text_field, s.id_field,
+                                       s.exempt_from_fuzzy_dedup, got.sizes))
+        return out
 
     def benchmarks(self) -> list[dict]:
         return [{"name": b.name, "uri": resolve_uri(b.uri, self.spec_dir), "fields": list(b.fields)}

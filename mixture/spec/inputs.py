@@ -3,13 +3,14 @@ files the spec names (the input manifest a build keys its work by); and how two 
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 from dataclasses import dataclass
 from typing import Any
 
 from fsspec.core import url_to_fs
 
-from mixture.spec.datasets_source import DatasetUnits, dataset_units, hub_repo
+from mixture.spec.datasets_source import dataset_form, hub_repo, hub_revision, saved_files
 from mixture.spec.load import list_source_files_sized, resolve_uri
 from mixture.spec.models import Source, Spec
 from mixture.store.formats import InputFile, SourceInputs
@@ -93,30 +94,33 @@ def list_files(uri: str) -> list[InputFile]:
 
 @dataclass(frozen=True)
 class ListedSource:
-    """A source as listed when the build starts: what its readers share out, and its manifest entry."""
+    """A source as listed when the build starts: its manifest entry, and the files its readers share out (none
+    for a `format: datasets` source: its units come from `dataset_units`)."""
 
     inputs: SourceInputs
     base: str
-    files: tuple[str, ...]  # files, Arrow files or shards, relative to `base`
+    files: tuple[str, ...]  # relative to `base`
     sizes: tuple[int | None, ...]
-    dataset: DatasetUnits | None = None
+
+
+def dataset_inputs(src: Source, uri: str) -> SourceInputs:
+    """The manifest entry of a `format: datasets` source, without preparing it: a saved dataset's Arrow files, a
+    hub dataset's commit (one request), a local folder's data files."""
+    form = dataset_form(src, uri)
+    if form == "saved":
+        return SourceInputs(name=src.name, base=uri, files=_files_under(uri, saved_files(src, uri)))
+    repo = hub_repo(uri)
+    if repo:
+        return SourceInputs(name=src.name, base=uri, files=[], revision=hub_revision(src, repo))
+    return SourceInputs(name=src.name, base=uri, files=list_files(uri))
 
 
 def list_source(src: Source, uri: str) -> ListedSource:
-    """List one source (`uri` resolved): its files with their sizes and change marks. A `format: datasets` source
-    lists its Arrow files (saved, prepared), or its hub commit and shards, or its folder's data files (streaming);
-    hub datasets need the network here."""
+    """List one source (`uri` resolved): its files with their sizes and change marks, which its readers share out.
+    A `format: datasets` source gives its manifest entry only (`dataset_inputs`): its units are resolved when its
+    stage is built (`dataset_units`: a hub dataset with `streaming: false` is downloaded and prepared then)."""
     if src.format == "datasets":
-        units = dataset_units(src, uri)
-        if units.kind in ("saved", "prepared"):
-            files = _files_under(units.base, list(units.units))
-            entry = SourceInputs(name=src.name, base=units.base, files=files)
-        elif hub_repo(uri):
-            entry = SourceInputs(name=src.name, base=uri, files=[], revision=units.load.get("revision"),
-                                 units=list(units.units))
-        else:  # a local folder of data files read by load_dataset
-            entry = SourceInputs(name=src.name, base=uri, files=list_files(uri), units=list(units.units))
-        return ListedSource(entry, units.base, units.units, units.sizes, units)
+        return ListedSource(dataset_inputs(src, uri), uri, (), ())
     base, listed = list_source_files_sized(uri, src.format)
     files = _files_under(base, [rel for rel, _ in listed])
     sizes = tuple(f.size if f.size is not None else size for f, (_, size) in zip(files, listed, strict=True))
@@ -153,8 +157,14 @@ def file_changed(old: InputFile, new: InputFile) -> str | None:
         return f"size {_n(old.size)} → {_n(new.size)} bytes"
     for key in sorted(old.identity.keys() & new.identity.keys()):
         if old.identity[key] != new.identity[key]:
-            return f"{key} {old.identity[key]} → {new.identity[key]}"
+            return f"{key} {_mark(key, old.identity[key])} → {_mark(key, new.identity[key])}"
     return None
+
+
+def _mark(key: str, value: str | int | float) -> str:
+    if key == "mtime" and isinstance(value, int | float):  # a local modification time, as UTC
+        return dt.datetime.fromtimestamp(value, dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return str(value)
 
 
 def _n(v: int | None) -> str:
