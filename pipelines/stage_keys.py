@@ -170,8 +170,7 @@ class Changes:
     def lines(self) -> list[str]:
         out = [f"{path}: {_show(old)} → {_show(new)}" for path, old, new in self.fields]
         for d in self.files:
-            what = f"source {d.name}" if not d.name.startswith(("processing.", "partition.", "tokenizer")) else d.name
-            out += [f"{what}: {line}" for line in d.lines()]
+            out += [f"{d.what}: {line}" for line in d.lines()]
         return out + self.other
 
 
@@ -204,7 +203,7 @@ def merge(changes: list[Changes]) -> Changes:
         for f in c.fields:
             fields.setdefault(f[0], f)
         for d in c.files:
-            files.setdefault(d.name, d)
+            files.setdefault(d.what, d)
         other += [line for line in c.other if line not in other]
     return Changes([fields[k] for k in sorted(fields)], list(files.values()), other)
 

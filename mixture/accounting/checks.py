@@ -273,9 +273,8 @@ class _Audit:
         recorded = art.provenance.inputs
         c.checked = sum(len(s.files) for s in recorded.sources) + sum(len(f) for f in recorded.files.values())
         for drift in stage_keys.manifest_changes(recorded.sources, now.sources, recorded.files, now.files):
-            where = f"source {drift.name}" if drift.name in {s.name for s in recorded.sources} else drift.name
             for line in drift.lines(limit=20):
-                c.fail(where, line)
+                c.fail(drift.what, line)
 
     def side_files(self, art: StoreArtifact) -> None:
         c = self.new("side files", "bad_input and drop counters equal the rows in _quarantine/ and _dropped/")

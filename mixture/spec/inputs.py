@@ -180,6 +180,11 @@ class FilesDrift:
     removed: list[str]
     changed: list[tuple[str, str]]  # (path, what changed)
     other: list[str]  # a moved base, another hub commit or other shards
+    source: bool = True  # False: the files a spec field names (a benchmark, a model, the tokenizer)
+
+    @property
+    def what(self) -> str:
+        return f"source {self.name}" if self.source else self.name
 
     def __bool__(self) -> bool:
         return bool(self.added or self.removed or self.changed or self.other)
@@ -198,10 +203,10 @@ class FilesDrift:
         return out
 
 
-def files_drift(name: str, old: list[InputFile], new: list[InputFile]) -> FilesDrift:
+def files_drift(name: str, old: list[InputFile], new: list[InputFile], source: bool = True) -> FilesDrift:
     was, now = {f.path: f for f in old}, {f.path: f for f in new}
     changed = [(p, what) for p in sorted(was.keys() & now.keys()) if (what := file_changed(was[p], now[p]))]
-    return FilesDrift(name, sorted(now.keys() - was.keys()), sorted(was.keys() - now.keys()), changed, [])
+    return FilesDrift(name, sorted(now.keys() - was.keys()), sorted(was.keys() - now.keys()), changed, [], source)
 
 
 def sources_drift(old: list[SourceInputs], new: list[SourceInputs]) -> list[FilesDrift]:
@@ -225,4 +230,4 @@ def sources_drift(old: list[SourceInputs], new: list[SourceInputs]) -> list[File
 
 
 def other_files_drift(old: dict[str, list[InputFile]], new: dict[str, list[InputFile]]) -> list[FilesDrift]:
-    return [d for key in sorted(old.keys() & new.keys()) if (d := files_drift(key, old[key], new[key]))]
+    return [d for key in sorted(old.keys() & new.keys()) if (d := files_drift(key, old[key], new[key], source=False))]

@@ -237,3 +237,21 @@ def test_audit_recomputes_the_keys_and_the_record_counts(built_store, tmp_path: 
     assert "[provenance] spec.hash" in messages and "[provenance] stage prepare: key" in messages
     assert f"[provenance] source {prov.inputs.sources[1].name}: records read" in messages
     assert read_model(StoreArtifact, str(store / "store.json")).provenance == prov
+
+
+def test_what_changed_is_named_field_by_field_and_file_by_file():
+    raw = _raw()
+    edited = copy.deepcopy(raw)
+    edited["processing"]["filters"]["length"]["min_chars"] = 2000
+    now = MANIFEST.model_copy(deep=True)
+    now.files["processing.decontamination.benchmarks[0].uri"][0].size = 6
+    now.sources[0].files.append(InputFile(path="new.jsonl", size=3))
+    now.sources[1].files = []
+    old_prepare = stage_records(canonical_spec(Spec.model_validate(raw), "/s"), MANIFEST, 2)[0]
+    new_prepare = stage_records(canonical_spec(Spec.model_validate(edited), "/s"), now, 2)[0]
+    lines = stage_keys.record_changes(old_prepare, new_prepare).lines()
+    first, second = (s["name"] for s in raw["sources"][:2])
+    assert lines == ["processing.filters.length.min_chars: 50 → 2000",
+                     f"source {first}: 1 file(s) added: new.jsonl",
+                     f"source {second}: 1 file(s) removed: a.jsonl",
+                     "processing.decontamination.benchmarks[0].uri: 1 file(s) changed: b.jsonl (size 5 → 6 bytes)"]
