@@ -1,5 +1,6 @@
 """The build's stages, in pipeline order: the one place a stage is added. The spec's `execution.stages` names, the
-build loop, the Slurm chains and the explorer's stage order all come from `STAGES`.
+build loop, the Slurm chains, the explorer's stage order and each stage's key (the spec fields it `reads`, what it
+writes) all come from `STAGES`.
 
 Light on purpose (no datatrove import): the spec validation imports it; a stage's steps are imported when it is built."""
 
@@ -19,8 +20,9 @@ if TYPE_CHECKING:
 TASKS = "tasks"  # a stage's task count: the build's (execution.tasks, or --tasks)
 ID_QUARANTINE = "part-ids-${rank}.parquet"  # `_quarantine/` file of the duplicate-id check (one per task)
 FUZZY = "processing.dedup.fuzzy.enabled"
-# fields of the canonical spec no stage reads: only finalize (store.json) uses them. A build whose store is finished
-# still compares them (the whole spec's hash), an unfinished one reruns finalize anyway.
+# fields of the canonical spec no stage reads: only finalize (store.json) uses them, or nothing yet
+# (machine_translated). A finished store is still compared on them (the whole spec's hash); an unfinished build
+# reruns finalize anyway. tests/pipeline/test_stage_keys.py fails when a stage's steps read one of them.
 FINALIZE_ONLY = ("name", "description", "sources[].license", "sources[].synthetic", "sources[].machine_translated")
 # what finalize writes (removed whenever a stage is redone, store.json first)
 FINALIZE_OUTPUTS = (layout.STORE_JSON, f"cluster=*/quality=*/{layout.LEDGER}", layout.SAMPLES_DIR)
