@@ -59,7 +59,8 @@ def demo_steps(folder: Path, spec: Path, scale: float, seed: int) -> list[tuple[
     corpus, store, plan, mix = (str(folder / name) for name in ("corpus", "store", "plan.json", "mixture"))
     return [
         ("demo corpus", ["demo-corpus", corpus, "--quiet", "--seed", str(seed), "--scale", f"{scale:g}"]),
-        ("build", ["build", str(spec)]),
+        # an earlier demo's store is rebuilt: the corpus was just written again (its files changed)
+        ("build", ["build", str(spec), "--redo-changed"]),
         ("audit", ["audit", store]),
         ("plan", ["plan", str(spec), "--out", plan, "--ladder", *(["--scale", f"{scale:g}"] if scale != 1 else [])]),
         ("materialize", ["materialize", plan, "--out", mix]),

@@ -9,11 +9,12 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 import fsspec
 from datatrove.utils.logging import logger
 
-from mixture.pipelines import stage_registry
+from mixture.pipelines import reuse, stage_registry
 from mixture.pipelines.datatrove_compat import quiet_datatrove_console
 from mixture.pipelines.executors import SlurmChain, make_executor
 from mixture.pipelines.stages import BuildContext, BuildError, Stage, build_stage
@@ -153,17 +154,37 @@ def run_stage(ctx: BuildContext, stage: Stage, executor: str, workers: int, on_p
     on_progress(_completed(ctx, stage))
 
 
+@dataclass
+class Built:
+    """What `build_store` did: the store's artifact, and whether the store was already built (nothing was done)."""
+
+    artifact: StoreArtifact
+    already_built: bool = False
+
+
 def build(spec_path: str, *, executor: str | None = None, tasks: int | None = None, workers: int | None = None,
-          break_lock: bool = False, keep_work: bool = False, progress: bool = True,
-          overrides: dict | None = None) -> StoreArtifact:
-    """Build the store of a spec; returns the store artifact. A finished store with the same spec is left as is.
+          break_lock: bool = False, keep_work: bool = False, progress: bool = True, overrides: dict | None = None,
+          redo_changed: bool = False) -> StoreArtifact:
+    """Build the store of a spec; returns the store artifact (see `build_store`)."""
+    return build_store(spec_path, executor=executor, tasks=tasks, workers=workers, break_lock=break_lock,
+                       keep_work=keep_work, progress=progress, overrides=overrides, redo_changed=redo_changed).artifact
+
+
+def build_store(spec_path: str, *, executor: str | None = None, tasks: int | None = None, workers: int | None = None,
+                break_lock: bool = False, keep_work: bool = False, progress: bool = True,
+                overrides: dict | None = None, redo_changed: bool = False) -> Built:
+    """Build the store of a spec. A finished store of the same spec and inputs is left as is (already built).
+
+    Work on storage is reused only where its stage key (pipelines/stage_keys.py) is the one computed now; when the
+    spec or the inputs changed, StoreChanged names what changed before any work, unless `redo_changed`: then the
+    stages whose key changed and every stage after them are redone (pipelines/reuse.py).
 
     `overrides`: execution settings given on the command line, applied over the spec's (`None` values ignored; the
     spec and its hash stay as they are); per-stage entries of `execution.stages` still apply on top."""
     from rich import get_console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from mixture.pipelines.finalize import finalize, spec_hash
+    from mixture.pipelines.finalize import finalize
 
     spec = load_spec(spec_path)
     base = spec_dir(spec_path)
@@ -179,7 +200,7 @@ def build(spec_path: str, *, executor: str | None = None, tasks: int | None = No
         except FormatError as exc:
             raise BuildError(f"{exc}\n{store} holds a store.json that does not match its format; delete the "
                              "store or point store.uri at a new location") from None
-        if artifact.spec.hash == spec_hash(ctx):
+        if reuse.check_finished(ctx, artifact, redo_changed):
             # a build killed after publishing store.json may have left its work files and its lock behind
             if not keep_work and fs.exists(f"{root}/{layout.WORK_DIR}"):
                 fs.rm(f"{root}/{layout.WORK_DIR}", recursive=True)
@@ -187,9 +208,7 @@ def build(spec_path: str, *, executor: str | None = None, tasks: int | None = No
             holder = _read_lock(fs, lock)
             if holder and "unreadable" not in holder and lock_is_stale(holder):
                 fs.rm(lock)
-            return artifact
-        raise BuildError(f"{store} holds a finished store of another spec (hash {artifact.spec.hash[:12]}); "
-                         "point store.uri at a new location or delete the old store")
+            return Built(artifact, already_built=True)
     quiet_datatrove_console()
     if text_kernel.kernel is None:
         logger.warning(text_kernel.MISSING)
@@ -199,14 +218,19 @@ def build(spec_path: str, *, executor: str | None = None, tasks: int | None = No
     if get_console().width >= 130:  # room for the stage's one-line description
         columns.append(TextColumn("[dim]{task.fields[about]}"))
     with store_lock(store, break_lock), Progress(*columns, disable=not progress, transient=False) as bar:
+        plan = reuse.plan_reuse(ctx, redo_changed)  # before any work: reuse only work of the keys computed now
+        ctx.tasks = plan.tasks
+        records = {r.name: r for r in plan.records}
         for info in stage_registry.planned(spec):  # built one at a time: a stage may read the results of earlier ones
+            if info.name not in plan.kept:
+                reuse.write_record(ctx, records[info.name])
             stage = build_stage(ctx, info)
             task = bar.add_task(stage.name, total=stage.tasks, about=info.about)
             run_stage(ctx, stage, executor or ex.executor, n_workers,
                       lambda n, task=task: bar.update(task, completed=n), chain)
         task = bar.add_task("finalize", total=1, about="ledgers, samples, store.json")
         try:
-            artifact = finalize(ctx, str(spec_path))
+            artifact = finalize(ctx, str(spec_path), plan.records)
         except KeyboardInterrupt:
             raise BuildInterrupted("finalize") from None
         except OSError as exc:
@@ -215,4 +239,4 @@ def build(spec_path: str, *, executor: str | None = None, tasks: int | None = No
         bar.update(task, completed=1)
     if not keep_work:
         fs.rm(f"{root}/{layout.WORK_DIR}", recursive=True)
-    return artifact
+    return Built(artifact)

@@ -111,12 +111,18 @@ def print_loss(artifact: StoreArtifact, store: str, loss: LossInfo) -> None:
 
 BUILD_HELP = (
     "Build the store of a spec: read, clean, dedup, decontaminate, score, cluster, tokenize, write cells.\n\n"
-    "Rerunning an interrupted build skips finished tasks and gives the same store. At the end a table shows per "
-    "source the records read, kept, dropped by reason, quarantined and lost to broken files.\n\n"
-    "Exit status: 0 built; 1 the build failed; 2 bad usage or an invalid spec (nothing was built); 3 built, with "
-    "data loss: a source kept nothing, lost records nothing can count, or lost or quarantined more than "
-    "processing.max_loss of its records (the store is complete; with --accept-loss: 0); 130 interrupted (Ctrl-C: "
-    "the same command resumes).")
+    "Rerunning an interrupted build skips finished tasks and gives the same store. Work is reused only while the "
+    "spec fields and input files it was made from are unchanged: otherwise the build stops before any work, naming "
+    "what changed; put it back, or rerun with --redo-changed. A finished store of the same spec and inputs is left "
+    "as is (\"already built\"). At the end a table shows per source the records read, kept, dropped by reason, "
+    "quarantined and lost to broken files.\n\n"
+    "Exit status: 0 built (or already built); 1 the build failed; 2 bad usage, an invalid spec, or refused before "
+    "any work because the spec or the inputs differ from what the store's work was made from (nothing was built); "
+    "3 built, with data loss: a source kept nothing, lost records nothing can count, or lost or quarantined more "
+    "than processing.max_loss of its records (the store is complete; with --accept-loss: 0); 130 interrupted "
+    "(Ctrl-C: the same command resumes).")
+
+
 def print_decontamination(artifact: StoreArtifact) -> None:
     """Per benchmark: items, n-grams indexed and skipped (by reason), documents dropped as contaminated."""
     dc = artifact.decontamination
@@ -151,10 +157,14 @@ def register(app: typer.Typer) -> None:
         tasks_per_job: int = typer.Option(None, min=1, help="ray/slurm: tasks per Ray job / Slurm array element"),
         accept_loss: bool = typer.Option(False, "--accept-loss", help="exit 0 even when a source lost more than "
                                          "processing.max_loss of its records or kept nothing"),
+        redo_changed: bool = typer.Option(
+            False, "--redo-changed", "--restart",
+            help="when the spec or the inputs changed since the store's work was done: redo the stages whose key "
+                 "changed and every stage after them (without it the build stops and names what changed)"),
     ) -> None:
-        from mixture.pipelines.build import BuildError, BuildInterrupted
-        from mixture.pipelines.build import build as run_build
+        from mixture.pipelines.build import BuildError, BuildInterrupted, build_store
         from mixture.pipelines.executors import EXECUTORS
+        from mixture.pipelines.reuse import StoreChanged
         from mixture.spec.cli import load_or_exit
         from mixture.spec.datasets_source import DatasetSourceError
 
@@ -164,9 +174,15 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(2)
         overrides = {"address": address, "partition": partition, "time": time_limit, "cpus_per_task": cpus_per_task,
                      "mem_per_cpu_gb": mem_per_cpu_gb, "tasks_per_job": tasks_per_job}
+        from mixture.spec.load import resolve_uri, spec_dir
+
+        store = resolve_uri(artifact_store(spec), spec_dir(spec))
         try:
-            artifact = run_build(str(spec), executor=executor, tasks=tasks, workers=workers, break_lock=break_lock,
-                                 keep_work=keep_work, overrides=overrides)
+            built = build_store(str(spec), executor=executor, tasks=tasks, workers=workers, break_lock=break_lock,
+                                keep_work=keep_work, overrides=overrides, redo_changed=redo_changed)
+        except StoreChanged as exc:
+            err.print(f"[bold red]build refused[/] {exc}", highlight=False, soft_wrap=True)
+            raise typer.Exit(StoreChanged.exit_code) from None
         except (BuildError, DatasetSourceError) as exc:  # a hub dataset is resolved when the build starts
             err.print(f"[bold red]build failed[/] {exc}", highlight=False)
             raise typer.Exit(1) from None
@@ -175,12 +191,13 @@ def register(app: typer.Typer) -> None:
             err.print(f"interrupted during {what}; run the same command again to resume (finished tasks are "
                       "skipped)", highlight=False)
             raise typer.Exit(130) from None
-        from mixture.spec.load import resolve_uri, spec_dir
-
-        store = resolve_uri(artifact_store(spec), spec_dir(spec))
+        if built.already_built:
+            out.print(f"already built: {store} (finished {built.artifact.created}; same spec and inputs), nothing "
+                      "to do; `mixture summary` shows it", highlight=False, soft_wrap=True)
+            return
         max_loss = parsed.processing.max_loss
-        print_summary(artifact, store, max_loss)
-        over = store_loss(artifact, max_loss).over
+        print_summary(built.artifact, store, max_loss)
+        over = store_loss(built.artifact, max_loss).over
         if over and accept_loss:
             err.print(f"data loss accepted (--accept-loss): {', '.join(over)}", highlight=False)
         elif over:

@@ -15,13 +15,12 @@ import pyarrow.parquet as pq
 import mixture
 from mixture.fit.balance import cluster_balance
 from mixture.fit.model_store import load_model
-from mixture.pipelines import decontaminate
+from mixture.pipelines import decontaminate, stage_keys
 from mixture.pipelines.language_summary import language_info
 from mixture.pipelines.readers import read_rows
 from mixture.pipelines.schemas import SAMPLE
 from mixture.pipelines.shard_facts import read_task_facts, shard_facts
-from mixture.pipelines.stages import BuildContext, tokenizer_ref
-from mixture.spec.load import resolve_uri
+from mixture.pipelines.stages import BuildContext
 from mixture.store import drops, layout
 from mixture.store.formats import (
     STORE_FORMAT_VERSION,
@@ -36,9 +35,11 @@ from mixture.store.formats import (
     LedgerShard,
     NearDuplicateReport,
     PartitionInfo,
+    Provenance,
     SamplesInfo,
     SourceEntry,
     SpecRef,
+    StageRecord,
     StoreArtifact,
     read_model,
     write_model,
@@ -155,23 +156,19 @@ def write_samples(ctx: BuildContext, fs, root: str) -> dict:
 
 
 def spec_hash(ctx: BuildContext) -> str:
-    """sha256 of the canonical spec without `execution` (where and how fast a build runs does not change the store)
-    and without `mixture` (the planner's section does not change the store either), its relative paths resolved
-    (two spec files in different folders that name the same files have the same hash) and without `store.uri` (a
-    store's location is not part of what it holds) and `processing.max_loss` (the threshold of the loss verdict)."""
-    import hashlib
+    """sha256 of the canonical spec (pipelines/stage_keys.py `canonical_spec`): without execution, mixture,
+    store.uri and processing.max_loss, relative paths resolved."""
+    return stage_keys.spec_hash(stage_keys.canonical_spec(ctx.spec, ctx.spec_dir))
 
-    content = ctx.spec.model_dump(mode="json", exclude={"execution", "mixture"})
-    for item in [*content["sources"], *content["processing"]["decontamination"]["benchmarks"]]:
-        item["uri"] = resolve_uri(item["uri"], ctx.spec_dir)
-    del content["store"]["uri"]
-    del content["processing"]["max_loss"]  # judges the store's loss, does not change the store
-    content["tokenizer"] = tokenizer_ref(ctx)
-    for section, key in (("quality", "fasttext_model"), ("clusters", "sentence_model")):
-        if content["partition"][section][key]:
-            content["partition"][section][key] = resolve_uri(content["partition"][section][key], ctx.spec_dir)
-    canon = json.dumps(content, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canon.encode()).hexdigest()
+
+def provenance(ctx: BuildContext, records: list[StageRecord], records_in: Counter) -> Provenance:
+    """store.json `provenance`: the canonical spec, the input manifest with the records read from each source, and
+    the stages' keys."""
+    inputs = ctx.inputs()
+    sources = [s.model_copy(update={"records": records_in[s.name]}) for s in inputs.sources]
+    return Provenance(keys_version=stage_keys.KEYS_VERSION, code_version=stage_keys.code_version(),
+                      spec=stage_keys.canonical_spec(ctx.spec, ctx.spec_dir),
+                      inputs=inputs.model_copy(update={"sources": sources}), stages=stage_keys.stage_keys(records))
 
 
 def decontamination_report(ctx: BuildContext) -> DecontaminationInfo | None:
@@ -182,7 +179,8 @@ def decontamination_report(ctx: BuildContext) -> DecontaminationInfo | None:
     return decontaminate.report(decontaminate.settings(dc, ctx.benchmarks()), ctx.store)
 
 
-def finalize(ctx: BuildContext, spec_path: str) -> StoreArtifact:
+def finalize(ctx: BuildContext, spec_path: str, records: list[StageRecord]) -> StoreArtifact:
+    """Ledgers, samples and store.json (last); `records`: the keys of the stages the build ran (or kept)."""
     fs, root = fsspec.core.url_to_fs(ctx.store)
     root = root.rstrip("/")
     fs.invalidate_cache()  # the stages' workers wrote everything below: no listing cached before may be reused
@@ -271,6 +269,7 @@ def finalize(ctx: BuildContext, spec_path: str) -> StoreArtifact:
         decontamination=decontamination_report(ctx),
         near_duplicates=read_model(NearDuplicateReport, ctx.near_duplicates_report)
         if ctx.near_duplicates_report else None,
+        provenance=provenance(ctx, records, records_in),
     )
     write_model(fs, f"{root}/{layout.STORE_JSON}", artifact)
     return artifact

@@ -1,5 +1,6 @@
 """The build's stages, in pipeline order: the one place a stage is added. The spec's `execution.stages` names, the
-build loop, the Slurm chains and the explorer's stage order all come from `STAGES`.
+build loop, the Slurm chains, the explorer's stage order and each stage's key (the spec fields it `reads`, what it
+writes) all come from `STAGES`.
 
 Light on purpose (no datatrove import): the spec validation imports it; a stage's steps are imported when it is built."""
 
@@ -19,6 +20,17 @@ if TYPE_CHECKING:
 TASKS = "tasks"  # a stage's task count: the build's (execution.tasks, or --tasks)
 ID_QUARANTINE = "part-ids-${rank}.parquet"  # `_quarantine/` file of the duplicate-id check (one per task)
 FUZZY = "processing.dedup.fuzzy.enabled"
+# the MinHash settings: the signatures and their LSH buckets depend on them (not on the verification threshold)
+MINHASH = tuple(f"processing.dedup.fuzzy.{f}" for f in ("permutations", "bands", "ngram", "seed"))
+# fields of the canonical spec no stage reads: only finalize (store.json) uses them, or nothing yet
+# (machine_translated). A finished store is still compared on them (the whole spec's hash); an unfinished build
+# reruns finalize anyway. tests/pipeline/test_stage_keys.py fails when a stage's steps read one of them.
+FINALIZE_ONLY = ("name", "description", "sources[].license", "sources[].synthetic", "sources[].machine_translated")
+# what finalize writes (removed whenever a stage is redone, store.json first)
+FINALIZE_OUTPUTS = (layout.STORE_JSON, f"cluster=*/quality=*/{layout.LEDGER}", layout.SAMPLES_DIR)
+SOURCE_FIELDS = tuple(f"sources[].{f}" for f in ("name", "uri", "format", "text_field", "id_field", "category",
+                                                 "exempt_from_fuzzy_dedup", "split", "subset", "revision",
+                                                 "streaming"))
 
 
 @dataclass(frozen=True)
@@ -38,6 +50,16 @@ class StageDef:
     # globs under the store ({rank}: the task, 5 digits) of the files a task writes under names its rerun may not
     # rewrite; the stage's first step removes them (see steps.ClearTaskFiles)
     side_files: tuple[str, ...] = ()
+    # the spec fields the stage's output depends on, as paths of the canonical spec (pipelines/stage_keys.py): a
+    # field (`seed`), a section (every field under it: `processing.filters`) or a field of every list item
+    # (`sources[].uri`). The stage's key hashes their values, the files they name (sources, benchmarks, models, a
+    # tokenizer file), the code version and the previous stage's key; `when` is read too. Be complete: a field
+    # missing here lets a rerun reuse work the edited spec would not have made (tests/pipeline/test_stage_keys.py
+    # records what each stage's steps read and fails on a field not listed).
+    reads: tuple[str, ...] = ()
+    # what the stage writes as a whole, globs under the store: removed (with its side files of every task and its
+    # `_build/<name>/`) when the stage is redone because its key changed
+    outputs: tuple[str, ...] = ()
 
     def runs(self, spec: Spec) -> bool:
         return self.when is None or bool(operator.attrgetter(self.when)(spec))
@@ -61,26 +83,42 @@ STAGES: tuple[StageDef, ...] = (
     StageDef("prepare", "read, clean, filter, fingerprint and score every document",
              "mixture.pipelines.stages:prepare_steps", TASKS, chained=True,
              side_files=(f"{layout.QUARANTINE_DIR}/part-{{rank}}.parquet", f"{layout.WORK_DIR}/prepared/{{rank}}.parquet",
-                         f"{layout.WORK_DIR}/tally/{{rank}}.json", *_drop_files("prepare"))),
+                         f"{layout.WORK_DIR}/tally/{{rank}}.json", *_drop_files("prepare")),
+             reads=(*SOURCE_FIELDS, "processing.filters", FUZZY, "processing.dedup.fuzzy.ngram",
+                    "processing.dedup.fuzzy.permutations", "processing.dedup.fuzzy.seed", "processing.decontamination",
+                    "processing.language", "partition.quality.scorer", "partition.quality.fasttext_model", "partition.quality.fasttext_label")),
     StageDef("find_duplicates", "repeated ids and exact duplicates (DuckDB)",
-             "mixture.pipelines.stages:find_duplicates_steps", 1, chained=True),
+             "mixture.pipelines.stages:find_duplicates_steps", 1, chained=True,
+             reads=("processing.dedup.exact.enabled",), outputs=(f"{layout.WORK_DIR}/drops.parquet",)),
     StageDef("minhash_sigs", "MinHash signatures of the kept fuzzy-group documents",
-             "mixture.pipelines.stages:minhash_sigs_steps", TASKS, when=FUZZY, chained=True),
+             "mixture.pipelines.stages:minhash_sigs_steps", TASKS, when=FUZZY, chained=True,
+             reads=MINHASH,
+             outputs=(f"{layout.WORK_DIR}/mh_sigs",)),
     StageDef("minhash_buckets", "candidate near-duplicate pairs, one task per band",
-             "mixture.pipelines.stages:minhash_buckets_steps", "processing.dedup.fuzzy.bands", when=FUZZY, chained=True),
+             "mixture.pipelines.stages:minhash_buckets_steps", "processing.dedup.fuzzy.bands", when=FUZZY, chained=True,
+             reads=MINHASH,
+             outputs=(f"{layout.WORK_DIR}/mh_buckets",)),
     StageDef("minhash_cluster", "near duplicates: candidate pairs verified, greedy keep in spec order",
-             "mixture.pipelines.stages:minhash_cluster_steps", 1, when=FUZZY, chained=True),
+             "mixture.pipelines.stages:minhash_cluster_steps", 1, when=FUZZY, chained=True,
+             reads=("processing.dedup.fuzzy",),
+             outputs=(f"{layout.WORK_DIR}/fuzzy_drops.parquet", f"{layout.WORK_DIR}/near_duplicates.json")),
     # not chained: its sample rate comes from the number of documents dedup kept
     StageDef("sample", "a seeded sample of the kept documents for the fit",
-             "mixture.pipelines.stages:sample_steps", TASKS),
+             "mixture.pipelines.stages:sample_steps", TASKS,
+             reads=("partition.clusters.sample_docs", "seed", FUZZY, "tokenizer"), outputs=(f"{layout.WORK_DIR}/sample",)),
     StageDef("fit", "embedder, clusters, labels and quality calibration",
-             "mixture.pipelines.stages:fit_steps", 1, chained=True),
+             "mixture.pipelines.stages:fit_steps", 1, chained=True,
+             reads=("partition.clusters", "partition.quality", "seed"),
+             outputs=(layout.MODEL_DIR, f"{layout.WORK_DIR}/fit_assignments")),
     StageDef("assign", "route duplicates; cluster, score and tokenize; write the cells",
              "mixture.pipelines.stages:assign_steps", TASKS, chained=True,
              side_files=("cluster=*/quality=*/*part-{rank}.parquet", f"{layout.WORK_DIR}/samples/{{rank}}.parquet",
                          f"{layout.WORK_DIR}/shard_facts/{{rank}}.json",
                          f"{layout.QUARANTINE_DIR}/{ID_QUARANTINE.replace('${rank}', '{rank}')}",
-                         *_drop_files("assign"))),
+                         *_drop_files("assign")),
+             reads=("tokenizer", "partition.quality.edges", "partition.clusters.k", "store.keep_token_ids",
+                    "store.samples_per_cell", "store.exemplars_per_cell", "store.shard_bytes", "store.compression",
+                    "seed", FUZZY)),
 )
 
 

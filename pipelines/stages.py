@@ -17,9 +17,11 @@ from mixture.pipelines.source_records import SourceFiles
 from mixture.pipelines.stage_registry import ID_QUARANTINE, StageDef
 from mixture.spec import preflight
 from mixture.spec.datasets_source import dataset_units
-from mixture.spec.load import list_source, resolve_uri
+from mixture.spec.inputs import ListedSource, list_source, spec_files
+from mixture.spec.load import resolve_uri
 from mixture.spec.models import Execution, Spec
 from mixture.store import drops, layout
+from mixture.store.formats import InputManifest
 
 
 class BuildError(RuntimeError):
@@ -40,6 +42,8 @@ class BuildContext:
     store: str
     tasks: int
     overrides: dict = field(default_factory=dict)  # execution settings given on the command line (None: not given)
+    _listed: list[ListedSource] | None = field(default=None, repr=False)
+    _inputs: InputManifest | None = field(default=None, repr=False)
 
     def execution(self, stage: str | None = None) -> Execution:
         """The spec's execution settings with the command-line overrides, then the stage's own `execution.stages`
@@ -55,20 +59,32 @@ class BuildContext:
     def work(self) -> str:
         return self.at(layout.WORK_DIR)
 
+    def listed(self) -> list[ListedSource]:
+        """Every source as listed once, when the build starts (hub datasets resolve here): the files the readers
+        share out are the files the input manifest records."""
+        if self._listed is None:
+            self._listed = [list_source(s, resolve_uri(s.uri, self.spec_dir)) for s in self.spec.sources]
+        return self._listed
+
+    def inputs(self) -> InputManifest:
+        """The input manifest: the sources' files and the other files the spec names, as listed once."""
+        if self._inputs is None:
+            self._inputs = InputManifest(sources=[src.inputs for src in self.listed()],
+                                         files=spec_files(self.spec, self.spec_dir))
+        return self._inputs
+
     def sources(self) -> list[SourceFiles]:
         out = []
-        for s in self.spec.sources:
+        for s, got in zip(self.spec.sources, self.listed(), strict=True):
             if s.format == "datasets":  # Arrow files or IterableDataset shards (hub datasets resolve here)
                 units = dataset_units(s, resolve_uri(s.uri, self.spec_dir))
                 out.append(SourceFiles(s.name, s.category, s.format, units.base, units.units, s.text_field, s.id_field,
                                        s.exempt_from_fuzzy_dedup, units.sizes, units))
-                continue
-            listing = list_source(resolve_uri(s.uri, self.spec_dir), s.format)
-            for message in listing.skipped.messages(s.name):
-                logger.warning(message)
-            files = listing.files
-            out.append(SourceFiles(s.name, s.category, s.format, listing.base, tuple(f for f, _ in files),
-                                   s.text_field, s.id_field, s.exempt_from_fuzzy_dedup, tuple(size for _, size in files)))
+            else:
+                for message in got.skipped:
+                    logger.warning(message)
+                out.append(SourceFiles(s.name, s.category, s.format, got.base, got.files, s.text_field, s.id_field,
+                                       s.exempt_from_fuzzy_dedup, got.sizes))
         return out
 
     def benchmarks(self) -> list[dict]:
@@ -130,12 +146,13 @@ def find_duplicates_steps(ctx: BuildContext) -> list:
 
 def minhash_sigs_steps(ctx: BuildContext) -> list:
     fz = ctx.spec.processing.dedup.fuzzy
-    return [dedup.MinhashSigs(ctx.work, f"{ctx.work}/mh_sigs", fz.bands, fz.rows_per_band)]
+    # fields, not the rows_per_band property: the stage-key test counts a property as reading the whole section
+    return [dedup.MinhashSigs(ctx.work, f"{ctx.work}/mh_sigs", fz.bands, fz.permutations // fz.bands)]
 
 
 def minhash_buckets_steps(ctx: BuildContext) -> list:
     fz = ctx.spec.processing.dedup.fuzzy
-    return [dedup.BandCollisions(f"{ctx.work}/mh_sigs", f"{ctx.work}/mh_buckets", fz.rows_per_band)]
+    return [dedup.BandCollisions(f"{ctx.work}/mh_sigs", f"{ctx.work}/mh_buckets", fz.permutations // fz.bands)]
 
 
 def minhash_cluster_steps(ctx: BuildContext) -> list:

@@ -18,7 +18,7 @@ Python API::
                               # share: from ledgers + store.json only (no Parquet opened), cached on the reader
     published_cell_table(reader)  # the same columns from store.json `cells` alone (no ledger, no listing)
     ledger_shard_table(reader)  # one row per ledger entry (file, task, rows, tokens, bytes, xxh64)
-    audit(reader, deep=False, sample=1000, seed=0, checksum_mode="auto") -> AuditResult
+    audit(reader, deep=False, sample=1000, seed=0, checksum_mode="auto", inputs=False) -> AuditResult
         # .status "ok" | "failed" | "building", .checks [Check(name, status, checked, failures, note)],
         # .failures [Failure(where, what, expected, found, expected_from, found_from)], .messages(), .exit_code
     report(reader, by="cell" | "cluster,quality" | ["source", "quality"] ...) -> DataFrame
@@ -55,9 +55,11 @@ DuckDB views on `connect(reader)` (`mixture sql STORE`; `.tables` lists them wit
     quarantine every _quarantine/*.parquet row (source, file, record, reason, detail, raw, raw_bytes)
     samples_uniform, samples_exemplars   _samples/ (if present)
 
-Audit checks, cheapest evidence first: artifact, ledgers, cells, counters, side files, files (listing: missing,
-unlisted, size), rows (Parquet), n_tokens (column only, never `text`), partition (cluster/quality columns),
-sources (per-source recount), checksums (xxh64), and with --deep tokens (re-tokenize a seeded sample).
+Audit checks, cheapest evidence first: artifact, ledgers, cells, counters, provenance (spec hash and stage keys
+recomputed from the recorded spec and input manifest, records per source), with --inputs inputs (the sources
+listed again: files added, removed or changed), side files, files (listing: missing, unlisted, size), rows
+(Parquet), n_tokens (column only, never `text`), partition (cluster/quality columns), sources (per-source
+recount), checksums (xxh64), and with --deep tokens (re-tokenize a seeded sample).
 """
 
 from mixture.accounting.build_progress import (

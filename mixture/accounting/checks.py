@@ -208,6 +208,74 @@ class _Audit:
             if left != right:
                 c.fail(where, "count", left, right, left_from, right_from)
 
+    def provenance(self, art: StoreArtifact) -> None:
+        c = self.new("provenance", "spec.hash and the stage keys follow from the recorded spec and inputs; the "
+                                   "records read per source equal sources[].docs_in")
+        prov = art.provenance
+        if prov is None:
+            c.status, c.note = "skip", "store.json records no provenance (built by an older mixture)"
+            return
+        from mixture.pipelines import stage_keys
+
+        c.checked += 1
+        if stage_keys.spec_hash(prov.spec) != art.spec.hash:
+            c.fail("spec.hash", "hash", stage_keys.spec_hash(prov.spec), art.spec.hash, "sha256 of provenance.spec",
+                   "spec.hash")
+        if prov.keys_version != stage_keys.KEYS_VERSION:
+            c.note = f"keys of version {prov.keys_version} (this mixture computes {stage_keys.KEYS_VERSION}): not recomputed"
+        else:
+            c.checked += 1
+            want = [(k.name, k.key) for k in stage_keys.recomputed_keys(prov)]
+            got = [(k.name, k.key) for k in prov.stages]
+            if [n for n, _ in want] != [n for n, _ in got]:
+                c.fail("provenance.stages", "stages", [n for n, _ in want], [n for n, _ in got], "planned by the spec",
+                       "store.json")
+            else:
+                for (name, key), (_, recorded) in zip(want, got, strict=True):
+                    if key != recorded:
+                        c.fail(f"stage {name}", "key", key[:16], recorded[:16], "recomputed", "store.json")
+        spec = stage_keys.flatten(prov.spec)
+        for where, recorded, value in (("seed", spec.get("seed"), art.seed),
+                                       ("partition.clusters.k", spec.get("partition.clusters.k"), art.partition.k),
+                                       ("partition.quality.levels", spec.get("partition.quality.levels"),
+                                        art.partition.quality_levels),
+                                       ("partition.quality.edges", spec.get("partition.quality.edges"),
+                                        art.partition.bucket_edges)):
+            c.checked += 1
+            if recorded != value:
+                c.fail(where, "value", recorded, value, "provenance.spec", "store.json")
+        listed = [s.name for s in prov.inputs.sources]
+        if listed != [s.name for s in art.sources]:
+            c.fail("provenance.inputs.sources", "sources", listed, [s.name for s in art.sources], "manifest",
+                   "store.json sources")
+        docs_in = {s.name: s.docs_in for s in art.sources}
+        for s in prov.inputs.sources:
+            c.checked += 1
+            if s.records != docs_in.get(s.name):
+                c.fail(f"source {s.name}", "records read", s.records, docs_in.get(s.name), "manifest",
+                       "sources[].docs_in")
+        c.checked += 1
+        total = sum(s.records or 0 for s in prov.inputs.sources)
+        if total != art.counters.records_in:
+            c.fail("store", "records_in", total, art.counters.records_in, "Σ manifest records", "counters.records_in")
+
+    def inputs(self, art: StoreArtifact) -> None:
+        c = self.new("inputs", "the sources and the files the spec names, listed again, are the ones the store was "
+                               "built from (no file added, removed or changed)")
+        if art.provenance is None:
+            c.status, c.note = "skip", "store.json records no input manifest (built by an older mixture)"
+            return
+        from mixture.pipelines import stage_keys
+
+        now, problems = stage_keys.relist(art.provenance)
+        for problem in problems:
+            c.fail("inputs", problem)
+        recorded = art.provenance.inputs
+        c.checked = sum(len(s.files) for s in recorded.sources) + sum(len(f) for f in recorded.files.values())
+        for drift in stage_keys.manifest_changes(recorded.sources, now.sources, recorded.files, now.files):
+            for line in drift.lines(limit=20):
+                c.fail(drift.what, line)
+
     def side_files(self, art: StoreArtifact) -> None:
         c = self.new("side files", "bad_input and drop counters equal the rows in _quarantine/ and _dropped/")
         for reason in drops.REASONS:
@@ -361,7 +429,7 @@ class _Audit:
 
 def audit(reader: StoreReader, *, deep: bool = False, sample: int = 1000, seed: int = 0,
           checksum_mode: Literal["auto", "all", "none"] = "auto", sources: bool | None = None,
-          progress: Callable[[str], None] | None = None) -> AuditResult:
+          inputs: bool = False, progress: Callable[[str], None] | None = None) -> AuditResult:
     """Check every invariant of docs/store.md; see the module docstring of mixture.accounting for the list.
 
     `deep` also re-tokenizes `sample` documents (0 = all) drawn with `seed`, reads every checksum and recounts
@@ -379,6 +447,9 @@ def audit(reader: StoreReader, *, deep: bool = False, sample: int = 1000, seed: 
     a.ledgers(art)
     a.cells(art)
     a.counters(art)
+    a.provenance(art)
+    if inputs:
+        a.inputs(art)
     a.side_files(art)
     present = a.files()
     facts = a.parquet(present, art)

@@ -117,9 +117,13 @@ def audit_cmd(
                                   help="auto (all up to 4 GiB of shards, else a seeded sample), all, none."),
     fmt: str = typer.Option("table", "--format", help="table or json."),
     max_failures: int = typer.Option(20, "--max-failures", min=1, help="Violations shown per check."),
+    inputs: bool = typer.Option(False, "--inputs", help="Also list the sources (and the benchmark, model and "
+                                                        "tokenizer files) again and name every file added, removed or "
+                                                        "changed since the build."),
 ) -> None:
     """Check every invariant of docs/store.md (cheapest evidence first). Exit 0 = all hold; 1 = violations
-    (each naming the cell/shard and the two numbers that differ) or the store is still building."""
+    (each naming the cell/shard and the two numbers that differ; with --inputs, each input file that changed) or
+    the store is still building."""
     if checksums not in ("auto", "all", "none"):
         err.print(f"[red]--checksums {checksums!r}: expected auto, all or none")
         raise typer.Exit(2)
@@ -130,7 +134,7 @@ def audit_cmd(
     status = err.status("auditing…") if fmt == "table" and err.is_terminal else nullcontext()
     with status as s:
         result = audit(reader, deep=deep, sample=sample, seed=seed, checksum_mode=checksums,  # type: ignore[arg-type]
-                       progress=(lambda msg: s.update(f"auditing: {msg}")) if s is not None else None)
+                       inputs=inputs, progress=(lambda msg: s.update(f"auditing: {msg}")) if s is not None else None)
     if fmt == "json":
         sys.stdout.write(json.dumps(result.to_dict(), indent=1, default=str) + "\n")
     else:

@@ -166,6 +166,11 @@ def _open_streaming(src: Source, path: str, revision: str | None, what: str):
     return split, ds
 
 
+def saved_files(src: Source, uri: str) -> list[str]:
+    """The Arrow files of the split a saved dataset's source reads, relative to its folder."""
+    return _saved(src, uri)[1].files
+
+
 def check_dataset_source(src: Source, uri: str) -> list[tuple[str, str]]:
     """(spec field, message) of every problem `mixture validate` finds without the network: a local saved dataset or
     data-file folder must exist and hold the split and the text field. Hub datasets resolve at build time."""
@@ -200,7 +205,7 @@ def _sizes(fs, paths: list[str]) -> tuple[int | None, ...]:
         return (None,) * len(paths)
 
 
-def _hub_revision(src: Source, repo: str) -> str:
+def hub_revision(src: Source, repo: str) -> str:
     """The commit the build reads (so every task sees the same files)."""
     from huggingface_hub import HfApi
 
@@ -236,7 +241,7 @@ def dataset_units(src: Source, uri: str) -> DatasetUnits:
         return DatasetUnits("saved", base, tuple(saved.files), _sizes(fs, [f"{root.rstrip('/')}/{f}" for f in saved.files]))
     repo = hub_repo(uri)
     path = repo or uri
-    revision = _hub_revision(src, repo) if repo else None
+    revision = hub_revision(src, repo) if repo else None
     what = f"hub dataset {repo!r}" if repo else f"the data files at {uri!r}"
     split, ds = _open_streaming(src, path, revision, what)
     if src.streaming:

@@ -85,18 +85,6 @@ def source_extensions(fmt: str) -> tuple[str, ...]:
     }[fmt]
 
 
-def list_source_files(uri: str, fmt: str) -> tuple[str, list[str]]:
-    """(base folder, sorted files relative to it) for a path, folder or glob at any fsspec URI."""
-    base, files = list_source_files_sized(uri, fmt)
-    return base, [rel for rel, _ in files]
-
-
-def list_source_files_sized(uri: str, fmt: str) -> tuple[str, list[tuple[str, int | None]]]:
-    """Like `list_source_files`, each file with its size in bytes from the same listing (None if not reported)."""
-    listing = list_source(uri, fmt)
-    return listing.base, listing.files
-
-
 @dataclass
 class SourceListing:
     """The files of a source: its base folder, each file relative to it with its size (None if not reported), and

@@ -449,6 +449,8 @@ class LossInfo(Format):
     max_loss: float = Field(ge=0, le=1, description="processing.max_loss the verdicts were made with")
     sources: list[SourceLoss] = Field(description="every source of the spec, in spec order")
     over: list[str] = Field(description="names of the sources whose verdict is not ok")
+
+
 class BenchmarkReport(Format):
     """One decontamination benchmark: what its records gave the index and how many documents it caught."""
 
@@ -475,6 +477,76 @@ class DecontaminationInfo(Format):
     min_content_words: int = Field(ge=1, description="distinct content words an n-gram needs to be indexed")
     max_number_share: float = Field(description="an n-gram with at least this share of numbers is not indexed")
     benchmarks: list[BenchmarkReport] = Field(description="every benchmark of the spec, in spec order")
+
+
+# -- what a build was made from: the input manifest and the stage keys (store.json `provenance`, _build/<stage>/key.json)
+class InputFile(Format):
+    """One input file as its filesystem listed it: its size and whatever says it changed (a local file's
+    modification time; an object's generation, ETag, CRC32C or version id; a hub file's blob id)."""
+
+    path: str = Field(description="path relative to the source's base (or the file's URI for a single file)")
+    size: int | None = Field(description="bytes (null: not reported)")
+    identity: dict[str, str | int | float] = Field(
+        default_factory=dict, description="mtime (local, seconds), generation, etag, crc32c, version_id or blob_id: "
+                                          "the fields the filesystem reported")
+
+
+class SourceInputs(Format):
+    """One source of the spec as the build listed it."""
+
+    name: str = Field(description="source name from the spec")
+    base: str = Field(description="the URI the file paths are relative to")
+    files: list[InputFile] = Field(description="every file (or Arrow file, or data file) the build reads, by path")
+    revision: str | None = Field(None, description="format: datasets from the hub: the commit read")
+    units: list[str] | None = Field(None, description="format: datasets read by load_dataset: the shards the tasks "
+                                                      "share out")
+    records: int | None = Field(None, description="records read from the source (store.json only: = sources[].docs_in)")
+
+
+class InputManifest(Format):
+    """Every input of a build: the sources' files and the other files the spec names (benchmarks, models,
+    a local tokenizer file), keyed by the spec field that names them."""
+
+    sources: list[SourceInputs] = Field(description="every source of the spec, in spec order")
+    files: dict[str, list[InputFile]] = Field(
+        default_factory=dict, description="{spec field path: its files}, e.g. processing.decontamination."
+                                          "benchmarks[0].uri, partition.quality.fasttext_model, tokenizer")
+
+
+class StageKey(Format):
+    """One stage's key: the hash of what its output depends on."""
+
+    name: str = Field(description="stage name (pipelines/stage_registry.py)")
+    key: str = Field(pattern=r"^[0-9a-f]{64}$", description="sha256 of the stage's spec fields, input files, code "
+                                                             "version and the previous stage's key")
+    tasks: int = Field(ge=1, description="the build's task count the stage ran with (execution, not in the key)")
+
+
+class StageRecord(Format):
+    """`_build/<stage>/key.json`: written before a stage runs; its finished tasks are reused only while the key a
+    rerun computes is the same. Holds what the key was computed from, so a rerun names what changed."""
+
+    name: str = Field(description="stage name")
+    key: str = Field(pattern=r"^[0-9a-f]{64}$", description="the stage's key")
+    tasks: int = Field(ge=1, description="the build's task count when the stage started")
+    keys_version: int = Field(description="version of the key computation")
+    code_version: str = Field(description="version of mixture")
+    after: str | None = Field(description="the key of the stage before it (null: the first stage)")
+    fields: dict[str, Any] = Field(description="{spec field path: value} of every spec field the stage reads")
+    sources: list[SourceInputs] | None = Field(description="the sources' files, when the stage reads the sources")
+    files: dict[str, list[InputFile]] = Field(description="the other files the stage reads, by spec field path")
+
+
+class Provenance(Format):
+    """What the store was made from: the spec's content, every input file, and each stage's key (the audit
+    recomputes the keys from the first two; `mixture audit --inputs` relists the inputs and names any drift)."""
+
+    keys_version: int = Field(description="version of the key computation")
+    code_version: str = Field(description="version of mixture that computed the keys")
+    spec: dict[str, Any] = Field(description="the canonical spec the store was built from (spec.hash is its "
+                                             "sha256): no execution, mixture or store.uri; paths resolved")
+    inputs: InputManifest = Field(description="the input files, with the records read from each source")
+    stages: list[StageKey] = Field(description="the key of every stage the build ran, in pipeline order")
 
 
 class StoreArtifact(Format):
@@ -510,6 +582,8 @@ class StoreArtifact(Format):
                                                     "processing.max_loss (null: a store built before it was recorded)")
     decontamination: DecontaminationInfo | None = Field(
         None, description="benchmark decontamination: settings and a report per benchmark (null: it did not run)")
+    provenance: Provenance | None = Field(
+        None, description="the canonical spec, input manifest and stage keys (null: built before they were recorded)")
 
     def cell_entries(self) -> dict[str, CellEntry]:
         return {c.cell: c for c in self.cells}

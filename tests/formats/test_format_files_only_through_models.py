@@ -213,7 +213,7 @@ def test_the_check_sees_the_format_files_where_they_are_read_and_written() -> No
     for where in (("mixture/accounting/reader.py", "StoreReader.store_info"),
                   ("mixture/accounting/reader.py", "StoreReader._ledgers"),
                   ("pipelines/finalize.py", "finalize"), ("pipelines/finalize.py", "write_ledgers"),
-                  ("pipelines/build.py", "build"), ("mixture/planner/materialize.py", "materialize"),
+                  ("pipelines/build.py", "build_store"), ("mixture/planner/materialize.py", "materialize"),
                   ("mixture/datasets.py", "load_mixture"), ("mixture/accounting/synthetic.py", "write_synthetic_store")):
         assert where in naming, where
 
