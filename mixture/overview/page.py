@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import pandas as pd
+from markupsafe import escape
 
 from mixture import __version__, accounting
 from mixture.accounting import StoreReader
@@ -19,7 +20,7 @@ from mixture.store.formats import StoreArtifact
 from mixture.store.layout import cluster_width
 
 HEAD_CHARS = 900  # a document is shown cut at ~900 characters (on a word boundary), as on the published page
-TEXT_BUDGET = 2_000_000  # characters of document text in one page, shared by its sampled documents
+TEXT_BUDGET = 2_000_000  # bytes of (escaped) document text in one page, shared by its sampled documents
 MAX_DOC_CHARS = 20_000  # "show all" shows at most this much of one document, however small the store
 
 
@@ -146,21 +147,30 @@ class Page:
     samples_per_cell: int = 0
 
 
-def split_text(text: str, head_chars: int, max_chars: int) -> tuple[str, str]:
-    """(head, rest): the head cut on a word boundary near `head_chars`, the rest up to `max_chars` in all."""
+def escaped_size(text: str) -> int:
+    """Bytes `text` takes in the page: HTML-escaped, UTF-8."""
+    return len(str(escape(text)).encode("utf-8"))
+
+
+def split_text(text: str, head_chars: int, max_bytes: int, max_chars: int = MAX_DOC_CHARS) -> tuple[str, str]:
+    """(head, rest): the head cut on a word boundary near `head_chars` (always kept whole), the rest as much of
+    what follows as fits in `max_bytes` of escaped text in all and `max_chars` characters."""
     if len(text) <= head_chars:
         return text, ""
     head = text[:head_chars]
     space = max(head.rfind(" ", int(head_chars * 0.8)), head.rfind("\n", int(head_chars * 0.8)))
     if space > 0:
         head = head[:space]
-    return head, text[len(head):max(max_chars, len(head))]
+    start = len(head)
+    end = min(len(text), max_chars, start + max(0, max_bytes - escaped_size(head)))
+    while end > start and (size := escaped_size(text[:end])) > max_bytes:  # shrink by the overshoot's ratio
+        end = start + min(end - start - 1, int((end - start) * max_bytes / size))
+    return head, text[start:max(start, end)]
 
 
-def doc_char_cap(n_docs: int, budget: int = TEXT_BUDGET) -> int:
-    """How much of each document the page holds: the text budget shared by the page's documents, at least the
-    head and at most MAX_DOC_CHARS."""
-    return max(HEAD_CHARS, min(MAX_DOC_CHARS, budget // max(1, n_docs)))
+def doc_text_cap(n_docs: int, budget: int = TEXT_BUDGET) -> int:
+    """Bytes of escaped text each document may take: the budget shared by the page's documents."""
+    return budget // max(1, n_docs)
 
 
 def _num(x: object) -> float | None:
@@ -230,7 +240,7 @@ def build_page(reader: StoreReader, plan: Plan | None = None, plan_source: str =
     uniform = accounting.samples(reader, "uniform")
     if samples_per_cell is not None and not uniform.empty:
         uniform = uniform.groupby(["cluster", "quality"], sort=False).head(samples_per_cell)
-    cap = doc_char_cap(len(uniform), text_budget)
+    cap = doc_text_cap(len(uniform), text_budget)
     docs: dict[tuple[int, int], list[Doc]] = {}
     for row in uniform.to_dict("records"):
         docs.setdefault((int(row["cluster"]), int(row["quality"])), []).append(_doc(row, cap))
