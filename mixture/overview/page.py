@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 
 import pandas as pd
 from markupsafe import escape
@@ -135,7 +134,7 @@ class Page:
     tokenizer: str
     created: str
     code_version: str
-    generated: str
+    generator: str  # no time: the same store and plan give the same page, byte for byte
     quality_names: list[str]
     bucket_edges: list[float]
     cards: list[Card]
@@ -278,7 +277,7 @@ def build_page(reader: StoreReader, plan: Plan | None = None, plan_source: str =
     return Page(
         title=f"{info.spec.name}: cluster overview", headline=headline, store=reader.uri, spec_name=info.spec.name,
         tokenizer=info.tokenizer, created=info.created, code_version=info.code_version,
-        generated=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ") + f" by mixture {__version__}",
+        generator=f"mixture {__version__}",
         quality_names=names, bucket_edges=list(info.partition.bucket_edges),
         cards=[Card("tokens", c.tokens, "tokens"), Card("documents", c.documents), Card("domains", len(out_domains)),
                Card("cells", c.cells), Card("sources", c.sources)],

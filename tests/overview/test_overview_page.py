@@ -183,3 +183,9 @@ def test_command_errors(tmp_path: Path, built_store):
     code, text = cli("overview", str(built_store.store), "--out", str(tmp_path / "o"), "--plan", str(bad))
     assert code == 2 and str(bad) in text and "mixture plan" in text
     assert not (tmp_path / "o").exists()
+
+
+def test_same_store_and_plan_give_the_same_page(built_page, tmp_path: Path):
+    code, text = cli("overview", str(built_page.store), "--out", str(tmp_path), "--plan", str(built_page.plan))
+    assert code == 0, text
+    assert (tmp_path / "index.html").read_bytes() == built_page.page.read_bytes()
