@@ -21,20 +21,19 @@ from mixture.store.io import write_atomic
 
 INDEX = "index.html"
 CONTENT_TYPE = "text/html; charset=utf-8"
-_TEMPLATES = "templates"
 # how each object store is told the file is a web page (a bucket serves it to browsers with this type)
 _CONTENT_TYPE_KWARGS = {"gs": {"content_type": CONTENT_TYPE}, "gcs": {"content_type": CONTENT_TYPE},
                         "s3": {"ContentType": CONTENT_TYPE}, "s3a": {"ContentType": CONTENT_TYPE}}
 
 
 def _asset(name: str) -> str:
-    return resources.files("mixture.overview").joinpath(_TEMPLATES, name).read_text(encoding="utf-8")
+    return resources.files("mixture.overview").joinpath(name).read_text(encoding="utf-8")
 
 
 @cache
 def environment() -> jinja2.Environment:
     """The page's Jinja2 environment: autoescaping on, undefined names an error, the `numbers` filters."""
-    env = jinja2.Environment(loader=jinja2.PackageLoader("mixture.overview", _TEMPLATES), autoescape=True,
+    env = jinja2.Environment(loader=jinja2.PackageLoader("mixture.overview", "."), autoescape=True,
                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
     env.filters.update({name: getattr(numbers, name) for name in numbers.__all__})
     return env
