@@ -141,3 +141,29 @@ def test_scan_budget_on_the_built_store(built_store):
     found = accounting.scan_documents(reader, doc_id=whole.hits.id.iloc[3], limit=1,
                                       budget=accounting.ScanBudget(max_rows=len(whole.hits)))
     assert found.stopped == "hits" and list(found.hits.id) == [whole.hits.id.iloc[3]]
+
+
+def test_explore_command_sharing_options(tmp_path, store, store_b, plan_file):
+    from typer.testing import CliRunner
+
+    from mixture.cli import app as cli_app
+    from mixture.explore_cli import read_share_list, streamlit_command
+
+    cmd = streamlit_command(str(store), plan_file, 8599, "0.0.0.0", True, [str(store), str(store_b)],
+                            [plan_file], scan_rows=10, scan_seconds=5)
+    script = cmd[cmd.index("--") + 1:]
+    assert script == ["--store", str(store), "--store", str(store_b), "--plan", str(plan_file), "--share",
+                      "--scan-rows", "10", "--scan-seconds", "5"]
+    assert cmd[cmd.index("--client.toolbarMode") + 1] == "viewer"
+    assert "--no-share" in streamlit_command(str(store), None, 8599, "127.0.0.1")
+    listed = tmp_path / "share.yaml"
+    listed.write_text(f"stores: [{store_b}, gs://bucket/store]\nplans: [plan.json]\n")
+    assert read_share_list(listed).model_dump() == {"stores": [str(store_b), "gs://bucket/store"],
+                                                    "plans": [str(tmp_path / "plan.json")]}
+    runner = CliRunner()
+    listed.write_text("stores: [nowhere]\n")
+    result = runner.invoke(cli_app, ["explore", str(store), "--allowlist", str(listed)])
+    assert result.exit_code == 2 and "does not exist" in result.output
+    listed.write_text("store: [x]\n")
+    result = runner.invoke(cli_app, ["explore", str(store), "--allowlist", str(listed)])
+    assert result.exit_code == 2 and "store" in result.output and "`stores:` and `plans:`" in result.output
