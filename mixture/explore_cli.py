@@ -121,7 +121,8 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"error: --port {port} is not a TCP port (1-65535).", err=True)
             raise typer.Exit(2)
         listed = read_share_list(allowlist) if allowlist is not None else ShareList()
-        every_store = list(dict.fromkeys([store, *stores, *listed.stores]))
+        second = os.environ.get(config.STORE_B_ENV)  # the Diff page's default store B is offered too
+        every_store = list(dict.fromkeys([store, *stores, *listed.stores, *([second] if second else [])]))
         every_plan = list(dict.fromkeys([p.resolve() for p in plans] + [Path(p) for p in listed.plans]))
         for s in every_store:
             _check_store(s)
