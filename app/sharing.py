@@ -15,6 +15,7 @@ from mixture.explorer import config
 from mixture.explorer.fmt import code
 
 TOKEN_OK = "_token_ok"
+NO_PLAN = "(no plan)"  # the plan choice that shows none (a valid `?plan=` value)
 # query parameters that name a store or a plan, and which list they must come from in sharing mode
 LOCATION_PARAMS = {"store": "store", "store_a": "store", "store_b": "store",
                    "plan": "plan", "plan_a": "plan", "plan_b": "plan"}
@@ -49,7 +50,7 @@ def refuse_foreign_locations() -> None:
         return
     for name, kind in LOCATION_PARAMS.items():
         value = st.query_params.get(name)
-        if value is not None and value not in allowed(kind):
+        if value is not None and value not in allowed(kind) and not (name == "plan" and value == NO_PLAN):
             st.error(f"Refused: `{name}={code(value)}` is not a {kind} this explorer shares. It shows only the "
                      f"{kind}s it was started with; pick one in the sidebar.")
             st.stop()

@@ -8,6 +8,7 @@ from mixture.accounting import DocumentScan, ScanBudget
 from mixture.explorer import config, queries
 from mixture.explorer.fmt import code, cut_text, md
 from mixture.explorer.plan_view import PlanError, PlanView, load_plan
+from mixture.explorer.sharing import NO_PLAN
 from mixture.store.formats import FormatError, StoreArtifact
 
 STORE_KEY = "store_uri"
@@ -31,7 +32,6 @@ def sidebar() -> None:
 
 SHARED_STORE_KEY = "shared_store"
 SHARED_PLAN_KEY = "shared_plan"
-NO_PLAN = "(no plan)"
 
 
 def _shared_sidebar() -> None:

@@ -54,6 +54,11 @@ def test_sharing_mode_offers_no_path_input_on_any_page(share_env, store, store_b
     at.segmented_control(key="diff_mode").set_value("two plans").run()
     _no_path_input(at, stores, plans)
     assert "Choose two of the shared plans" in at.info[0].value
+    at = run("mixture")
+    at.sidebar.selectbox(key="shared_plan").select("(no plan)").run()
+    at.run()  # the URL now says ?plan=(no plan): still no error
+    assert not at.error and "No plan loaded" in at.info[0].value
+    assert at.query_params["plan"] in ("(no plan)", ["(no plan)"])
 
 
 def test_sharing_mode_refuses_a_query_parameter_naming_another_location(share_env, store_b, building_store,
