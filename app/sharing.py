@@ -57,13 +57,13 @@ def refuse_foreign_locations() -> None:
 
 
 @contextmanager
-def one_scan() -> Iterator[bool]:
-    """Yields True while this session holds its scan slot, False when a scan of this session is running."""
+def one_scan() -> Iterator[None]:
+    """Hold this session's scan slot for the block; while another scan of the session runs, say so and stop."""
     lock = st.session_state.setdefault("_scan_lock", threading.Lock())
     if not lock.acquire(blocking=False):
-        yield False
-        return
+        st.warning("A scan of this session is still running: wait for it to finish.")
+        st.stop()
     try:
-        yield True
+        yield
     finally:
         lock.release()

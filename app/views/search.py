@@ -53,10 +53,7 @@ scope = "sampled documents"
 budget = config.scan_budget()
 if st.button("Scan the whole store", help="reads every shard of the selected cells: slow on a big store; "
              f"stops after {ui.budget_text(budget)}"):
-    with sharing.one_scan() as mine:
-        if not mine:
-            st.warning("A scan of this session is still running: wait for it to finish.")
-            st.stop()
+    with sharing.one_scan():
         bar = st.progress(0.0, text="scanning shards")
         cells = [(c, q) for c in (clusters or sorted(labels)) for q in (qualities or range(len(names)))]
         scan = queries.scan_documents(uri, text=text, sources=sources, content_types=ctypes, cells=cells,
@@ -93,10 +90,7 @@ if match.empty:
     match = sampled[sampled.id == doc_id]
 doc = match.iloc[0].to_dict() if not match.empty else None
 if doc is None and st.button("Look the id up in the store (scan)"):
-    with sharing.one_scan() as mine:
-        if not mine:
-            st.warning("A scan of this session is still running: wait for it to finish.")
-            st.stop()
+    with sharing.one_scan():
         bar = st.progress(0.0)
         scan = queries.scan_documents(uri, doc_id=doc_id, limit=1, budget=budget,
                                       progress=lambda i, n: bar.progress(i / max(n, 1)))

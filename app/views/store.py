@@ -49,10 +49,7 @@ st.subheader("Content types")
 mix = queries.content_type_mix(uri)
 exact = st.toggle("exact counts (scans the n_tokens and content_type columns of every shard)", key="ct_exact")
 if exact:
-    with sharing.one_scan() as mine, st.spinner("scanning the store"):
-        if not mine:
-            st.warning("A scan of this session is still running: wait for it to finish.")
-            st.stop()
+    with sharing.one_scan(), st.spinner("scanning the store"):
         mix = queries.content_type_exact(uri)
         mix["share"] = mix.tokens / mix.tokens.sum()
 else:
