@@ -26,8 +26,10 @@ env: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/mixture demo $(DEMO)
 
+# one worker per core, each test file on one worker (its module fixtures built once); a single test or file:
+# $(BIN)/python -m pytest tests/...
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto --dist loadfile
 
 lint: $(STAMP)
 	$(BIN)/ruff check mixture pipelines app tests bench

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from mixture.explorer import queries, ui
+from mixture.explorer import queries, sharing, ui
 
 st.set_page_config(page_title="mixture explorer", page_icon=":material/dashboard:", layout="wide")
+sharing.require_token()  # with a shared secret, nothing but its prompt until the session gave it
+sharing.refuse_foreign_locations()
 
 PAGES = {
     "overview": st.Page("views/overview.py", title="Overview", icon=":material/dashboard:", default=True),

@@ -172,12 +172,17 @@ def content_type_mix(uri: str) -> pd.DataFrame:
     return _content_type_mix(uri, store_state(uri)[1])
 
 
-def content_type_exact(uri: str) -> pd.DataFrame:
-    """Exact docs and tokens per content type (the accounting report: a scan of the `n_tokens` and
-    `content_type` columns of every shard), most tokens first."""
-    df = accounting.report(_current(uri)[0], "content_type")
+@st.cache_data(show_spinner=False, max_entries=8)
+def _content_type_exact(uri: str, stamp: str) -> pd.DataFrame:
+    df = accounting.report(_reader_at(uri, stamp), "content_type")
     return df.sort_values("tokens", ascending=False, kind="stable")[["content_type", "docs", "tokens"]] \
         .reset_index(drop=True)
+
+
+def content_type_exact(uri: str) -> pd.DataFrame:
+    """Exact docs and tokens per content type (the accounting report: a scan of the `n_tokens` and
+    `content_type` columns of every shard), most tokens first; computed once per version of the store."""
+    return _content_type_exact(uri, store_state(uri)[1])
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
@@ -202,11 +207,13 @@ def quarantine(uri: str) -> pd.DataFrame:
 
 def scan_documents(uri: str, text: str = "", doc_id: str = "", sources: list[str] | None = None,
                    content_types: list[str] | None = None, cells: list[tuple[int, int]] | None = None,
-                   limit: int = 200, progress: Callable[[int, int], None] | None = None) -> pd.DataFrame:
+                   limit: int = 200, budget: accounting.ScanBudget | None = None,
+                   progress: Callable[[int, int], None] | None = None) -> accounting.DocumentScan:
     """Search every finished shard (on request only): documents whose text contains `text` (case-insensitive)
-    or whose id equals `doc_id`, filtered by facets; stops after `limit` hits."""
-    return accounting.search_documents(_current(uri)[0], text=text, doc_id=doc_id, sources=sources,
-                                       content_types=content_types, cells=cells, limit=limit, progress=progress)
+    or whose id equals `doc_id`, filtered by facets; stops after `limit` hits or when `budget` is spent."""
+    return accounting.scan_documents(_current(uri)[0], text=text, doc_id=doc_id, sources=sources,
+                                     content_types=content_types, cells=cells, limit=limit, budget=budget,
+                                     progress=progress)
 
 
 def lookup_id(uri: str, doc_id: str) -> dict[str, pd.DataFrame]:

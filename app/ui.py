@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import streamlit as st
 
+from mixture.accounting import DocumentScan, ScanBudget
 from mixture.explorer import config, queries
 from mixture.explorer.fmt import code, cut_text, md
 from mixture.explorer.plan_view import PlanError, PlanView, load_plan
+from mixture.explorer.sharing import NO_PLAN
 from mixture.store.formats import FormatError, StoreArtifact
 
 STORE_KEY = "store_uri"
@@ -14,7 +16,11 @@ PLAN_KEY = "plan_path"
 
 
 def sidebar() -> None:
-    """Store and plan inputs in the sidebar (initialised from the command line / environment)."""
+    """Store and plan in the sidebar: free inputs (initialised from the command line / environment), or in
+    sharing mode a choice among the stores and plans the server was started with."""
+    if config.sharing():
+        _shared_sidebar()
+        return
     if STORE_KEY not in st.session_state:
         st.session_state[STORE_KEY] = config.store_uri() or ""
     if PLAN_KEY not in st.session_state:
@@ -24,15 +30,54 @@ def sidebar() -> None:
         st.text_input("Plan", key=PLAN_KEY, help="Path of a plan.json (optional): weights, exposure, warnings")
 
 
+SHARED_STORE_KEY = "shared_store"
+SHARED_PLAN_KEY = "shared_plan"
+
+
+def _shared_sidebar() -> None:
+    """Sharing mode: select boxes over the shared stores and plans (`?store=` / `?plan=` pick one); no path box."""
+    stores, plans = config.shared_stores(), config.shared_plans()
+    for key, options, name, first in ((SHARED_STORE_KEY, stores, "store", stores[:1]),
+                                      (SHARED_PLAN_KEY, [*plans, NO_PLAN], "plan", plans[:1] or [NO_PLAN])):
+        if st.session_state.get(key) not in options:
+            st.session_state[key] = param(name) if param(name) in options else next(iter(first), None)
+    with st.sidebar:
+        if len(stores) > 1:
+            st.selectbox("Store", stores, key=SHARED_STORE_KEY, help="the stores this explorer shares")
+        elif stores:
+            st.caption(f"Store: `{code(stores[0])}`")
+        if plans:
+            st.selectbox("Plan", [*plans, NO_PLAN], key=SHARED_PLAN_KEY, help="the plans this explorer shares")
+    chosen = st.session_state.get(SHARED_STORE_KEY)
+    set_param("store", chosen if stores and chosen != stores[0] else None)
+    chosen = st.session_state.get(SHARED_PLAN_KEY)
+    set_param("plan", chosen if plans and chosen != plans[0] else None)
+
+
 def store_uri() -> str:
+    """The current store; in sharing mode always one of the shared stores."""
+    if config.sharing():
+        stores = config.shared_stores()
+        chosen = st.session_state.get(SHARED_STORE_KEY, param("store"))
+        return chosen if chosen in stores else next(iter(stores), "")
     return (st.session_state.get(STORE_KEY) or config.store_uri() or "").strip()
+
+
+def plan_path() -> str:
+    """The current plan path ('' for none); in sharing mode always one of the shared plans or none."""
+    if config.sharing():
+        plans = config.shared_plans()
+        chosen = st.session_state.get(SHARED_PLAN_KEY, param("plan") or next(iter(plans), ""))
+        return chosen if chosen in plans else ""
+    return (st.session_state.get(PLAN_KEY) or config.plan_path() or "").strip()
 
 
 def require_store() -> str:
     """The current store URI; stops the page with a message when none is set or it does not exist."""
     uri = store_uri()
     if not uri:
-        st.info("No store selected: start with `mixture explore STORE` or enter a store in the sidebar.")
+        st.info("No store selected: start with `mixture explore STORE`"
+                + ("." if config.sharing() else " or enter a store in the sidebar."))
         st.stop()
     state, _ = queries.store_state(uri)
     if state == "missing":
@@ -61,7 +106,7 @@ def require_complete_store() -> tuple[str, StoreArtifact]:
 
 def current_plan() -> PlanView | None:
     """The plan from the sidebar path, or None; a broken plan shows an error and returns None."""
-    path = (st.session_state.get(PLAN_KEY) or config.plan_path() or "").strip()
+    path = plan_path()
     if not path:
         return None
     try:
@@ -99,3 +144,22 @@ def document(doc: dict, key: str) -> None:
     if was_cut and st.toggle(f"show all ({len(text):,} characters)", key=f"all_{key}"):
         shown = text
     st.code(shown, language=None, wrap_lines=True)
+
+
+def budget_text(budget: ScanBudget) -> str:
+    parts = ([f"{budget.max_rows:,} rows"] if budget.max_rows else []) + \
+        ([f"{budget.max_seconds:g} s"] if budget.max_seconds else [])
+    return " or ".join(parts) or "the last shard"
+
+
+def scan_note(scan: DocumentScan, budget: ScanBudget) -> str | None:
+    """What to tell the user when a scan stopped at its budget (None when it did not)."""
+    if scan.stopped == "rows":
+        return (f"The scan stopped after {scan.rows_read:,} rows (the limit of {budget.max_rows:,} rows per scan, "
+                f"`--scan-rows`): {scan.files_read} of {scan.files} shards read, so the matches come from part of "
+                "the store only. Narrow the search with the cluster and quality facets.")
+    if scan.stopped == "seconds":
+        return (f"The scan stopped after {budget.max_seconds:g} s (the limit per scan, `--scan-seconds`): "
+                f"{scan.files_read} of {scan.files} shards read, so the matches come from part of the store only. "
+                "Narrow the search with the cluster and quality facets.")
+    return None

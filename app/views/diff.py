@@ -26,13 +26,28 @@ def show(df, value: str) -> None:
                  column_config={"delta %": st.column_config.NumberColumn(format="%.2f")})
 
 
+def pick(col, label: str, options: list[str], default: str, param: str, key: str) -> str:
+    """Sharing mode: one of the shared stores or plans (never a path box); `?store_a=` etc. choose it."""
+    wanted = ui.param(param) or default
+    choice = col.selectbox(label, options, index=options.index(wanted) if wanted in options else None, key=key)
+    ui.set_param(param, choice)
+    return choice if choice in options else ""
+
+
+shared = config.sharing()
 if mode == "two stores":
     a_col, b_col = st.columns(2)
-    a_uri = a_col.text_input("Store A", value=ui.store_uri(), key="diff_a")
-    b_uri = b_col.text_input("Store B", value=config.second_store_uri() or "", key="diff_b")
+    if shared:
+        stores = config.shared_stores()
+        a_uri = pick(a_col, "Store A", stores, ui.store_uri(), "store_a", "diff_a")
+        b_uri = pick(b_col, "Store B", stores, config.second_store_uri() or stores[-1], "store_b", "diff_b")
+    else:
+        a_uri = a_col.text_input("Store A", value=ui.store_uri(), key="diff_a")
+        b_uri = b_col.text_input("Store B", value=config.second_store_uri() or "", key="diff_b")
     value = st.radio("Measure", ["tokens", "docs"], horizontal=True, key="diff_value")
     if not (a_uri and b_uri):
-        st.info("Enter two stores to compare (e.g. the same spec built twice, or before/after a change).")
+        st.info("Choose two of the shared stores to compare." if shared else
+                "Enter two stores to compare (e.g. the same spec built twice, or before/after a change).")
         st.stop()
     tables = []
     for label, uri in (("A", a_uri), ("B", b_uri)):
@@ -44,10 +59,15 @@ if mode == "two stores":
     show(diffing.store_diff(tables[0], tables[1], value), value)
 else:
     a_col, b_col = st.columns(2)
-    a_path = a_col.text_input("Plan A", value=st.session_state.get(ui.PLAN_KEY, ""), key="diff_plan_a")
-    b_path = b_col.text_input("Plan B", value="", key="diff_plan_b")
+    if shared:
+        plans = config.shared_plans()
+        a_path = pick(a_col, "Plan A", plans, ui.plan_path(), "plan_a", "diff_plan_a")
+        b_path = pick(b_col, "Plan B", plans, plans[-1] if len(plans) > 1 else "", "plan_b", "diff_plan_b")
+    else:
+        a_path = a_col.text_input("Plan A", value=ui.plan_path(), key="diff_plan_a")
+        b_path = b_col.text_input("Plan B", value="", key="diff_plan_b")
     if not (a_path and b_path):
-        st.info("Enter two plan.json files to compare.")
+        st.info("Choose two of the shared plans to compare." if shared else "Enter two plan.json files to compare.")
         st.stop()
     try:
         pa_, pb_ = load_plan(a_path), load_plan(b_path)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from mixture.explorer import composition, lineage, queries, ui
+from mixture.explorer import composition, config, lineage, queries, sharing, ui
 from mixture.explorer.fmt import code
 from mixture.store.layout import cell_name
 
@@ -50,17 +50,25 @@ if text:
                 | hits.id.str.lower().str.contains(needle, regex=False)
                 | hits.source.str.lower().str.contains(needle, regex=False)]
 scope = "sampled documents"
-if st.button("Scan the whole store", help="reads every shard of the selected cells: slow on a big store"):
-    bar = st.progress(0.0, text="scanning shards")
-    cells = [(c, q) for c in (clusters or sorted(labels)) for q in (qualities or range(len(names)))]
-    hits = queries.scan_documents(uri, text=text, sources=sources, content_types=ctypes, cells=cells,
-                                  progress=lambda i, n: bar.progress(i / max(n, 1), text=f"shard {i} of {n}"))
-    hits = hits.assign(sample="scan")
-    st.session_state["scan_hits"] = hits
-    scope = "documents in the store (scan)"
+budget = config.scan_budget()
+if st.button("Scan the whole store", help="reads every shard of the selected cells: slow on a big store; "
+             f"stops after {ui.budget_text(budget)}"):
+    with sharing.one_scan():
+        bar = st.progress(0.0, text="scanning shards")
+        cells = [(c, q) for c in (clusters or sorted(labels)) for q in (qualities or range(len(names)))]
+        scan = queries.scan_documents(uri, text=text, sources=sources, content_types=ctypes, cells=cells,
+                                      budget=budget, progress=lambda i, n: bar.progress(i / max(n, 1),
+                                                                                       text=f"shard {i} of {n}"))
+    st.session_state["scan_hits"] = scan.hits.assign(sample="scan")
+    st.session_state["scan_note"] = ui.scan_note(scan, budget)
+    hits, scope = st.session_state["scan_hits"], "documents in the store (scan)"
 elif st.session_state.get("scan_hits") is not None and st.session_state.get("scan_key") == (text, tuple(sources)):
     hits, scope = st.session_state["scan_hits"], "documents in the store (scan)"
+else:
+    st.session_state["scan_note"] = None
 st.session_state["scan_key"] = (text, tuple(sources))
+if st.session_state.get("scan_note"):
+    st.warning(st.session_state["scan_note"])
 
 hits = hits.assign(cell=[cell_name(int(c), int(q), k) for c, q in zip(hits.cluster, hits.quality, strict=True)])
 st.caption(f"{len(hits):,} {scope} match")
@@ -82,9 +90,13 @@ if match.empty:
     match = sampled[sampled.id == doc_id]
 doc = match.iloc[0].to_dict() if not match.empty else None
 if doc is None and st.button("Look the id up in the store (scan)"):
-    bar = st.progress(0.0)
-    found = queries.scan_documents(uri, doc_id=doc_id, limit=1, progress=lambda i, n: bar.progress(i / max(n, 1)))
-    doc = found.iloc[0].to_dict() if not found.empty else None
+    with sharing.one_scan():
+        bar = st.progress(0.0)
+        scan = queries.scan_documents(uri, doc_id=doc_id, limit=1, budget=budget,
+                                      progress=lambda i, n: bar.progress(i / max(n, 1)))
+    doc = scan.hits.iloc[0].to_dict() if not scan.hits.empty else None
+    if ui.scan_note(scan, budget):
+        st.warning(ui.scan_note(scan, budget))
 dec = lineage.decisions(doc, doc_id, queries.dropped(uri), queries.quarantine(uri), info)
 if doc is None and not dec:
     st.warning(f"`{code(doc_id)}` is not among the sampled documents, `_dropped/` or `_quarantine/`; "

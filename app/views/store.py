@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from mixture.explorer import charts, composition, queries, ui
+from mixture.explorer import charts, composition, queries, sharing, ui
 from mixture.explorer.fmt import code, humanize
 from mixture.store.drops import COUNTERS, REASONS
 
@@ -49,7 +49,7 @@ st.subheader("Content types")
 mix = queries.content_type_mix(uri)
 exact = st.toggle("exact counts (scans the n_tokens and content_type columns of every shard)", key="ct_exact")
 if exact:
-    with st.spinner("scanning the store"):
+    with sharing.one_scan(), st.spinner("scanning the store"):
         mix = queries.content_type_exact(uri)
         mix["share"] = mix.tokens / mix.tokens.sum()
 else:

@@ -40,6 +40,8 @@ Python API::
     centroids(reader), model_json(reader, name), sample_vectors(reader)   # _model/      (model_artifacts.py)
     search_documents(reader, text=, doc_id=, sources=, content_types=, cells=, limit=200, progress=)
         # kept documents matching, read from the finished shards a few files per query (document_search.py)
+    scan_documents(reader, ..., budget=ScanBudget(max_rows, max_seconds)) -> DocumentScan
+        # the same within a row / time budget: .hits, .rows_read, .files_read, .files, .stopped
     store_status(reader), lock_info(reader), stages(reader), cell_progress(reader), side_counts(reader)
         # a store still building: state and stamp, _build/LOCK, _build/<stage>/ completions, rows and tokens so
         # far per cell and per drop reason from Parquet footers (build_progress.py)
@@ -74,7 +76,7 @@ from mixture.accounting.build_progress import (
 from mixture.accounting.checks import AuditResult, Check, Failure, audit
 from mixture.accounting.counts import CellCount, Counts, CountsError, load_counts, store_counts
 from mixture.accounting.diffs import DiffResult, diff
-from mixture.accounting.document_search import search_documents
+from mixture.accounting.document_search import DocumentScan, ScanBudget, scan_documents, search_documents
 from mixture.accounting.languages import calibration_groups, language_mix
 from mixture.accounting.model_artifacts import centroids, model_json, sample_vectors
 from mixture.accounting.reader import StoreNotReady, StoreReader, open_fs
@@ -100,8 +102,10 @@ __all__ = [
     "Counts",
     "CountsError",
     "DiffResult",
+    "DocumentScan",
     "Failure",
     "Footer",
+    "ScanBudget",
     "StoreNotReady",
     "StoreReader",
     "audit",
@@ -127,6 +131,7 @@ __all__ = [
     "report",
     "sample_vectors",
     "samples",
+    "scan_documents",
     "search_documents",
     "side_counts",
     "source_counts",

@@ -54,4 +54,5 @@ def app_env(monkeypatch, store, plan_file):
     monkeypatch.setenv("MIXTURE_STORE", str(store))
     monkeypatch.setenv("MIXTURE_PLAN", str(plan_file))
     monkeypatch.delenv("MIXTURE_STORE_B", raising=False)
+    monkeypatch.setenv("MIXTURE_SHARE", "0")  # local use: free store and plan inputs (the server is on loopback)
     return store

@@ -69,7 +69,8 @@ def write_datasets(root: Path, corpus: Path) -> dict:
     for k, part in enumerate((rest[: len(rest) // 2], rest[len(rest) // 2 :])):
         pq.write_table(pa.Table.from_pylist(part), pq_folder / f"train-{k:05d}-of-00002.parquet")
 
-    return {"train_bad": train_bad, "jsonl_bad": jsonl_bad, "jsonl_files": [len(p) for p in parts]}
+    return {"train_bad": train_bad, "train_rows": len(train), "jsonl_bad": jsonl_bad,
+            "jsonl_files": [len(p) for p in parts]}
 
 
 def datasets_spec(root: Path, tasks: int, store: str = "store") -> dict:

@@ -242,7 +242,8 @@ def test_saved_dataset_at_an_fsspec_uri(hf_data):
         return [(d.id, d.text, d.metadata.get("_bad")) for f in units.units for d in reader.read_file(files, f)]
 
     docs = read(remote)
-    assert docs == read(local) and len(docs) == 25 + 40 + 4
+    # the demo corpus's multilingual records (what this machine has) + 40 code records + the 4 bad ones
+    assert docs == read(local) and len(docs) == hf_data["truth"]["train_rows"] > 40 + 4
     assert sorted(r for _, _, r in docs if r) == ["empty_text", "empty_text", "missing_text", "wrong_type"]
 
 

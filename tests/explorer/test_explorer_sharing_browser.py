@@ -1,0 +1,106 @@
+"""Real browser on `mixture explore … --share --token`: only the token prompt until it is given, no path box, a
+location outside the shared ones refused, the store scan stopped at its row limit."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.explorer.test_explorer_browser import ARGS, CHROMIUM, _free_port
+from tests.explorer.test_explorer_sharing import FREE_TEXT
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser,
+              pytest.mark.skipif(not os.path.exists(CHROMIUM),
+                                 reason=f"{CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium)")]
+TOKEN = "open-sesame-7f3c"
+
+
+@pytest.fixture(scope="module")
+def shared_server(store, store_b, plan_file):
+    port = _free_port()
+    mixture = Path(sys.executable).parent / "mixture"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MIXTURE_")}
+    env["MIXTURE_EXPLORER_TOKEN"] = TOKEN
+    proc = subprocess.Popen([str(mixture), "explore", str(store), "--store", str(store_b), "--plan", str(plan_file),
+                             "--host", "127.0.0.1", "--port", str(port), "--share", "--scan-rows", "10"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        deadline = time.time() + 60
+        while True:
+            try:
+                urllib.request.urlopen(url + "_stcore/health", timeout=2)
+                break
+            except OSError:
+                if time.time() > deadline or proc.poll() is not None:
+                    raise RuntimeError("mixture explore did not start") from None
+                time.sleep(0.2)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def _prompt(page, url: str):
+    """Open `url` in a new session and wait for the token prompt."""
+    page.goto(url)
+    box = page.get_by_label("Access token", exact=True)
+    box.wait_for(timeout=60000)
+    return box
+
+
+def _give_token(page, box) -> None:
+    box.fill(TOKEN)
+    box.press("Enter")
+    box.wait_for(state="detached", timeout=60000)
+
+
+def _text_boxes(page) -> set[str]:
+    return {label.strip() for label in page.locator('[data-testid="stTextInput"] label').all_inner_texts()}
+
+
+def test_shared_explorer_in_chromium(shared_server, store):
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is in the dev extra")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1200})
+            for url in (shared_server, shared_server + "store", shared_server + "?page=diff&store=/etc"):
+                _prompt(page, url)
+                page.wait_for_timeout(500)
+                body = page.inner_text("body")
+                assert "semantic domains" not in body and "Refused" not in body and "Diff" not in body
+                assert page.locator('[data-testid="stSidebar"]').count() == 0
+                assert _text_boxes(page) == {"Access token"}
+            box = _prompt(page, shared_server)
+            box.fill("not-the-token")
+            box.press("Enter")
+            page.get_by_text("Wrong token.").wait_for(timeout=30000)
+            assert "semantic domains" not in page.inner_text("body")
+            _give_token(page, box)
+            page.locator("h2", has_text="semantic domains").first.wait_for(timeout=60000)
+            assert _text_boxes(page) <= FREE_TEXT  # no Store / Plan box in the sidebar
+            assert page.locator('[data-testid="stSidebar"]').get_by_text("Store").count() >= 1  # a select box
+
+            box = _prompt(page, shared_server + "?page=overview&store=" + str(store.parent / "elsewhere"))
+            _give_token(page, box)
+            page.get_by_text("Refused: store=").first.wait_for(timeout=60000)
+            assert "semantic domains" not in page.inner_text("body")
+
+            box = _prompt(page, shared_server + "?page=diff")
+            _give_token(page, box)
+            page.get_by_text("Store B").first.wait_for(timeout=60000)
+            assert _text_boxes(page) <= FREE_TEXT
+
+            box = _prompt(page, shared_server + "?page=search")
+            _give_token(page, box)
+            page.get_by_role("button", name="Scan the whole store").click(timeout=60000)
+            page.get_by_text("The scan stopped after 10 rows").wait_for(timeout=60000)
+        finally:
+            browser.close()
