@@ -25,6 +25,7 @@ COMMAND_MODULES = (
     "mixture.accounting.cli",
     "mixture.planner.cli",
     "mixture.explore_cli",
+    "mixture.overview.cli",
     "mixture.demo",
 )
 

@@ -63,6 +63,7 @@ def demo_steps(folder: Path, spec: Path, scale: float, seed: int) -> list[tuple[
         ("build", ["build", str(spec), "--redo-changed"]),
         ("audit", ["audit", store]),
         ("plan", ["plan", str(spec), "--out", plan, "--ladder", *(["--scale", f"{scale:g}"] if scale != 1 else [])]),
+        ("overview", ["overview", store, "--out", str(folder / "overview"), "--plan", plan]),
         ("materialize", ["materialize", plan, "--out", mix]),
         ("realised", ["realised", mix, plan]),
     ]
@@ -78,7 +79,8 @@ def register(app: typer.Typer) -> None:
         seed: int = typer.Option(0, "--seed", help="Seed of the demo corpus."),
     ) -> None:
         """Run the whole demo from the installed package: write the demo corpus (real text from this machine's
-        Python installation), build and audit its store, plan a two-phase mixture and materialize it."""
+        Python installation), build and audit its store, plan a two-phase mixture, write the static overview page
+        (overview/index.html) and materialize the mixture."""
         import typer.main
 
         if not 0 < scale <= 10:
@@ -104,8 +106,10 @@ def register(app: typer.Typer) -> None:
         for name, what in (("corpus", "sources, MANIFEST.json, ground_truth.json"), (SPEC_NAME, "the spec"),
                            ("store", "store.json, cluster=NN/quality=Q/, _samples/, _model/, _quarantine/, _dropped/"),
                            ("plan.json", "the two-phase plan"),
+                           ("overview", "index.html: the static overview page"),
                            ("mixture", "phase=NAME/ Parquet shards + manifest.json")):
             typer.echo(f"{name:<11} {folder / name}   ({what})")
+        typer.echo(f"open        {(folder / 'overview' / 'index.html').resolve().as_uri()}   (in a browser: no server)")
         typer.echo(f"next        mixture explore {folder / 'store'} --plan {folder / 'plan.json'}")
 
 

@@ -42,20 +42,20 @@ class DigestingFile:
 
 
 @contextmanager
-def open_atomic(fs: fsspec.AbstractFileSystem, path: str) -> Iterator[IO[bytes]]:
+def open_atomic(fs: fsspec.AbstractFileSystem, path: str, **open_kwargs: Any) -> Iterator[IO[bytes]]:
     """A binary file that becomes `path` (parent folders created) when the block ends without an error: written
-    as `path.tmp`, then renamed."""
+    as `path.tmp`, then renamed. `open_kwargs` go to `fs.open` (e.g. an object store's content type)."""
     if "/" in path:
         fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
     tmp = path + ".tmp"
-    with fs.open(tmp, "wb") as f:
+    with fs.open(tmp, "wb", **open_kwargs) as f:
         yield f
     fs.mv(tmp, path)
 
 
-def write_atomic(fs: fsspec.AbstractFileSystem, path: str, data: bytes | str) -> None:
+def write_atomic(fs: fsspec.AbstractFileSystem, path: str, data: bytes | str, **open_kwargs: Any) -> None:
     """Write `data` to `path` (parent folders created) through `path.tmp` and a rename."""
-    with open_atomic(fs, path) as f:
+    with open_atomic(fs, path, **open_kwargs) as f:
         f.write(data.encode("utf-8") if isinstance(data, str) else data)
 
 

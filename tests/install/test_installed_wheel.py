@@ -109,7 +109,8 @@ def test_demo_then_explore_from_the_installed_package(installed):
     demo = work / "demo"
     out = _run([mixture, "demo", str(demo), "--scale", "0.05"], work, _env())
     assert "every invariant holds" in out and "every cell's realised tokens match the plan" in out, out[-3000:]
-    for rel in ("demo.yaml", "corpus/MANIFEST.json", "store/store.json", "plan.json", "mixture/manifest.json"):
+    for rel in ("demo.yaml", "corpus/MANIFEST.json", "store/store.json", "plan.json", "mixture/manifest.json",
+                "overview/index.html"):
         assert (demo / rel).exists(), rel
 
     env = {**_env(), "MIXTURE_STORE": str(demo / "store"), "MIXTURE_PLAN": str(demo / "plan.json")}

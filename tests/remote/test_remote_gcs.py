@@ -206,3 +206,26 @@ def test_gcs_materialize_and_realised(gcs: Remote, gcs_store: dict, built_store,
     assert {k.rsplit("/", 1)[-1] for k in again if k.endswith(".parquet")} == listed
     assert not [k for k in again if k.endswith(".tmp")]
     assert cli("realised", out, plan_url, "--format", "json")[0] == 0
+
+
+def test_gcs_overview_page(gcs: Remote, gcs_store: dict, built_store, tmp_path) -> None:
+    """`mixture overview` from the gs:// store and a gs:// plan into gs://: a web page (text/html) with the same
+    domain panels as the local store's page, and no temporary object left."""
+    plan_url = gcs.url("overview-plans/plan.json")
+    assert cli("plan", str(gcs_store["spec"]), "--out", plan_url)[0] in (0, 1)
+    local_plan = tmp_path / "plan.json"
+    assert cli("plan", str(built_store.spec_path), "--out", str(local_plan))[0] in (0, 1)
+    code, text = cli("overview", gcs_store["store"], "--out", gcs.url("site"), "--plan", plan_url)
+    assert code == 0, text
+    assert text.startswith(f"wrote {gcs.url('site')}/index.html (")
+    code, text = cli("overview", str(built_store.store), "--out", str(tmp_path / "site"), "--plan", str(local_plan))
+    assert code == 0, text
+
+    fs = gcs.fs
+    assert fs.ls("bucket/site") == ["bucket/site/index.html"]
+    assert fs.info("bucket/site/index.html")["contentType"] == "text/html; charset=utf-8"
+    remote = fs.cat("bucket/site/index.html").decode("utf-8")
+    local = (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
+    panels = lambda html: html[html.index('<section id="panels">'):html.index("</section>\n\n<footer>")]  # noqa: E731
+    assert panels(remote) == panels(local) and "weight " in panels(remote)
+    assert f"store <code>{gcs_store['store']}</code>" in remote

@@ -1,0 +1,68 @@
+"""`mixture overview STORE --out DIR [--plan plan.json]`: write the store's static overview page."""
+
+from __future__ import annotations
+
+import time
+
+import typer
+
+from mixture.overview.page import TEXT_BUDGET
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("overview")
+    def overview(
+        store: str = typer.Argument(..., help="Store folder or fsspec URI (gs://bucket/store, s3://…)."),
+        out: str = typer.Option(..., "--out", "-o", help="Folder or fsspec URI to write index.html into "
+                                                          "(gs://bucket/site/: a page anyone with read access "
+                                                          "opens in a browser)."),
+        plan: str | None = typer.Option(None, "--plan", help="plan.json (local or fsspec URI): each cell's "
+                                                             "weight per phase and its epochs."),
+        samples: int | None = typer.Option(None, "--samples", min=0, help="At most this many uniform samples "
+                                                                          "per cell (default: all the store has)."),
+        text_budget: int = typer.Option(TEXT_BUDGET, "--text-budget", min=0,
+                                        help="Bytes of document text (escaped) in the page, shared by its "
+                                             "samples: each shows ~900 characters and 'show all' up to its "
+                                             "share (at most 20,000 characters)."),
+    ) -> None:
+        """Write a self-contained static page mirroring the published cluster overview: headline, summary
+        cards, quality cutoffs per content type, a searchable domain index and one panel per domain (quality
+        buckets with tokens, documents, enrichment, sources and uniform samples; with --plan weights and
+        epochs). It needs no server and makes no request: open DIR/index.html from disk or a bucket;
+        #domain-NN and #cNNqQ open one domain or cell.
+
+        Example: mixture overview gs://bucket/store --out gs://bucket/site --plan plan.json
+        """
+        from mixture.accounting import StoreNotReady, StoreReader
+        from mixture.overview.render import write_overview
+        from mixture.planner.formats import read_plan
+        from mixture.store.formats import FormatError
+
+        started = time.perf_counter()
+        try:
+            reader = StoreReader(store)
+            exists = reader.fs.exists(reader.root)
+        except (ValueError, ImportError, OSError) as exc:
+            typer.echo(f"error: cannot open store {store!r}: {exc}. Give a local path or an fsspec URI (gs://…).",
+                       err=True)
+            raise typer.Exit(2) from exc
+        if not exists:
+            typer.echo(f"error: store {store!r} does not exist. Build it with `mixture build SPEC` or fix the path.",
+                       err=True)
+            raise typer.Exit(2)
+        try:
+            loaded = read_plan(plan) if plan else None
+        except FormatError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from None
+        try:
+            written = write_overview(reader, out, loaded, plan or "", samples_per_cell=samples,
+                                     text_budget=text_budget)
+        except StoreNotReady:
+            typer.echo(f"error: {store} has no store.json yet: it is still building (or its build failed). "
+                       "Write the overview once `mixture build` has finished.", err=True)
+            raise typer.Exit(1) from None
+        except FormatError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(1) from None
+        typer.echo(f"wrote {written.url} ({written.bytes / 1e6:.2f} MB in {time.perf_counter() - started:.1f} s)")

@@ -1,0 +1,197 @@
+"""The static overview page in headless Debian chromium (playwright), opened from disk: search, open/close all,
+anchors, light and dark themes, hostile documents shown as text; no dialog, no console error, no request
+beyond the file itself. One browser for the module; each check in a fresh context."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from tests.overview.conftest import ONERROR_DOC, SCRIPT_DOC
+
+CHROMIUM = "/usr/bin/chromium"
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync"]
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser,
+              pytest.mark.skipif(not os.path.exists(CHROMIUM),
+                                 reason=f"{CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium)")]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is in the dev extra")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@dataclass
+class Opened:
+    page: object
+    url: str
+    requests: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # console errors and uncaught exceptions
+    dialogs: list[str] = field(default_factory=list)
+
+    def visible(self, selector: str) -> list[str]:
+        """data-domain of the elements matching `selector` that are not hidden."""
+        return self.page.eval_on_selector_all(selector, "els => els.filter(e => !e.hidden).map(e => e.dataset.domain)")
+
+    def open_domains(self) -> list[str]:
+        return self.page.eval_on_selector_all("details.domain", "els => els.filter(e => e.open).map(e => e.id)")
+
+    def in_view(self, element_id: str) -> bool:
+        return self.page.evaluate("id => { const r = document.getElementById(id).getBoundingClientRect(); "
+                                  "return r.top >= -1 && r.top < window.innerHeight; }", element_id)
+
+    def check_clean(self) -> None:
+        """Nothing ran but the page's script, nothing failed, nothing was fetched but the file."""
+        assert self.dialogs == [], self.dialogs
+        assert self.errors == [], self.errors
+        assert self.requests and set(self.requests) == {self.url}, self.requests
+
+
+@pytest.fixture
+def open_page(browser) -> Iterator:
+    contexts = []
+
+    def _open(path: Path, anchor: str = "", scheme: str = "light") -> Opened:
+        ctx = browser.new_context(color_scheme=scheme, viewport={"width": 1300, "height": 900})
+        contexts.append(ctx)
+        page = ctx.new_page()
+        opened = Opened(page, path.as_uri())
+        page.on("request", lambda r: opened.requests.append(r.url.split("#")[0]))
+        page.on("console", lambda m: opened.errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: opened.errors.append(str(e)))
+        page.on("dialog", lambda d: (opened.dialogs.append(d.message), d.dismiss()))
+        page.goto(path.as_uri() + anchor)
+        page.wait_for_load_state("load")
+        return opened
+
+    yield _open
+    for ctx in contexts:
+        ctx.close()
+
+
+def _luminance(css: str) -> float:
+    nums = [float(x) for x in css[css.index("(") + 1:css.index(")")].split(",")[:3]]
+    return (0.2126 * nums[0] + 0.7152 * nums[1] + 0.0722 * nums[2]) / 255
+
+
+def _colors(o: Opened) -> tuple[float, float]:
+    bg = o.page.evaluate("getComputedStyle(document.body).backgroundColor")
+    fg = o.page.evaluate("getComputedStyle(document.querySelector('h1')).color")
+    return _luminance(bg), _luminance(fg)
+
+
+def test_search_filters_index_and_panels(built_page, built_store, open_page):
+    o = open_page(built_page.page)
+    everything = o.visible("details.domain")
+    n = len(built_store.artifact.clusters)
+    assert len(everything) == len(o.visible("#index li")) == n
+    # a sampled document's id is in exactly one domain's panel: searching it leaves that domain alone
+    doc_id, number = o.page.evaluate("() => { const a = document.querySelector('details.domain article.doc'); "
+                                     "return [a.querySelector('code').textContent, "
+                                     "a.closest('details.domain').dataset.domain]; }")
+    search = o.page.locator("#search")
+    search.fill(doc_id)
+    assert o.visible("details.domain") == o.visible("#index li") == [number]
+    assert o.page.locator("#shown").inner_text() == f"1 of {n} domains match"
+    label = o.page.locator(f"details.domain[data-domain='{number}'] summary .label").inner_text()
+    search.fill(label.split(",")[0].upper())  # case does not matter
+    assert number in o.visible("details.domain")
+    search.fill("zzqx-no-such-word")
+    assert o.visible("details.domain") == o.visible("#index li") == []
+    search.fill("")
+    assert o.visible("details.domain") == everything
+    assert o.page.locator("#shown").inner_text() == f"{n} domains"
+    o.check_clean()
+
+
+def test_open_all_and_close_all(built_page, open_page):
+    o = open_page(built_page.page)
+    ids = o.page.eval_on_selector_all("details.domain", "els => els.map(e => e.id)")
+    assert o.open_domains() == []
+    o.page.click("#open-all")
+    assert o.open_domains() == ids
+    o.page.click("#close-all")
+    assert o.open_domains() == []
+    number = o.visible("details.domain")[-1]
+    doc_id = o.page.evaluate(f"document.querySelector(\"details.domain[data-domain='{number}'] code\").textContent")
+    o.page.fill("#search", doc_id)
+    o.page.click("#open-all")  # opens the domains the search shows
+    assert o.open_domains() == [f"domain-{number}"]
+    o.check_clean()
+
+
+def test_anchors_open_and_scroll_to_a_domain_and_a_cell(built_page, built_store, open_page):
+    info = built_store.artifact
+    last = max(c.id for c in info.clusters)
+    number = f"{last:02d}"
+    o = open_page(built_page.page, f"#domain-{number}")
+    assert o.open_domains() == [f"domain-{number}"]
+    assert o.in_view(f"domain-{number}") and o.page.evaluate("window.scrollY") > 0
+    cell = max(info.cells, key=lambda c: (c.cluster, c.quality)).cell
+    o.page.evaluate(f"location.hash = '#{cell}'")
+    o.page.wait_for_function(f"document.getElementById('{cell}').open")
+    assert o.in_view(cell)
+    first = f"domain-{min(c.id for c in info.clusters):02d}"
+    o.page.click(f"#index a[href='#{first}']")
+    o.page.wait_for_function(f"document.getElementById('{first}').open")
+    assert o.in_view(first)
+    o.check_clean()
+    o2 = open_page(built_page.page, f"#{info.cells[0].cell}")  # a cell anchor opened from outside
+    assert o2.open_domains() == [f"domain-{info.cells[0].cell[1:-2]}"]
+    assert o2.page.evaluate(f"document.getElementById('{info.cells[0].cell}').open")
+    assert o2.in_view(info.cells[0].cell)
+    o2.check_clean()
+
+
+def test_theme_follows_the_system_and_the_toggle(built_page, open_page):
+    ARTIFACTS.mkdir(exist_ok=True)
+    light = open_page(built_page.page, scheme="light")
+    bg, fg = _colors(light)
+    assert bg > 0.8 and fg < 0.3, (bg, fg)
+    light.page.click("#theme")
+    bg, fg = _colors(light)
+    assert bg < 0.2 and fg > 0.7, (bg, fg)  # toggled to dark
+    light.check_clean()
+    dark = open_page(built_page.page, "#domain-00", scheme="dark")
+    bg, fg = _colors(dark)
+    assert bg < 0.2 and fg > 0.7, (bg, fg)
+    dark.page.screenshot(path=str(ARTIFACTS / "overview-dark.png"))
+    assert dark.page.locator("#theme").inner_text() == "Light theme"
+    dark.page.click("#theme")
+    bg, fg = _colors(dark)
+    assert bg > 0.8 and fg < 0.3, (bg, fg)
+    dark.page.reload()
+    assert _colors(dark)[0] > 0.8  # the choice is kept
+    dark.check_clean()
+
+
+def test_hostile_documents_show_as_text(hostile_page, open_page):
+    o = open_page(hostile_page.page, "#c00q0")
+    texts = o.page.eval_on_selector_all("#c00q0 article.doc pre.text", "els => els.map(e => e.innerText)")
+    assert SCRIPT_DOC in texts and ONERROR_DOC in texts
+    inside = o.page.eval_on_selector_all("article.doc pre.text *", "els => els.map(e => e.tagName + '.' + e.className)")
+    assert set(inside) <= {"SPAN.rest", "SPAN.ellipsis"}  # no element came from a document
+    o.page.wait_for_timeout(300)  # time for an injected handler to fire, were there one
+    # "show all" reveals the rest of a long document, "show less" hides it again
+    doc = o.page.locator("#c00q0 article.doc", has=o.page.locator("button.more")).first
+    before = len(doc.locator("pre.text").inner_text())
+    doc.locator("button.more").click()
+    assert len(doc.locator("pre.text").inner_text()) > before
+    assert doc.locator("button.more").inner_text() == "show less"
+    doc.locator("button.more").click()
+    assert len(doc.locator("pre.text").inner_text()) == before
+    o.page.screenshot(path=str(ARTIFACTS / "overview-light.png"))
+    o.check_clean()

@@ -1,0 +1,191 @@
+"""`mixture overview`: the page's content against the store and plan it was written from, escaping, no outside
+reference, its size for 200 cells, the command's errors (no browser here: see test_overview_browser.py)."""
+
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from markupsafe import escape
+
+from mixture.accounting import StoreReader, samples
+from mixture.overview import numbers
+from mixture.overview.page import HEAD_CHARS, build_page, escaped_size, split_text
+from mixture.planner.formats import read_plan
+from mixture.store.layout import cell_name
+from tests.overview.conftest import HOSTILE, ONERROR_DOC, SCRIPT_DOC, cli
+
+pytestmark = pytest.mark.slow
+
+
+class Tags(HTMLParser):
+    """Every start tag with its attributes, every id."""
+
+    def __init__(self, html: str):
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.feed(html)
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+    @property
+    def ids(self) -> set[str]:
+        return {a["id"] for _, a in self.tags if a.get("id")}
+
+    def count(self, tag: str, cls: str | None = None) -> int:
+        return sum(1 for t, a in self.tags if t == tag and (cls is None or cls in (a.get("class") or "").split()))
+
+
+def test_page_mirrors_the_store_and_plan(built_page, built_store):
+    html = built_page.page.read_text(encoding="utf-8")
+    info = built_store.artifact
+    k = info.partition.k
+    assert (f"{numbers.tokens(info.counters.tokens_out, 4)} tokens across {len(info.clusters)} semantic domains "
+            "and 5 calibrated quality buckets") in html
+    tags = Tags(html)
+    for c in info.clusters:
+        assert f"domain-{cell_name(c.id, 0, k)[1:-2]}" in tags.ids
+        for q in range(info.partition.quality_levels):
+            assert cell_name(c.id, q, k) in tags.ids  # every cell of the grid, empty ones too
+    assert tags.count("details", "domain") == len(info.clusters)
+    for cell in info.cells:
+        assert (f"Q{cell.quality} {info.partition.quality_names[cell.quality]} · {numbers.tokens(cell.tokens)} "
+                f"tokens · {numbers.count(cell.docs)} documents") in html, cell.cell
+    uniform = samples(StoreReader(str(built_store.store)), "uniform")
+    assert tags.count("article", "doc") == len(uniform) > 0
+    for doc_id in uniform.id:
+        assert f"<code>{escape(doc_id)}</code>" in html
+    for ctype, cutoffs in info.raw_score_cutoffs.items():
+        row = re.search(rf"<tr><td>{re.escape(ctype)}</td>(.*?)</tr>", html)
+        assert row and all(f"{v:.3f}" in row.group(1) for v in cutoffs), ctype
+    for label in ("documents", "cells", "sources"):
+        assert f'<div class="label">{label}</div>' in html
+    plan = read_plan(str(built_page.plan))
+    for p in plan.phases:
+        assert f"<th>weight {p.name}</th>" in html
+
+
+def test_cells_carry_the_plans_weights_and_epochs(built_store, built_plan):
+    plan = read_plan(str(built_plan))
+    page = build_page(StoreReader(str(built_store.store)), plan, str(built_plan))
+    by_cell = {c.name: c for d in page.domains for c in d.cells}
+    exposure = plan.exposures()
+    checked = 0
+    for cell in plan.cells:
+        got = by_cell[cell.cell]
+        assert got.weights == [p.weights.get(cell.cell) for p in plan.phases]
+        assert got.epochs == exposure[cell.cell]
+        assert got.over_cap == (exposure[cell.cell] > plan.settings.max_epochs)
+        assert got.tokens == cell.available_tokens
+        checked += 1
+    assert checked == len(plan.cells) > 0
+    assert page.plan is not None and page.plan.cells_missing == 0
+    # shares and enrichment: each domain's buckets sum to 1; enrichment = share in domain / share of the corpus
+    total = sum(c.tokens for c in by_cell.values())
+    for d in page.domains:
+        assert sum(c.share_in_domain for c in d.cells) == pytest.approx(1.0)
+        for c in d.cells:
+            bucket = sum(x.tokens for x in by_cell.values() if x.quality == c.quality) / total
+            assert c.enrichment == pytest.approx(c.share_in_domain / bucket)
+
+
+def test_page_makes_no_outside_reference(built_page):
+    html = built_page.page.read_text(encoding="utf-8")
+    tags = Tags(html)
+    for tag, attrs in tags.tags:
+        for name in ("src", "href", "action", "srcset", "poster", "data", "formaction"):
+            value = attrs.get(name)
+            assert value is None or value.startswith("#") or value.startswith("data:"), (tag, name, value)
+    assert tags.count("script") == 1 and tags.count("style") == 1
+    css = html[html.index("<style>"):html.index("</style>")]
+    assert "@import" not in css and "url(" not in css
+    csp = next(a["content"] for t, a in tags.tags if t == "meta" and a.get("http-equiv") == "Content-Security-Policy")
+    assert "default-src 'none'" in csp and "script-src 'sha256-" in csp
+    assert not list(built_page.page.parent.glob("*.tmp"))  # written through a temporary name
+
+
+def test_documents_are_escaped(hostile_page):
+    html = hostile_page.page.read_text(encoding="utf-8")
+    for doc in HOSTILE:
+        assert str(escape(doc)) in html
+        assert doc not in html
+    tags = Tags(html)
+    assert tags.count("script") == 1  # the page's own
+    assert tags.count("img") == 0 and "<b>bold</b>" not in html
+    assert 'onerror="' not in html and "<script>alert" not in html
+    assert SCRIPT_DOC.replace("<", "&lt;").replace(">", "&gt;") in html.replace("&#39;", "'")
+    assert ONERROR_DOC not in html
+
+
+def test_page_for_200_cells_with_4_samples_is_under_3_mb(hostile_page):
+    html = hostile_page.page.read_text(encoding="utf-8")
+    tags = Tags(html)
+    assert sum(1 for t, a in tags.tags if t == "details" and "cell" in (a.get("class") or "")) == 200
+    assert tags.count("article", "doc") == 800
+    assert hostile_page.page.stat().st_size < 3_000_000
+
+
+def test_show_all_holds_a_prefix_of_each_document_within_the_budget(hostile_store):
+    reader = StoreReader(str(hostile_store))
+    page = build_page(reader, text_budget=400_000)
+    texts = dict(zip(samples(reader, "uniform").id, samples(reader, "uniform").text, strict=True))
+    docs = [doc for d in page.domains for c in d.cells for doc in c.samples]
+    assert len(docs) == 800
+    for doc in docs:
+        full = texts[doc.id]
+        assert full.startswith(doc.head + doc.rest) and doc.n_chars == len(full)
+        assert doc.complete == (len(doc.head) + len(doc.rest) == len(full))
+        assert len(doc.head) <= HEAD_CHARS
+        if doc.rest:
+            assert escaped_size(doc.head + doc.rest) <= 400_000 // 800
+    assert sum(escaped_size(d.head + d.rest) for d in docs) <= 400_000 + 800 * escaped_size("x" * HEAD_CHARS) * 6
+
+
+def test_split_text():
+    assert split_text("short text", 900, 10_000) == ("short text", "")
+    words = " ".join(f"word{i}" for i in range(400))
+    head, rest = split_text(words, 100, 10_000)
+    assert len(head) <= 100 and not head.endswith(" ") and words.startswith(head + rest) and head + rest == words
+    assert words[len(head)] == " "  # cut on a word boundary
+    head, rest = split_text(words, 100, 300)
+    assert escaped_size(head + rest) <= 300 and rest
+    quotes = '"<>' * 1000
+    head, rest = split_text(quotes, 90, 1000)
+    assert escaped_size(head + rest) <= 1000 and quotes.startswith(head + rest)
+    text = "é" * 5000
+    head, rest = split_text(text, 900, 4000)
+    assert len((head + rest).encode()) <= 4000 and len(head) == 900
+    head, rest = split_text(words, 100, 10_000, max_chars=150)
+    assert len(head + rest) == 150
+
+
+def test_samples_option_limits_documents_per_cell(built_store, tmp_path: Path):
+    code, text = cli("overview", str(built_store.store), "--out", str(tmp_path), "--samples", "1")
+    assert code == 0, text
+    assert text.startswith(f"wrote {tmp_path}/index.html (") and "MB in" in text
+    tags = Tags((tmp_path / "index.html").read_text(encoding="utf-8"))
+    assert tags.count("article", "doc") <= len(built_store.artifact.cells)
+
+
+def test_command_errors(tmp_path: Path, built_store):
+    code, text = cli("overview", str(tmp_path / "nowhere"), "--out", str(tmp_path / "o"))
+    assert code == 2 and "does not exist" in text
+    building = tmp_path / "building"
+    (building / "cluster=00" / "quality=0").mkdir(parents=True)
+    code, text = cli("overview", str(building), "--out", str(tmp_path / "o"))
+    assert code == 1 and "no store.json yet" in text
+    bad = tmp_path / "plan.json"
+    bad.write_text(json.dumps({"available_tokens": {}}))
+    code, text = cli("overview", str(built_store.store), "--out", str(tmp_path / "o"), "--plan", str(bad))
+    assert code == 2 and str(bad) in text and "mixture plan" in text
+    assert not (tmp_path / "o").exists()
+
+
+def test_same_store_and_plan_give_the_same_page(built_page, tmp_path: Path):
+    code, text = cli("overview", str(built_page.store), "--out", str(tmp_path), "--plan", str(built_page.plan))
+    assert code == 0, text
+    assert (tmp_path / "index.html").read_bytes() == built_page.page.read_bytes()
