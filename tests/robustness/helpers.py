@@ -20,10 +20,16 @@ VOLATILE = ("created",)  # store.json keys that differ between two builds of the
 
 
 def start(args: list[str], cwd: Path) -> subprocess.Popen:
-    """`mixture ARGS` in its own process group (so the whole tree can be killed at once)."""
+    """`mixture ARGS` in its own process group (so the whole tree can be killed at once), with SIGINT at its
+    default: a child inherits an ignored SIGINT, and Python then installs no KeyboardInterrupt handler, so a test
+    process that ignores it (a test runner's worker, code run earlier in it) would make Ctrl-C do nothing."""
     env = {**os.environ, "PYTHONHASHSEED": "0", "COLUMNS": "200", "NO_COLOR": "1"}
     return subprocess.Popen([MIXTURE, *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True, env=env)
+                            start_new_session=True, env=env, preexec_fn=_default_sigint)
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def run(args: list[str], cwd: Path, timeout: float = 240) -> subprocess.CompletedProcess:
