@@ -92,10 +92,10 @@ def _missing(executor, name: str, where: str, jobs: list[str] | None = None) -> 
     missing = executor.get_incomplete_ranks()
     folders = log_folders(executor)
     logs = f"logs: {', '.join(folders)}" if folders else "no task started (no logs yet)"
-    in_jobs = f" in Slurm jobs {', '.join(jobs)} (failed, cancelled or out of time)" if jobs else ""
+    in_jobs = f" (Slurm jobs {', '.join(jobs)}: failed, cancelled or out of time)" if jobs else ""
     return ExecutorError(
-        f"stage {name!r}: {len(missing)} of {executor.world_size} tasks did not finish on {where}{in_jobs} (tasks "
-        f"{', '.join(map(str, missing[:10]))}{' …' if len(missing) > 10 else ''}); {logs}", stage=name, logs=folders)
+        f"stage {name!r}: {len(missing)} of {executor.world_size} tasks did not finish on {where}{in_jobs}: tasks "
+        f"{', '.join(map(str, missing[:10]))}{' …' if len(missing) > 10 else ''}; {logs}", stage=name, logs=folders)
 
 
 # ----------------------------------------------------------------------------------------------------------- Ray
@@ -306,7 +306,8 @@ def fail_chain(chain: list[Link], queue: dict) -> None:
     first = next(link for link in chain if not link.complete)
     err = _missing(first.executor, first.executor.stage_name, "Slurm", first.arrays)
     if leftover:
-        err.args = (f"{err}. Cancelled the jobs queued behind it: {', '.join(leftover)}",)
+        behind = ", ".join(link.executor.stage_name for link in chain[chain.index(first) + 1:])
+        err.args = (f"{err}. Cancelled the jobs queued behind it ({behind}): {', '.join(leftover)}",)
     raise err
 
 

@@ -107,7 +107,7 @@ def test_slurm_build_fails_cleanly_then_resumes_to_the_local_store(tmp_path, dem
     assert all(first[s]["state"] == "CANCELLED" for s in chained)
     cancelled = (slurm / "scancel.log").read_text().split()
     assert {first[s]["id"] for s in chained} <= set(cancelled)
-    assert "Cancelled the jobs queued behind it: " in msg and f" {first['minhash_cluster']['id']}" in msg
+    assert "Cancelled the jobs queued behind it (minhash_sigs, minhash_buckets, minhash_cluster): " in msg and f" {first['minhash_cluster']['id']}" in msg
     assert not (store / "store.json").exists()
 
     # 2. rerun: finished stages are not resubmitted, find_duplicates and the rest are; the store equals the local one

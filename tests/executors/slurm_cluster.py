@@ -1,0 +1,150 @@
+"""A real single-node Slurm cluster for the tests, from Debian's slurm-wlm and munge, started without systemd.
+
+`start(folder)` writes a slurm.conf (state, spool, logs under `folder`; one node named after `hostname -s` with its
+CPUs and memory; scheduling every second), starts munged when no munge daemon answers, then `slurmctld -D -i` and
+`slurmd -D`, and waits for `sinfo` to show the node idle. `Cluster.stop()` stops every daemon it started. Commands
+find the cluster through SLURM_CONF. Slurm runs as root here (SlurmUser=root): the tests skip unless run as root."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PACKAGES = "slurm-wlm munge"
+
+
+def missing() -> str | None:
+    """Why a cluster cannot start here, or None."""
+    absent = [c for c in ("slurmctld", "slurmd", "sbatch", "munged") if shutil.which(c) is None]
+    if absent:
+        return f"needs Debian's {PACKAGES} (apt-get install {PACKAGES}; .ci/run installs them): no {', '.join(absent)}"
+    if os.geteuid() != 0:
+        return "the test cluster runs Slurm as root (SlurmUser=root): run the tests as root"
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def slurm_conf(folder: Path, host: str, cpus: int, mem_mb: int) -> str:
+    ctld, slurmd = _free_port(), _free_port()
+    return f"""ClusterName=mixture-test
+SlurmctldHost={host}
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+MailProg=/bin/true
+MpiDefault=none
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core_Memory
+DefMemPerCPU=1000
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+SchedulerParameters=sched_interval=1,bf_interval=1
+ReturnToService=2
+SlurmctldPort={ctld}
+SlurmdPort={slurmd}
+StateSaveLocation={folder}/state
+SlurmdSpoolDir={folder}/spool
+SlurmctldPidFile={folder}/slurmctld.pid
+SlurmdPidFile={folder}/slurmd.pid
+SlurmctldLogFile={folder}/slurmctld.log
+SlurmdLogFile={folder}/slurmd.log
+NodeName={host} CPUs={cpus} RealMemory={mem_mb} State=UNKNOWN
+PartitionName=test Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+"""
+
+
+@dataclass
+class Cluster:
+    conf: Path
+    host: str
+    cpus: int
+    daemons: list[subprocess.Popen] = field(default_factory=list)
+
+    def env(self) -> dict[str, str]:
+        return {**os.environ, "SLURM_CONF": str(self.conf)}
+
+    def run(self, *cmd: str) -> str:
+        return subprocess.run(cmd, env=self.env(), capture_output=True, text=True, timeout=60, check=True).stdout
+
+    def stop(self) -> None:
+        with contextlib.suppress(subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError):
+            self.run("scancel", "--user", "root")
+        for p in reversed(self.daemons):
+            p.send_signal(signal.SIGTERM)
+        for p in reversed(self.daemons):
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        self.daemons.clear()
+
+
+def _munge_answers() -> bool:
+    try:
+        return subprocess.run(["munge", "-n"], capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def _start_munge(folder: Path) -> subprocess.Popen | None:
+    """munged as the munge user (the package created its key), unless one already answers."""
+    if _munge_answers():
+        return None
+    munge = pwd.getpwnam("munge")
+    run = Path("/run/munge")
+    run.mkdir(parents=True, exist_ok=True)
+    os.chown(run, munge.pw_uid, munge.pw_gid)
+    log = (folder / "munged.log").open("w")
+    p = subprocess.Popen(["runuser", "-u", "munge", "--", "munged", "--foreground"], stdout=log, stderr=subprocess.STDOUT)
+    for _ in range(50):
+        if _munge_answers():
+            return p
+        time.sleep(0.2)
+    p.kill()
+    raise RuntimeError(f"munged did not start; see {folder / 'munged.log'}")
+
+
+def start(folder: Path) -> Cluster:
+    folder.mkdir(parents=True, exist_ok=True)
+    for d in ("state", "spool"):
+        (folder / d).mkdir(exist_ok=True)
+    host = socket.gethostname().split(".")[0]
+    cpus = os.cpu_count() or 1
+    mem_mb = int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**20 * 0.8)
+    conf = folder / "slurm.conf"
+    conf.write_text(slurm_conf(folder, host, cpus, mem_mb))
+    cluster = Cluster(conf, host, cpus)
+    try:
+        if (munged := _start_munge(folder)) is not None:
+            cluster.daemons.append(munged)
+        for cmd in (["slurmctld", "-D", "-i"], ["slurmd", "-D"]):
+            log = (folder / f"{cmd[0]}.out").open("w")
+            cluster.daemons.append(subprocess.Popen([*cmd, "-f", str(conf)], env=cluster.env(), stdout=log,
+                                                    stderr=subprocess.STDOUT))
+            time.sleep(0.5)
+        end = time.monotonic() + 60
+        while time.monotonic() < end:
+            with contextlib.suppress(subprocess.CalledProcessError, subprocess.TimeoutExpired):
+                if cluster.run("sinfo", "--noheader", "--format", "%t").strip() == "idle":
+                    return cluster
+            time.sleep(0.5)
+        raise RuntimeError(f"the Slurm node did not become idle within 60 s; see {folder}/slurmctld.log, slurmd.log")
+    except BaseException:
+        cluster.stop()
+        raise
