@@ -39,7 +39,7 @@ class ExecutorError(RuntimeError):
 
     def __init__(self, message: str, stage: str | None = None, logs: list[str] | None = None):
         super().__init__(message)
-        self.stage, self.logs = stage, list(logs or [])
+        self.stage, self.logs = stage, None if logs is None else list(logs)  # None: the message names no logs
 
 
 # ------------------------------------------------------------------------------------------- console: tqdm, loguru

@@ -81,9 +81,21 @@ class Cluster:
     def run(self, *cmd: str) -> str:
         return subprocess.run(cmd, env=self.env(), capture_output=True, text=True, timeout=60, check=True).stdout
 
-    def stop(self) -> None:
+    def queue(self) -> list[str]:
+        return self.run("squeue", "--noheader", "--format", "%i %T").split("\n")[:-1]
+
+    def drain(self, timeout: float = 30) -> None:
+        """Wait for the queue to empty (merge_stats jobs may still run after a build), then cancel what is left."""
+        end = time.monotonic() + timeout
         with contextlib.suppress(subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError):
+            while self.queue() and time.monotonic() < end:
+                time.sleep(0.5)
             self.run("scancel", "--user", "root")
+            while self.queue() and time.monotonic() < end + 10:  # a cancelled job's step ends before slurmd stops
+                time.sleep(0.5)
+
+    def stop(self) -> None:
+        self.drain()
         for p in reversed(self.daemons):
             p.send_signal(signal.SIGTERM)
         for p in reversed(self.daemons):

@@ -117,3 +117,31 @@ def test_real_slurm_cancel_rerun_adopt_and_same_store(tmp_path, demo_corpus, bui
     assert set(shown) >= {*FIRST_CHAIN, "sample", "fit", "assign"}, out
     assert all(a == b for a, b in (v.split("/") for v in shown.values())), out
     assert_same_store(store, built_store.store)
+
+    # the chains as submitted: afterok on the stage before up to the barrier; `sample` starts the second chain
+    stages = [*FIRST_CHAIN, "sample", "fit", "assign"]
+    rec = {s: _record(store, s) for s in stages}
+    assert {s: rec[s]["depends"] for s in stages} == {
+        s: None if s in ("prepare", "sample") else ":".join(rec[stages[i - 1]]["arrays"]) for i, s in enumerate(stages)}
+    jobs = {s: _jobs(real_slurm, rec[s]["arrays"][0]) for s in stages}
+    assert [len(jobs[s]) for s in stages] == [1, 1, 2, 2, 1, 2, 1, 2]  # elements (prepare: task 1 only; 14 buckets / 7)
+    assert re.search(r"CPUs/Task=(\d+)", jobs["fit"][0]).group(1) == "2"
+    marks = (store / "_build/minhash_cluster/completions").iterdir()
+    assert min(_time(j, "SubmitTime") for j in jobs["sample"]) >= int(max(m.stat().st_mtime for m in marks))  # waited
+    assert max(_time(j, "SubmitTime") for j in jobs["assign"]) < max(_time(j, "EndTime") for j in jobs["sample"])
+    script = (store / "_build/fit/launch_script.slurm").read_text()
+    assert "#SBATCH --cpus-per-task=2" in script and "#SBATCH --mem-per-cpu=2G" in script
+    assert f"launch_pickled_pipeline {store}/_build/fit/executor.pik" in script and default_env_command() in script
+    real_slurm.drain()  # the merge_stats jobs
+    assert all((store / "_build" / s / "stats.json").exists() for s in stages)
+
+
+def _jobs(cluster: slurm_cluster.Cluster, array: str) -> list[str]:
+    """`scontrol show job` of an array job: one line per element (kept MinJobAge = 300 s after it ended)."""
+    return cluster.run("scontrol", "show", "job", "--oneliner", array).splitlines()
+
+
+def _time(job: str, name: str) -> float:
+    import datetime
+
+    return datetime.datetime.fromisoformat(re.search(rf"\b{name}=(\S+)", job).group(1)).timestamp()
