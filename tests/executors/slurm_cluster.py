@@ -1,8 +1,8 @@
 """A real single-node Slurm cluster for the tests, from Debian's slurm-wlm and munge, started without systemd.
 
 `start(folder)` writes a slurm.conf (state, spool, logs under `folder`; one node named after `hostname -s` with its
-CPUs and memory; scheduling every second), starts munged when no munge daemon answers, then `slurmctld -D -i` and
-`slurmd -D`, and waits for `sinfo` to show the node idle. `Cluster.stop()` stops every daemon it started. Commands
+CPUs and memory; scheduling every second), starts a munged of its own on a private socket, then `slurmctld -D -i`
+and `slurmd -D`, and waits for `sinfo` to show the node idle. `Cluster.stop()` stops every daemon it started. Commands
 find the cluster through SLURM_CONF. Slurm runs as root here (SlurmUser=root): the tests skip unless run as root."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,13 +38,14 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def slurm_conf(folder: Path, host: str, cpus: int, mem_mb: int) -> str:
+def slurm_conf(folder: Path, host: str, cpus: int, mem_mb: int, munge_socket: Path) -> str:
     ctld, slurmd = _free_port(), _free_port()
     return f"""ClusterName=mixture-test
 SlurmctldHost={host}
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
+AuthInfo=socket={munge_socket}
 MailProg=/bin/true
 MpiDefault=none
 ProctrackType=proctrack/linuxproc
@@ -74,6 +76,7 @@ class Cluster:
     host: str
     cpus: int
     daemons: list[subprocess.Popen] = field(default_factory=list)
+    scratch: Path | None = None  # munged's folder, removed at stop
 
     def env(self) -> dict[str, str]:
         return {**os.environ, "SLURM_CONF": str(self.conf)}
@@ -105,27 +108,30 @@ class Cluster:
                 p.kill()
                 p.wait()
         self.daemons.clear()
+        if self.scratch:
+            shutil.rmtree(self.scratch, ignore_errors=True)
 
 
-def _munge_answers() -> bool:
+def _munge_answers(socket_path: Path) -> bool:
     try:
-        return subprocess.run(["munge", "-n"], capture_output=True, timeout=10).returncode == 0
+        return subprocess.run(["munge", "-n", "--socket", str(socket_path)], capture_output=True,
+                              timeout=10).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
         return False
 
 
-def _start_munge(folder: Path) -> subprocess.Popen | None:
-    """munged as the munge user (the package created its key), unless one already answers."""
-    if _munge_answers():
-        return None
+def _start_munge(folder: Path) -> subprocess.Popen:
+    """A munged of its own, as the munge user (the package created its key), on a socket in `folder` (which the
+    munge user owns): a munged started or stopped by anything else does not matter."""
     munge = pwd.getpwnam("munge")
-    run = Path("/run/munge")
-    run.mkdir(parents=True, exist_ok=True)
-    os.chown(run, munge.pw_uid, munge.pw_gid)
-    log = (folder / "munged.log").open("w")
-    p = subprocess.Popen(["runuser", "-u", "munge", "--", "munged", "--foreground"], stdout=log, stderr=subprocess.STDOUT)
+    os.chown(folder, munge.pw_uid, munge.pw_gid)
+    folder.chmod(0o755)  # munged refuses a socket folder others cannot enter
+    sock = folder / "munge.socket"
+    p = subprocess.Popen(["runuser", "-u", "munge", "--", "munged", "--foreground", f"--socket={sock}",
+                          f"--pid-file={folder}/munged.pid", f"--log-file={folder}/munged.log",
+                          f"--seed-file={folder}/munged.seed"], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     for _ in range(50):
-        if _munge_answers():
+        if _munge_answers(sock):
             return p
         time.sleep(0.2)
     p.kill()
@@ -139,12 +145,12 @@ def start(folder: Path) -> Cluster:
     host = socket.gethostname().split(".")[0]
     cpus = os.cpu_count() or 1
     mem_mb = int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**20 * 0.8)
+    munge_dir = Path(tempfile.mkdtemp(prefix="mixture-munge-"))  # pytest's folders are closed to the munge user
     conf = folder / "slurm.conf"
-    conf.write_text(slurm_conf(folder, host, cpus, mem_mb))
-    cluster = Cluster(conf, host, cpus)
+    conf.write_text(slurm_conf(folder, host, cpus, mem_mb, munge_dir / "munge.socket"))
+    cluster = Cluster(conf, host, cpus, scratch=munge_dir)
     try:
-        if (munged := _start_munge(folder)) is not None:
-            cluster.daemons.append(munged)
+        cluster.daemons.append(_start_munge(munge_dir))
         for cmd in (["slurmctld", "-D", "-i"], ["slurmd", "-D"]):
             log = (folder / f"{cmd[0]}.out").open("w")
             cluster.daemons.append(subprocess.Popen([*cmd, "-f", str(conf)], env=cluster.env(), stdout=log,
