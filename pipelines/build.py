@@ -129,29 +129,67 @@ def _completed(ctx: BuildContext, stage: Stage) -> int:
         return 0
 
 
-def run_stage(ctx: BuildContext, stage: Stage, executor: str, workers: int, on_progress: Callable[[int], None],
-              chain: SlurmChain | None = None) -> None:
-    done = threading.Event()
-
-    def poll() -> None:
-        while not done.wait(0.5):
-            on_progress(_completed(ctx, stage))
-
-    t = threading.Thread(target=poll, daemon=True)
-    t.start()
+def run_stage(ctx: BuildContext, stage: Stage, executor: str, workers: int,
+              on_progress: Callable[[int], None] | None = None, chain: SlurmChain | None = None) -> None:
+    """Run (locally, on Ray) or submit (Slurm, chained behind the stages before) one stage; `on_progress` gets its
+    completed tasks when `run` returns (StageBars follows every stage while the build runs)."""
     try:
         make_executor(ctx, stage, executor, workers, chain).run()
     except KeyboardInterrupt:
         raise BuildInterrupted(stage.name) from None
     except Exception as exc:
+        # a Slurm chain fails at its barrier: the error names the earlier stage that did not finish, and its logs
+        failed, logs = getattr(exc, "stage", None) or stage.name, getattr(exc, "logs", None)
+        where = "" if logs is not None else f" Logs: {ctx.at(layout.stage_dir(failed))}/logs."
         raise BuildError(
-            f"stage {stage.name!r} failed: {type(exc).__name__}: {exc}. Logs: {ctx.at(layout.stage_dir(stage.name))}/logs; "
-            "fix the cause and rerun the same command: finished tasks are skipped."
+            f"stage {failed!r} failed: {type(exc).__name__}: {str(exc).rstrip('.')}.{where} Fix the cause and rerun "
+            "the same command: finished tasks are skipped."
         ) from exc
-    finally:
-        done.set()
-        t.join()
-    on_progress(_completed(ctx, stage))
+    if on_progress is not None:
+        on_progress(_completed(ctx, stage))
+
+
+class StageBars:
+    """One progress bar per stage, each following its completion markers until the build ends: a Slurm stage
+    chained behind others returns as soon as it is submitted, and its bar (count and clock) moves with its jobs;
+    a bar's clock stops when its stage has all its tasks."""
+
+    def __init__(self, ctx: BuildContext, bar, every: float = 0.5):
+        self.ctx, self.bar, self.every = ctx, bar, every
+        self.stages: list[tuple[Stage, object]] = []  # (stage, its rich TaskID)
+        self._finished: set = set()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+
+    def add(self, stage: Stage, about: str) -> None:
+        task = self.bar.add_task(stage.name, total=stage.tasks, about=about)
+        with self._lock:
+            self.stages.append((stage, task))
+        self.refresh()
+
+    def refresh(self) -> None:
+        with self._lock:
+            stages = list(self.stages)
+        for stage, task in stages:
+            if task not in self._finished:
+                done = _completed(self.ctx, stage)
+                self.bar.update(task, completed=done)
+                if done >= stage.tasks:
+                    self._finished.add(task)
+
+    def _poll(self) -> None:
+        while not self._stop.wait(self.every):
+            self.refresh()
+
+    def __enter__(self) -> StageBars:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.refresh()
 
 
 @dataclass
@@ -217,7 +255,8 @@ def build_store(spec_path: str, *, executor: str | None = None, tasks: int | Non
                TimeElapsedColumn()]
     if get_console().width >= 130:  # room for the stage's one-line description
         columns.append(TextColumn("[dim]{task.fields[about]}"))
-    with store_lock(store, break_lock), Progress(*columns, disable=not progress, transient=False) as bar:
+    with store_lock(store, break_lock), Progress(*columns, disable=not progress, transient=False) as bar, \
+            StageBars(ctx, bar) as bars:
         plan = reuse.plan_reuse(ctx, redo_changed)  # before any work: reuse only work of the keys computed now
         ctx.tasks = plan.tasks
         records = {r.name: r for r in plan.records}
@@ -225,9 +264,9 @@ def build_store(spec_path: str, *, executor: str | None = None, tasks: int | Non
             if info.name not in plan.kept:
                 reuse.write_record(ctx, records[info.name])
             stage = build_stage(ctx, info)
-            task = bar.add_task(stage.name, total=stage.tasks, about=info.about)
-            run_stage(ctx, stage, executor or ex.executor, n_workers,
-                      lambda n, task=task: bar.update(task, completed=n), chain)
+            bars.add(stage, info.about)
+            run_stage(ctx, stage, executor or ex.executor, n_workers, chain=chain)
+        bars.refresh()
         task = bar.add_task("finalize", total=1, about="ledgers, samples, store.json")
         try:
             artifact = finalize(ctx, str(spec_path), plan.records)

@@ -34,7 +34,12 @@ DATATROVE_VERSION = "0.10.1"  # the version pyproject pins and the tests check t
 
 
 class ExecutorError(RuntimeError):
-    pass
+    """A stage's executor could not finish it. `stage`: the stage that failed when it is not the one the build was
+    running (a Slurm chain fails at its barrier, naming an earlier stage); `logs`: that stage's log folders that exist."""
+
+    def __init__(self, message: str, stage: str | None = None, logs: list[str] | None = None):
+        super().__init__(message)
+        self.stage, self.logs = stage, None if logs is None else list(logs)  # None: the message names no logs
 
 
 # ------------------------------------------------------------------------------------------- console: tqdm, loguru

@@ -79,12 +79,23 @@ def _quiet_unless(condition, module: str) -> Iterator[None]:
         logger.enable(module)
 
 
-def _missing(executor, name: str, where: str) -> ExecutorError:
+def log_folders(executor) -> list[str]:
+    """The stage's log folders that exist: datatrove's task logs (`_build/<stage>/logs`), then Slurm's job logs."""
+    folders = [executor.logging_dir.resolve_paths("logs")] if executor.logging_dir.isdir("logs") else []
+    slurm_logs = getattr(executor, "slurm_logs_folder", None)
+    if slurm_logs and os.path.isdir(slurm_logs):
+        folders.append(slurm_logs)
+    return folders
+
+
+def _missing(executor, name: str, where: str, jobs: list[str] | None = None) -> ExecutorError:
     missing = executor.get_incomplete_ranks()
+    folders = log_folders(executor)
+    logs = f"logs: {', '.join(folders)}" if folders else "no task started (no logs yet)"
+    in_jobs = f" (Slurm jobs {', '.join(jobs)}: failed, cancelled or out of time)" if jobs else ""
     return ExecutorError(
-        f"stage {name!r}: {len(missing)} of {executor.world_size} tasks did not finish on {where} (tasks "
-        f"{', '.join(map(str, missing[:10]))}{' …' if len(missing) > 10 else ''}); task logs: "
-        f"{executor.logging_dir.resolve_paths('logs')}")
+        f"stage {name!r}: {len(missing)} of {executor.world_size} tasks did not finish on {where}{in_jobs}: tasks "
+        f"{', '.join(map(str, missing[:10]))}{' …' if len(missing) > 10 else ''}; {logs}", stage=name, logs=folders)
 
 
 # ----------------------------------------------------------------------------------------------------------- Ray
@@ -288,20 +299,16 @@ class SlurmStageExecutor(SlurmArrays):
         return ":".join(live)
 
 
-def _describe(link: Link) -> str:
-    ex = link.executor
-    return (f"{_missing(ex, ex.stage_name, 'Slurm')} (Slurm jobs {', '.join(link.arrays)}: failed, cancelled or out "
-            f"of time; job logs: {ex.slurm_logs_folder})")
-
-
 def fail_chain(chain: list[Link], queue: dict) -> None:
     """Cancel what is left of the chain and raise, naming the first stage that did not finish."""
     leftover = [j for link in chain for j in link.arrays + link.helpers if j in queue]
     scancel(leftover)
     first = next(link for link in chain if not link.complete)
-    cancelled = f" Cancelled the jobs queued behind it: {', '.join(leftover)}." if leftover else ""
-    raise ExecutorError(f"{_describe(first)}.{cancelled} Fix the cause and rerun `mixture build`: finished tasks are "
-                        "skipped.")
+    err = _missing(first.executor, first.executor.stage_name, "Slurm", first.arrays)
+    if leftover:
+        behind = ", ".join(link.executor.stage_name for link in chain[chain.index(first) + 1:])
+        err.args = (f"{err}. Cancelled the jobs queued behind it ({behind}): {', '.join(leftover)}",)
+    raise err
 
 
 def wait_for_chain(chain: list[Link], poll_seconds: float) -> None:

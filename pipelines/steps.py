@@ -11,6 +11,7 @@ from datatrove.data import Document, DocumentsPipeline
 from datatrove.pipeline.base import PipelineStep
 from datatrove.pipeline.writers.disk_base import DiskWriter
 
+from mixture.fit.one_thread import one_thread
 from mixture.pipelines.datatrove_compat import CountedFilter
 from mixture.store.io import write_parquet_atomic
 from mixture.text.content_type import detect_content_type
@@ -316,7 +317,8 @@ class Assign(PipelineStep):
         uniform: dict = {}
         exemplars: dict = {}
         for batch in text_batches(data, self.batch_size):
-            with self.track_time("batch"):
+            # one BLAS thread, as the fit: a product's last bits, hence a near tie, must not depend on cpus_per_task
+            with self.track_time("batch"), one_thread():
                 self._annotate(batch)
             self.stat_update("documents", value=len(batch))
             self.stat_update("tokens", value=sum(d.metadata["n_tokens"] for d in batch))

@@ -12,6 +12,7 @@ import numpy as np
 from mixture.fit.calibration import fit_calibration, fit_group_calibration, raw_cutoffs
 from mixture.fit.clusters import ClusterModel, fit_clusters, label_counted_clusters, token_estimate
 from mixture.fit.embed import LexicalEmbedder, SentenceEmbedder, TermCounts, embedder_from_bytes
+from mixture.fit.one_thread import one_thread
 from mixture.store.io import write_atomic, write_parquet_atomic
 from mixture.text.content_type import CONTENT_TYPES
 
@@ -85,6 +86,12 @@ def read_sample_assignments(path: str | None) -> tuple[dict[str, int], np.ndarra
 
 
 def fit_and_save(sample_folder: str, model_dir: str, params: dict, assignments_folder: str | None = None) -> FrozenModel:
+    """`_fit_and_save` on one BLAS/OpenMP thread: the model's bytes do not depend on the task's `cpus_per_task`."""
+    with one_thread():
+        return _fit_and_save(sample_folder, model_dir, params, assignments_folder)
+
+
+def _fit_and_save(sample_folder: str, model_dir: str, params: dict, assignments_folder: str | None) -> FrozenModel:
     """params: k, fine_k, min_share, max_share (token shares; max_share 1 when absent), embedding_dim, seed,
     edges. Clusters are fitted on the sample documents weighted by their tokens: the sample's `n_tokens` (counted
     by the sample stage), or, for a sample without them, their UTF-8 bytes (`token_estimate`). With `assignments_folder`, the lexical embedder's

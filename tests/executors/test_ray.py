@@ -28,9 +28,10 @@ def test_ray_build_equals_local_build(tmp_path, demo_corpus, built_store, ray_cl
 
     spec_path = tmp_path / "spec.yaml"
     spec_path.write_text(yaml.safe_dump(small_spec(str(demo_corpus), "store")))  # the very spec of built_store
-    # 14 tiny bucket tasks run as 2 Ray jobs of 7; settings given like CLI options, so the spec (and its hash) match
+    # 14 tiny bucket tasks run as 2 Ray jobs of 7, the fit on 2 threads (task_threads(2)): the same model bytes;
+    # settings given like CLI options, so the spec (and its hash) match
     artifact = build(str(spec_path), executor="ray", progress=False,
-                     overrides={"stages": {"minhash_buckets": {"tasks_per_job": 7}}})
+                     overrides={"stages": {"minhash_buckets": {"tasks_per_job": 7}, "fit": {"cpus_per_task": 2}}})
     assert ray.is_initialized()
     assert ray.cluster_resources()["CPU"] == 2  # the executor started a local cluster with the build's 2 workers
     store = tmp_path / "store"

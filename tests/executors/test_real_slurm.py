@@ -1,0 +1,147 @@
+"""The Slurm path on a real single-node cluster (Debian's slurm-wlm, started by slurm_cluster.py): a build that
+fails on a cancelled array element names that stage; a rerun resubmits only its unfinished task; a driver killed
+while its chain runs is replaced by one that adopts the queued jobs; the store equals the local executor's, with the
+fit on two threads and OMP_NUM_THREADS=2 in the driver. One build, scenarios in sequence (~90 s on 2 cores)."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import small_spec
+from tests.executors import slurm_cluster
+from tests.executors.fingerprint import assert_same_store
+
+pytestmark = pytest.mark.slow
+
+FIRST_CHAIN = ["prepare", "find_duplicates", "minhash_sigs", "minhash_buckets", "minhash_cluster"]
+DRIVER = """
+import json, sys
+from mixture.pipelines.build import BuildError, build
+try:
+    build(sys.argv[1], executor="slurm", progress=True, overrides=json.loads(sys.argv[2]))
+except BuildError as exc:
+    print(f"build failed {exc}", file=sys.stderr)
+    sys.exit(1)
+"""
+
+
+@pytest.fixture(scope="session")
+def real_slurm(tmp_path_factory):
+    """A running single-node cluster for the session; skipped, naming the packages, where Slurm is not installed."""
+    why = slurm_cluster.missing()
+    if why:
+        pytest.skip(why)
+    cluster = slurm_cluster.start(tmp_path_factory.mktemp("slurm"))
+    yield cluster
+    cluster.stop()
+
+
+def _wait(what: str, check, timeout: float = 120):
+    end = time.monotonic() + timeout
+    while not (found := check()):
+        assert time.monotonic() < end, f"timed out waiting for {what}"
+        time.sleep(0.2)
+    return found
+
+
+def _record(store: Path, stage: str) -> dict | None:
+    p = store / "_build" / stage / "slurm_jobs.json"
+    return json.loads(p.read_text()) if p.exists() else None
+
+
+def test_real_slurm_cancel_rerun_adopt_and_same_store(tmp_path, demo_corpus, built_store, real_slurm):
+    from mixture.pipelines.executors import default_env_command
+
+    spec_path = tmp_path / "spec.yaml"
+    spec_path.write_text(yaml.safe_dump(small_spec(str(demo_corpus), "store")))  # the very spec of built_store
+    store = tmp_path / "store"
+    hold = tmp_path / "hold"  # while it exists, prepare's array element 1 waits before running its task
+    hold.touch()
+    held = (f'if [ -e {hold} ] && [ "$SLURM_JOB_NAME" = demo.prepare ] && [ "$SLURM_ARRAY_TASK_ID" = 1 ]; '
+            "then sleep 300; fi")
+    overrides = json.dumps({"poll_seconds": 1, "env_command": f"{default_env_command()}; {held}",
+                            "stages": {"minhash_buckets": {"tasks_per_job": 7}, "fit": {"cpus_per_task": 2}}})
+    env = {**real_slurm.env(), "OMP_NUM_THREADS": "2", "COLUMNS": "100"}
+
+    def driver() -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-c", DRIVER, str(spec_path), overrides], env=env, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    # 1. cancel prepare's element 1 once it runs (an element shows as running ~1 s before it launches: wait for
+    #    its log): the chain behind it can never start; the driver fails at its barrier naming `prepare`
+    run = driver()
+    first = _wait("prepare's submission", lambda: _record(store, "prepare"))["arrays"][0]
+    _wait("element 1's log", lambda: (store / "_build/prepare/slurm_logs" / f"{first}_1.out").exists())
+    real_slurm.run("scancel", f"{first}_1")
+    hold.unlink()
+    out, err = run.communicate(timeout=120)
+    assert run.returncode == 1, err
+    msg = " ".join(err.split())
+    assert "stage 'prepare' failed" in msg and "1 of 2 tasks did not finish on Slurm" in msg, msg
+    assert f"(Slurm jobs {first}: failed, cancelled or out of time): tasks 1;" in msg, msg
+    assert "queued behind it (find_duplicates, minhash_sigs, minhash_buckets, minhash_cluster): " in msg, msg
+    assert "stage 'minhash_cluster' failed" not in msg and ".." not in msg, msg
+    folders = re.search(r"; logs: (.+?)\. Cancelled", msg).group(1).split(", ")
+    assert folders and all(Path(f).is_dir() for f in folders), msg
+    assert (store / "_build/prepare/slurm_logs" / f"{first}_1.out").exists()
+    cancelled = {s: _record(store, s) for s in FIRST_CHAIN}
+
+    # 2. rerun: prepare's array holds only its unfinished task; the driver is killed while its chain is queued
+    run = driver()
+    resubmitted = _wait("the new chain", lambda: (r := _record(store, "minhash_cluster")) != cancelled["minhash_cluster"]
+                        and r)
+    run.send_signal(signal.SIGKILL)
+    run.communicate(timeout=30)
+    queued = {s: _record(store, s) for s in FIRST_CHAIN}
+    assert queued["minhash_cluster"] == resubmitted and queued["prepare"] != cancelled["prepare"]
+    assert json.loads((store / "_build/prepare/ranks_to_run.json").read_text()) == [1]
+    job = real_slurm.run("scontrol", "show", "job", "--oneliner", queued["prepare"]["arrays"][0])
+    assert re.findall(r"ArrayTaskId=([\d-]+)", job) == ["0"], job  # one element: task 1 only
+
+    # 3. a new driver adopts the queued jobs (no stage of the chain is submitted again) and finishes the build
+    run = driver()
+    out, err = run.communicate(timeout=300)
+    assert run.returncode == 0, err
+    assert {s: _record(store, s) for s in FIRST_CHAIN} == queued
+    # the progress display shows every stage finished (chained stages too, not 0/N)
+    shown = dict(re.findall(r"^(\w+)\s.*?\s(\d+/\d+)\s+tasks", out, re.M))
+    assert set(shown) >= {*FIRST_CHAIN, "sample", "fit", "assign"}, out
+    assert all(a == b for a, b in (v.split("/") for v in shown.values())), out
+    assert_same_store(store, built_store.store)
+
+    # the chains as submitted: afterok on the stage before up to the barrier; `sample` starts the second chain
+    stages = [*FIRST_CHAIN, "sample", "fit", "assign"]
+    rec = {s: _record(store, s) for s in stages}
+    assert {s: rec[s]["depends"] for s in stages} == {
+        s: None if s in ("prepare", "sample") else ":".join(rec[stages[i - 1]]["arrays"]) for i, s in enumerate(stages)}
+    jobs = {s: _jobs(real_slurm, rec[s]["arrays"][0]) for s in stages}
+    assert [len(jobs[s]) for s in stages] == [1, 1, 2, 2, 1, 2, 1, 2]  # elements (prepare: task 1 only; 14 buckets / 7)
+    assert re.search(r"CPUs/Task=(\d+)", jobs["fit"][0]).group(1) == "2"
+    marks = (store / "_build/minhash_cluster/completions").iterdir()
+    assert min(_time(j, "SubmitTime") for j in jobs["sample"]) >= int(max(m.stat().st_mtime for m in marks))  # waited
+    assert max(_time(j, "SubmitTime") for j in jobs["assign"]) < max(_time(j, "EndTime") for j in jobs["sample"])
+    script = (store / "_build/fit/launch_script.slurm").read_text()
+    assert "#SBATCH --cpus-per-task=2" in script and "#SBATCH --mem-per-cpu=2G" in script
+    assert f"launch_pickled_pipeline {store}/_build/fit/executor.pik" in script and default_env_command() in script
+    real_slurm.drain()  # the merge_stats jobs
+    assert all((store / "_build" / s / "stats.json").exists() for s in stages)
+
+
+def _jobs(cluster: slurm_cluster.Cluster, array: str) -> list[str]:
+    """`scontrol show job` of an array job: one line per element (kept MinJobAge = 300 s after it ended)."""
+    return cluster.run("scontrol", "show", "job", "--oneliner", array).splitlines()
+
+
+def _time(job: str, name: str) -> float:
+    import datetime
+
+    return datetime.datetime.fromisoformat(re.search(rf"\b{name}=(\S+)", job).group(1)).timestamp()
