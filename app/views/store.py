@@ -14,7 +14,7 @@ uri, info = ui.require_complete_store()
 names = composition.quality_names(info)
 cells = composition.cells_frame(queries.cell_table(uri), info)
 st.header("Store")
-st.caption(f"`{code(uri)}` · {len(cells)} cells · {humanize(composition.total_tokens(info))} tokens")
+st.caption(f"`{code(uri)}` · {composition.cells_text(cells)} cells · {humanize(composition.total_tokens(info))} tokens")
 
 st.subheader("Tokens per cell")
 st.altair_chart(charts.cell_heatmap(cells, names), width="stretch")

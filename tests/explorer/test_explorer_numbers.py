@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import json
 import re
+import shutil
 
 import pyarrow.parquet as pq
 
@@ -52,3 +54,17 @@ def test_lineage_writes_scores_weights_and_tokens(app_env, store, plan_file):
     drawing = [p for p in plan.phases if p.weights.get(fields["cell"], 0) > 0]
     assert list(phases.weight) == [numbers.weight(p.weights[fields["cell"]]) for p in drawing]
     assert list(phases.tokens) == [numbers.tokens(p.weights[fields["cell"]] * p.tokens) for p in drawing]
+
+
+def test_overview_and_store_say_the_same_cell_count(app_env, monkeypatch, store, tmp_path):
+    copy = tmp_path / "store"
+    shutil.copytree(store, copy)
+    art = json.loads((copy / "store.json").read_text())
+    grid = len(art["cells"])
+    art["cells"] = art["cells"][1:]  # a cell of the grid with no documents
+    (copy / "store.json").write_text(json.dumps(art))
+    monkeypatch.setenv("MIXTURE_STORE", str(copy))
+    said = f"{grid - 1} non-empty of {grid}"
+    overview = run()
+    assert {m.label: m.value for m in overview.metric}["cells"] == said
+    assert f" · {said} cells · " in run("store").caption[0].value
