@@ -29,11 +29,11 @@ def summary(p: PlanView) -> None:
 
 def over_cap_list(p: PlanView, key: str) -> None:
     over = p.over_cap()
-    if over:
-        st.error(f"{len(over)} cells over the cap of {p.max_epochs:g} epochs: "
-                 + ", ".join(f"{c} ({p.exposure[c]:.2f})" for c in over))
-    else:
-        st.success(f"No cell is over the cap of {p.max_epochs:g} epochs.")
+    if not over:
+        st.success(f"No cell is over the cap of {p.max_epochs:g} epochs.")  # and no empty table under it
+        return
+    st.error(f"{len(over)} cells over the cap of {p.max_epochs:g} epochs: "
+             + ", ".join(f"{c} ({p.exposure[c]:.2f})" for c in over))
     st.dataframe(pd.DataFrame({"cell": over, "exposure": [p.exposure[c] for c in over]}),
                  hide_index=True, key=f"overcap_{key}")
 
