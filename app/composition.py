@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from mixture.explorer.fmt import humanize
+from mixture.overview import numbers
 from mixture.store.drops import REASONS
 from mixture.store.formats import StoreArtifact
 from mixture.store.layout import cell_name
@@ -123,6 +124,13 @@ def cards(info: StoreArtifact) -> Cards:
     return Cards(documents=info.counters.records_out, tokens=total_tokens(info), sources=len(info.sources),
                  cells=sum(1 for c in info.cells if c.docs or c.tokens),
                  drops={label: dropped[key] for key, label in DROP_KEYS.items()})
+
+
+def cells_text(cells: pd.DataFrame) -> str:
+    """How many cells of the domain × quality grid (a `cells_frame`) hold documents, one way on every page:
+    '196 non-empty of 200'."""
+    non_empty = int(((cells.docs > 0) | (cells.tokens > 0)).sum())
+    return f"{numbers.count(non_empty)} non-empty of {numbers.count(len(cells))}"
 
 
 def language_line(mix: pd.DataFrame, top: int = 6) -> str:

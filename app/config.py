@@ -13,6 +13,7 @@ import sys
 
 from mixture.accounting import ScanBudget
 
+PAGE_ICON = "🧪"  # an emoji: the browser draws the favicon itself (a :material/…: icon is fetched from Google)
 STORE_ENV = "MIXTURE_STORE"
 PLAN_ENV = "MIXTURE_PLAN"
 STORE_B_ENV = "MIXTURE_STORE_B"

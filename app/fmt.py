@@ -5,9 +5,12 @@ from __future__ import annotations
 import math
 import re
 
+import pandas as pd
+
+from mixture.overview import numbers
 from mixture.spec.amounts import humanize
 
-__all__ = ["code", "cut_text", "enrichment_text", "humanize", "md", "pct"]
+__all__ = ["code", "cut_text", "display", "enrichment_text", "humanize", "md", "pct", "score"]
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=])")
 CUT_CHARS = 900
@@ -25,6 +28,21 @@ def pct(x: float, digits: int = 2) -> str:
 def enrichment_text(x: float) -> str:
     """Enrichment as the published page shows it: ×1.42."""
     return "×–" if x is None or not math.isfinite(x) else f"×{x:.2f}"
+
+
+def score(x: float | None) -> str:
+    """A raw or calibrated quality score, three decimals: 0.4218359123 -> '0.422'."""
+    return numbers.DASH if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.3f}"
+
+
+def display(df: pd.DataFrame, **formats) -> pd.DataFrame:
+    """A copy of `df` for a table, each named column written by its formatter (e.g. tokens=numbers.tokens); the
+    frame charts draw stays numeric. Columns that hold nothing (all missing) are left out."""
+    out = df.copy()
+    for col, fmt in formats.items():
+        if col in out:
+            out[col] = [fmt(v) for v in out[col]]
+    return out[[c for c in df.columns if not df[c].isna().all() or df.empty]]
 
 
 def cut_text(text: str, limit: int = CUT_CHARS) -> tuple[str, bool]:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import pandas as pd
 
 from mixture.explorer.composition import cluster_labels, quality_names
+from mixture.explorer.fmt import score
 from mixture.explorer.plan_view import PlanView
+from mixture.overview import numbers
 from mixture.store.formats import StoreArtifact
 from mixture.store.layout import cell_name
 
@@ -38,12 +40,20 @@ def fields(doc: dict, info: StoreArtifact) -> pd.DataFrame:
     """The document's lineage fields as a two-column table, with its cell and domain label."""
     k = info.partition.k
     names = quality_names(info)
-    rows = [(f, doc.get(f)) for f in FIELDS if f in doc]
+    rows = [(f, _field_text(f, doc.get(f))) for f in FIELDS if f in doc]
     c, q = int(doc["cluster"]), int(doc["quality"])
     rows.append(("cell", cell_name(c, q, k)))
     rows.append(("domain", f"{c} · {cluster_labels(info).get(c, '?')}"))
     rows.append(("quality bucket", f"Q{q} {names[q] if q < len(names) else ''}"))
     return pd.DataFrame({"field": [r[0] for r in rows], "value": [str(r[1]) for r in rows]})
+
+
+def _field_text(name: str, value: object) -> object:
+    if isinstance(value, float) and name.endswith(("_score", "_distance")):
+        return score(value)
+    if name in ("n_tokens", "n_chars") and value is not None:
+        return numbers.count(value)
+    return value
 
 
 def phases_drawing(plan: PlanView | None, cell: str) -> pd.DataFrame:
@@ -53,5 +63,7 @@ def phases_drawing(plan: PlanView | None, cell: str) -> pd.DataFrame:
     rows = [{"phase": p.name, "weight": p.weights.get(cell, 0.0), "tokens": p.weights.get(cell, 0.0) * p.tokens}
             for p in plan.phases if p.weights.get(cell, 0.0) > 0]
     df = pd.DataFrame(rows, columns=["phase", "weight", "tokens"])
-    df["cell epochs"] = plan.exposure.get(cell)
+    df["weight"] = [numbers.weight(w) for w in df.weight]
+    df["tokens"] = [numbers.tokens(t) for t in df.tokens]
+    df["cell epochs"] = numbers.epochs(plan.exposure.get(cell))
     return df

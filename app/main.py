@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from mixture.explorer import queries, sharing, ui
+from mixture.explorer import config, queries, sharing, ui
 
-st.set_page_config(page_title="mixture explorer", page_icon=":material/dashboard:", layout="wide")
+st.set_page_config(page_title="mixture explorer", page_icon=config.PAGE_ICON, layout="wide")
 sharing.require_token()  # with a shared secret, nothing but its prompt until the session gave it
 sharing.refuse_foreign_locations()
 

@@ -82,6 +82,8 @@ def streamlit_command(store: str, plan: Path | None, port: int, host: str, share
            "--server.address", host, "--server.headless", "true", "--browser.gatherUsageStats", "false"]
     if share:  # visitors get no developer menu and no tracebacks (they name the server's files)
         cmd += ["--client.toolbarMode", "viewer", "--client.showErrorDetails", "none"]
+    else:  # no "Deploy" button (it offers Streamlit Community Cloud); the menu keeps rerun and settings
+        cmd += ["--client.toolbarMode", "minimal"]
     cmd += ["--", "--store", store]
     for other in stores or []:
         if other != store:

@@ -12,8 +12,10 @@ from mixture.explorer.fmt import code, humanize, md
 
 uri = ui.require_store()
 st.header("Live build")
+finished = build_state.fresh_reader(uri).is_complete  # a finished store does not change: nothing to refresh
 c1, c2 = st.columns([1, 3])
-auto = c1.toggle("auto-refresh", value=True, key="live_auto")
+auto = c1.toggle("auto-refresh", value=not finished, key="live_auto", disabled=finished,
+                 help="off: the store is complete" if finished else None) and not finished
 every = c2.slider("every (seconds)", 2, 30, 3, key="live_every", disabled=not auto)
 
 
@@ -21,6 +23,8 @@ every = c2.slider("every (seconds)", 2, 30, 3, key="live_every", disabled=not au
 def live() -> None:
     reader = build_state.fresh_reader(uri)
     complete = reader.is_complete
+    if complete and not finished:
+        st.rerun(scope="app")  # the build finished while the page refreshed: rerun the page to stop refreshing
     if complete:
         st.success(f"`{code(uri)}` is complete (store.json written). The other pages show it.")
     else:

@@ -6,8 +6,9 @@ import pandas as pd
 import streamlit as st
 
 from mixture.explorer import charts, queries, ui
-from mixture.explorer.fmt import code, humanize, md
+from mixture.explorer.fmt import code, display, humanize, md
 from mixture.explorer.plan_view import PlanView
+from mixture.overview import numbers
 from mixture.store.formats import FormatError
 
 st.header("Mixture")
@@ -28,11 +29,11 @@ def summary(p: PlanView) -> None:
 
 def over_cap_list(p: PlanView, key: str) -> None:
     over = p.over_cap()
-    if over:
-        st.error(f"{len(over)} cells over the cap of {p.max_epochs:g} epochs: "
-                 + ", ".join(f"{c} ({p.exposure[c]:.2f})" for c in over))
-    else:
-        st.success(f"No cell is over the cap of {p.max_epochs:g} epochs.")
+    if not over:
+        st.success(f"No cell is over the cap of {p.max_epochs:g} epochs.")  # and no empty table under it
+        return
+    st.error(f"{len(over)} cells over the cap of {p.max_epochs:g} epochs: "
+             + ", ".join(f"{c} ({p.exposure[c]:.2f})" for c in over))
     st.dataframe(pd.DataFrame({"cell": over, "exposure": [p.exposure[c] for c in over]}),
                  hide_index=True, key=f"overcap_{key}")
 
@@ -70,15 +71,18 @@ else:
     st.caption("the plan carries no warnings")
 
 st.subheader("Weights and allocated tokens per phase")
-st.dataframe(frame.sort_values("exposure", ascending=False), hide_index=True, width="stretch",
-             column_config={"exposure": st.column_config.NumberColumn(format="%.3f")})
+per_phase = {f"{kind} {p.name}": fmt for p in plan.phases
+             for kind, fmt in (("w", numbers.weight), ("tokens", numbers.tokens))}
+st.dataframe(display(frame.sort_values("exposure", ascending=False), available=numbers.tokens,
+                     exposure=numbers.epochs, **per_phase), hide_index=True, width="stretch")
 
 st.subheader("Scaling ladder")
 ladder = plan.ladder_frame()
 if ladder.empty:
     st.caption("the plan has no ladder")
 else:
-    st.dataframe(ladder, hide_index=True, width="stretch")
+    st.dataframe(display(ladder, tokens=numbers.tokens, scale=numbers.weight), hide_index=True, width="stretch",
+                 column_config={"max exposure change": st.column_config.NumberColumn(format="%.3f")})
     if "cells cut to zero" in ladder and int(ladder["cells cut to zero"].sum()):
         st.warning("Simulated epoching cuts some cells to zero documents in a ladder run (⌊N·X/T⌋ = 0): "
                    "those runs would crash on an empty dataset.")

@@ -24,7 +24,7 @@ c1, c2, c3, c4 = st.columns(4)
 c1.metric("documents", f"{cards.documents:,}")
 c2.metric("tokens", humanize(cards.tokens), help=f"{cards.tokens:,} tokens")
 c3.metric("sources", f"{cards.sources:,}")
-c4.metric("cells", f"{cards.cells:,}")
+c4.metric("cells", composition.cells_text(cells), help="cells of the domain × quality grid that hold documents")
 drop_cols = st.columns(len(cards.drops))
 for col, (reason, n) in zip(drop_cols, cards.drops.items(), strict=True):
     col.metric(f"dropped: {reason}", f"{n:,}")

@@ -74,7 +74,8 @@ hits = hits.assign(cell=[cell_name(int(c), int(q), k) for c, q in zip(hits.clust
 st.caption(f"{len(hits):,} {scope} match")
 view = hits[["id", "source", "cell", "content_type", "quality_score", "n_tokens", "sample"]].reset_index(drop=True)
 event = st.dataframe(view, hide_index=True, width="stretch", on_select="rerun",
-                     selection_mode="single-row", key="search_hits")
+                     selection_mode="single-row", key="search_hits",
+                     column_config={"quality_score": st.column_config.NumberColumn(format="%.3f")})
 rows = event.selection.rows if event is not None and hasattr(event, "selection") else []
 if rows:
     ui.set_param("doc", view.id.iloc[rows[0]])

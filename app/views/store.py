@@ -6,14 +6,15 @@ import pandas as pd
 import streamlit as st
 
 from mixture.explorer import charts, composition, queries, sharing, ui
-from mixture.explorer.fmt import code, humanize
+from mixture.explorer.fmt import code, display, humanize
+from mixture.overview import numbers
 from mixture.store.drops import COUNTERS, REASONS
 
 uri, info = ui.require_complete_store()
 names = composition.quality_names(info)
 cells = composition.cells_frame(queries.cell_table(uri), info)
 st.header("Store")
-st.caption(f"`{code(uri)}` · {len(cells)} cells · {humanize(composition.total_tokens(info))} tokens")
+st.caption(f"`{code(uri)}` · {composition.cells_text(cells)} cells · {humanize(composition.total_tokens(info))} tokens")
 
 st.subheader("Tokens per cell")
 st.altair_chart(charts.cell_heatmap(cells, names), width="stretch")
@@ -24,9 +25,12 @@ if src.empty:
     st.caption("store.json lists no sources")
 else:
     cols = ["name", "category", "docs_in", "docs_kept", "tokens_in", "tokens_kept", *COUNTERS, "license", "format"]
-    st.dataframe(src[cols].sort_values("tokens_kept", ascending=False), hide_index=True, width="stretch",
+    counts = dict.fromkeys(["docs_in", "docs_kept", *COUNTERS], numbers.count)
+    shown = display(src[cols].sort_values("tokens_kept", ascending=False), tokens_in=numbers.tokens,
+                    tokens_kept=numbers.tokens, **counts)
+    st.dataframe(shown, hide_index=True, width="stretch",
                  column_config={r.counter: st.column_config.NumberColumn(r.label, help=r.description)
-                                for r in REASONS})
+                                for r in REASONS if r.counter in shown})
 
 st.subheader("Where records went")
 c = info.counters
@@ -57,4 +61,5 @@ else:
 if not mix.empty:
     t1, t2 = st.columns([3, 2])
     t1.altair_chart(charts.bar(mix, "tokens", "content_type"), width="stretch")
-    t2.dataframe(mix.assign(share=(100 * mix.share).round(2)), hide_index=True, width="stretch")
+    t2.dataframe(display(mix, tokens=numbers.count if exact else numbers.tokens, share=numbers.pct), hide_index=True,
+                 width="stretch")

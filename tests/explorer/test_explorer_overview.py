@@ -21,7 +21,7 @@ def test_headline_and_cards_equal_store_json(app_env, artifact):
     assert metrics["documents"] == f"{artifact['counters']['records_out']:,}"
     assert metrics["tokens"] == humanize(tokens)
     assert metrics["sources"] == str(len(artifact["sources"]))
-    assert metrics["cells"] == str(len(artifact["cells"]))
+    assert metrics["cells"] == f"{len(artifact['cells'])} non-empty of {len(artifact['cells'])}"
     assert metrics["dropped: exact duplicate"] == str(artifact["counters"]["exact_duplicate_dropped"])
     assert metrics["dropped: bad input"] == str(artifact["counters"]["bad_input"])
     cutoffs = at.table[0].value

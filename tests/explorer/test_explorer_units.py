@@ -96,6 +96,7 @@ def test_explore_command_checks_inputs(tmp_path, store, plan_file):
     cmd = streamlit_command(str(store), plan_file, 8599, "127.0.0.1")
     assert cmd[1:4] == ["-m", "streamlit", "run"] and cmd[4].endswith("app/main.py")
     assert cmd[cmd.index("--server.port") + 1] == "8599"
+    assert cmd[cmd.index("--client.toolbarMode") + 1] == "minimal"  # no "Deploy" button
     assert cmd[cmd.index("--store") + 1] == str(store) and cmd[cmd.index("--plan") + 1] == str(plan_file)
 
 
@@ -126,3 +127,13 @@ def test_reads_the_real_planner_output(tmp_path):
     (tmp_path / "other.json").write_text(dump(other))
     (tmp_path / "other.repaired.json").write_text(dump(repaired))
     assert load_plan(tmp_path / "other.json").repaired is None
+
+
+def test_page_icon_is_drawn_locally():
+    """An emoji favicon becomes a data: URL in the browser; a :material/…: one is fetched from fonts.gstatic.com."""
+    from streamlit.commands.page_config import _get_favicon_string
+
+    from mixture.explorer import MAIN, config
+
+    assert _get_favicon_string(config.PAGE_ICON).startswith("emoji:")
+    assert "page_icon=config.PAGE_ICON" in MAIN.read_text()
