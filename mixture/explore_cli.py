@@ -44,19 +44,9 @@ def read_share_list(path: Path) -> ShareList:
 
 
 def _check_store(store: str) -> None:
-    from mixture.accounting import StoreReader
+    from mixture.accounting.cli import open_store
 
-    try:
-        reader = StoreReader(store)
-        exists = reader.fs.exists(reader.root)
-    except (ValueError, ImportError, OSError) as exc:
-        typer.echo(f"error: cannot open store {store!r}: {exc}. Give a local path or an fsspec URI (gs://…).",
-                   err=True)
-        raise typer.Exit(2) from exc
-    if not exists:
-        typer.echo(f"error: store {store!r} does not exist. Build it with `mixture build SPEC` or fix the path.",
-                   err=True)
-        raise typer.Exit(2)
+    reader = open_store(store)
     if not reader.is_complete:
         typer.echo(f"note: {store} has no store.json yet (still building): the explorer opens on Live build.",
                    err=True)

@@ -27,20 +27,25 @@ console = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
 
 
-def _open(uri: str) -> StoreReader:
+def open_store(uri: str) -> StoreReader:
+    """The store at `uri` for a command, or exit 2 with what is wrong: a location that cannot be opened, or no
+    store folder there (every command that takes a store checks it this way)."""
     try:
         reader = StoreReader(uri)
-    except (ValueError, ImportError) as exc:
-        err.print(f"[red]{uri}: cannot open ({exc}); pass a local path or an fsspec URI such as gs://bucket/store")
+        exists = reader.fs.exists(reader.root)
+    except (ValueError, ImportError, OSError) as exc:
+        err.print(f"[red]{uri}: cannot open ({escape(str(exc))}); pass a local path or an fsspec URI such as "
+                  "gs://bucket/store", soft_wrap=True)
         raise typer.Exit(2) from exc
-    if not reader.fs.exists(reader.root):
-        err.print(f"[red]{uri}: no such store (the folder does not exist); pass the folder that holds store.json")
+    if not exists:
+        err.print(f"[red]{uri}: no such store (the folder does not exist); pass the folder that holds store.json, "
+                  "or build it with `mixture build SPEC`", soft_wrap=True)
         raise typer.Exit(2)
     return reader
 
 
 def _complete(uri: str) -> StoreReader:
-    reader = _open(uri)
+    reader = open_store(uri)
     try:
         reader.store_info  # noqa: B018 - raises StoreNotReady while building, FormatError when it does not match
     except StoreNotReady:
@@ -130,7 +135,7 @@ def audit_cmd(
     if fmt not in ("table", "json"):
         err.print(f"[red]--format {fmt!r}: expected table or json")
         raise typer.Exit(2)
-    reader = _open(store)
+    reader = open_store(store)
     status = err.status("auditing…") if fmt == "table" and err.is_terminal else nullcontext()
     with status as s:
         result = audit(reader, deep=deep, sample=sample, seed=seed, checksum_mode=checksums,  # type: ignore[arg-type]
@@ -193,7 +198,7 @@ def diff_cmd(
         if x.endswith(COUNTS_SUFFIXES):
             sides.append(x)
         else:
-            sides.append(_open(x))
+            sides.append(open_store(x))
     try:
         result = diff(sides[0], sides[1], ids=ids, samples=samples)
     except (ValueError, FileNotFoundError) as exc:
@@ -276,7 +281,7 @@ def sql_cmd(
     an empty line; `.tables` lists every view and table with its row count and what it holds; `.quit` or EOF
     exits). Exit 1 when a statement failed."""
     _check_format(fmt)
-    reader = _open(store)
+    reader = open_store(store)
     try:
         reader.store_info  # noqa: B018 - a store.json that does not match its format gets no views
     except StoreNotReady:

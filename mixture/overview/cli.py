@@ -33,23 +33,14 @@ def register(app: typer.Typer) -> None:
 
         Example: mixture overview gs://bucket/store --out gs://bucket/site --plan plan.json
         """
-        from mixture.accounting import StoreNotReady, StoreReader
+        from mixture.accounting import StoreNotReady
+        from mixture.accounting.cli import open_store
         from mixture.overview.render import write_overview
         from mixture.planner.formats import read_plan
         from mixture.store.formats import FormatError
 
         started = time.perf_counter()
-        try:
-            reader = StoreReader(store)
-            exists = reader.fs.exists(reader.root)
-        except (ValueError, ImportError, OSError) as exc:
-            typer.echo(f"error: cannot open store {store!r}: {exc}. Give a local path or an fsspec URI (gs://…).",
-                       err=True)
-            raise typer.Exit(2) from exc
-        if not exists:
-            typer.echo(f"error: store {store!r} does not exist. Build it with `mixture build SPEC` or fix the path.",
-                       err=True)
-            raise typer.Exit(2)
+        reader = open_store(store)
         try:
             loaded = read_plan(plan) if plan else None
         except FormatError as exc:
