@@ -13,8 +13,10 @@ import pyarrow.parquet as pq
 from mixture.accounting.footers import FileFacts, parquet_rows, scan_files
 from mixture.accounting.footers import checksums as file_checksums
 from mixture.accounting.reader import StoreReader
+from mixture.fit.balance import cluster_balance
 from mixture.store import drops, layout
 from mixture.store.formats import FormatError, LedgerShard, StoreArtifact
+from mixture.store.loss import store_loss
 
 Status = Literal["pass", "fail", "skip"]
 CHECKSUM_ALL_MAX_BYTES = 4 << 30
@@ -207,6 +209,45 @@ class _Audit:
             c.checked += 1
             if left != right:
                 c.fail(where, "count", left, right, left_from, right_from)
+
+    def reports(self, art: StoreArtifact) -> None:
+        c = self.new("reports", "the loss, near-duplicate and cluster-balance blocks agree with the counters, "
+                                "sources and clusters they summarise")
+        if art.loss is None and art.near_duplicates is None and art.cluster_balance is None:
+            c.status = "skip"
+            return
+
+        def compare(where: str, what: str, recorded: Any, recomputed: Any, source: str) -> None:
+            c.checked += 1
+            if recorded != recomputed:
+                c.fail(where, what, recomputed, recorded, source, "store.json")
+
+        if art.loss is not None:
+            again = store_loss(art)
+            compare("loss", "sources", [s.name for s in art.loss.sources], [s.name for s in again.sources],
+                    "sources[] in spec order")
+            for rec, new in zip(art.loss.sources, again.sources, strict=False):
+                for field_ in ("records_read", "kept", "quarantined", "lost", "lost_unknown_files", "verdict"):
+                    compare(f"loss {rec.name}", field_, getattr(rec, field_), getattr(new, field_),
+                            "sources[] and its broken files")
+                compare(f"loss {rec.name}", "share", round(rec.share, 9), round(new.share, 9),
+                        "(quarantined + lost) / (records_read + lost)")
+            compare("loss", "over", art.loss.over, again.over, "sources whose verdict is not ok")
+        nd = art.near_duplicates
+        if nd is not None:
+            compare("near_duplicates", "drops", nd.drops, art.counters.fuzzy_duplicate_dropped,
+                    "counters.fuzzy_duplicate_dropped")
+            compare("near_duplicates", "pairs_considered", nd.pairs_considered,
+                    nd.pairs_ruled_out + nd.pairs_compared, "pairs_ruled_out + pairs_compared")
+            compare("near_duplicates", "pairs_rejected", nd.pairs_rejected, nd.pairs_considered - nd.pairs_verified,
+                    "pairs_considered − pairs_verified")
+        cb = art.cluster_balance
+        if cb is not None and art.clusters:
+            again_cb = cluster_balance(art.clusters, cb.min_share, cb.max_share)
+            for field_ in ("largest_cluster", "largest_token_share", "largest_doc_share", "smallest_cluster",
+                           "smallest_token_share", "warnings"):
+                compare("cluster_balance", field_, getattr(cb, field_), getattr(again_cb, field_),
+                        "clusters[] tokens and docs")
 
     def provenance(self, art: StoreArtifact) -> None:
         c = self.new("provenance", "spec.hash and the stage keys follow from the recorded spec and inputs; the "
@@ -447,6 +488,7 @@ def audit(reader: StoreReader, *, deep: bool = False, sample: int = 1000, seed: 
     a.ledgers(art)
     a.cells(art)
     a.counters(art)
+    a.reports(art)
     a.provenance(art)
     if inputs:
         a.inputs(art)

@@ -14,7 +14,9 @@ from typer.testing import CliRunner
 
 from mixture.accounting import StoreReader, audit, connect
 from mixture.cli import app
-from mixture.store.formats import Ledger, StoreArtifact, read_model, write_model
+from mixture.fit.balance import cluster_balance
+from mixture.store.formats import Ledger, NearDuplicateReport, StoreArtifact, read_model, write_model
+from mixture.store.loss import store_loss
 
 runner = CliRunner()
 
@@ -35,8 +37,9 @@ def _write(path: Path, model: Ledger | StoreArtifact) -> None:
 def test_audit_passes_on_valid_store(store: Path, template_store) -> None:
     result = audit(StoreReader(str(store)), deep=True, sample=50)
     assert result.status == "ok", result.messages()
-    assert [c.status for c in result.checks if c.name != "provenance"] == ["pass"] * (len(result.checks) - 1)
-    assert result.check("provenance").status == "skip"  # a synthetic store is not built from a spec and inputs
+    skipped = {"provenance", "reports"}  # a synthetic store is not built from a spec and inputs, and has no reports
+    assert [c.status for c in result.checks if c.name not in skipped] == ["pass"] * (len(result.checks) - 2)
+    assert result.check("provenance").status == result.check("reports").status == "skip"
     n_shards = sum(c.shards for c in template_store[1].cells)
     assert result.check("files").checked == n_shards == 45
     assert result.check("checksums").checked == n_shards
@@ -234,3 +237,43 @@ def test_a_ledger_with_a_wrong_field_type_is_an_unreadable_ledger(store: Path) -
     assert "shards[0].rows: Input should be a valid integer" in reader.ledger_errors()["cluster=01/quality=0"]
     fails = [f.message() for f in audit(reader).check("ledgers").failures]
     assert any(m.startswith("cluster=01/quality=0/_ledger.json: unreadable ledger (shards[0].rows:") for m in fails)
+
+
+def _with_reports(store: Path) -> StoreArtifact:
+    """The synthetic store with the loss, near-duplicate and cluster-balance blocks a build writes."""
+    art = _store_json(store)
+    nd = NearDuplicateReport(measure="word 5-gram Jaccard", threshold=0.7, anchors=8, signature_margin=0.1,
+                             band_pairs=9, buckets=4, documents=8, pairs_considered=6, pairs_ruled_out=2,
+                             pairs_compared=4, pairs_verified=1, pairs_rejected=5,
+                             drops=art.counters.fuzzy_duplicate_dropped, kept_similar=0)
+    art = art.model_copy(update={"loss": store_loss(art, 0.5), "near_duplicates": nd,
+                                 "cluster_balance": cluster_balance(art.clusters, 0.0, 0.9)})
+    _write(store / "store.json", art)
+    return art
+
+
+def test_reports_agree_with_what_they_summarise(store: Path) -> None:
+    art = _with_reports(store)
+    result = audit(StoreReader(str(store)))
+    assert result.status == "ok", result.messages()
+    assert result.check("reports").status == "pass" and result.check("reports").checked > 10
+
+    loss = art.loss.model_copy(update={"over": ["web"]})
+    first = art.loss.sources[0].model_copy(update={"quarantined": art.loss.sources[0].quarantined + 5})
+    loss.sources[0] = first
+    nd = art.near_duplicates.model_copy(update={"drops": 7, "pairs_compared": 3})
+    balance = art.cluster_balance.model_copy(update={"largest_cluster": art.cluster_balance.smallest_cluster + 1})
+    _write(store / "store.json", art.model_copy(update={"loss": loss, "near_duplicates": nd,
+                                                        "cluster_balance": balance}))
+    result = audit(StoreReader(str(store)))
+    assert result.status == "failed"
+    msgs = [f.message() for f in result.check("reports").failures]
+    assert f"loss {first.name}: quarantined: sources[] and its broken files {first.quarantined - 5} ≠ store.json " \
+           f"{first.quarantined}" in msgs, msgs
+    assert "loss: over: sources whose verdict is not ok [] ≠ store.json ['web']" in msgs, msgs
+    assert f"near_duplicates: drops: counters.fuzzy_duplicate_dropped {art.counters.fuzzy_duplicate_dropped} ≠ " \
+           "store.json 7" in msgs, msgs
+    assert "near_duplicates: pairs_considered: pairs_ruled_out + pairs_compared 5 ≠ store.json 6" in msgs, msgs
+    assert any(m.startswith("cluster_balance: largest_cluster: clusters[] tokens and docs") for m in msgs), msgs
+    cli = runner.invoke(app, ["audit", str(store)])
+    assert cli.exit_code == 1 and "near_duplicates: drops" in cli.output

@@ -21,6 +21,7 @@ def test_audit_passes_on_built_store(built_store) -> None:
     assert result.status == "ok", "\n".join(result.messages()[:20])
     assert result.check("files").checked == sum(c.shards for c in built_store.artifact.cells) > 0
     assert result.check("tokens (deep)").checked > 0
+    assert result.check("reports").status == "pass" and result.check("reports").checked > 10
     cli = runner.invoke(app, ["audit", str(built_store.store)])
     assert cli.exit_code == 0, cli.output
 
