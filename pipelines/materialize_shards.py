@@ -31,8 +31,8 @@ class WriteMixtureShards(PipelineStep):
     the row groups holding one of them, `batch_rows` rows decoded at a time, and kept (id, text, source) until the
     group's shards are written. A shard already present under its final name (a killed task's; renames are
     atomic) is kept and only checksummed. Stats (datatrove keeps the total, mean and max of each):
-    `rows_decoded` (a value per batch: its max is the rows decoded at a time), `held_rows` / `held_bytes` (a value
-    per group: the documents kept and their Arrow bytes), `shards_written`, `shards_kept`."""
+    `rows_decoded` (a value per batch: its max is the rows decoded at a time), `held_rows`, `held_chars`, `held_bytes` (a
+    value per group: the documents kept, the characters of their text, their Arrow bytes), `shards_written`, `shards_kept`."""
 
     name = "🧩 mixture shards"
     type = "✍️ - WRITER"
@@ -70,8 +70,8 @@ class WriteMixtureShards(PipelineStep):
             files = pq.read_table(work.files, filesystem=fs).column("path").to_pylist()
             reader = StoreReader(self.store_uri)
             for a, b in passes_within([shards["chars"][i] for i in todo], self.memory_chars):
-                group = [todo[j] for j in range(a, b)]
-                facts.update(self._write_group(fs, root, work, reader, files, shards, mine, group))
+                with self.track_time("group"):
+                    facts.update(self._write_group(fs, root, work, reader, files, shards, mine, todo[a:b]))
         written: dict[str, list[ManifestShard]] = {}
         for i, s in enumerate(mine):
             written.setdefault(self.phases[shards["phase"][i]], []).append(facts[s])
@@ -92,6 +92,7 @@ class WriteMixtureShards(PipelineStep):
         keys, where = np.unique(file.astype(np.int64) << 40 | row, return_inverse=True)
         held = self._fetch(reader, files, keys)
         self.stat_update("held_rows", value=held.num_rows)
+        self.stat_update("held_chars", value=int(pc.sum(pc.utf8_length(held.column("text"))).as_py() or 0))
         self.stat_update("held_bytes", value=held.nbytes)
         names = pa.array([c[0] for c in self.cells], pa.string())
         clusters = pa.array([c[1] for c in self.cells], pa.int16())
