@@ -21,6 +21,14 @@ from mixture.store.io import DigestingFile, open_atomic
 FETCHED = ("id", "text", "source")  # read from the store; n_tokens comes with the draws
 
 
+def _size(fs, path: str) -> int | None:
+    """The file's size, None when there is none."""
+    try:
+        return int(fs.info(path).get("size") or 0)
+    except FileNotFoundError:
+        return None
+
+
 class WriteMixtureShards(PipelineStep):
     """Task `rank` of `world_size` writes shards `task_shards(S, world_size, rank)` of the draw plan in
     `DIR/_materialize/work/` into `DIR/phase=NAME/part-NNNNN.parquet` (temporary name, then a rename; size and
@@ -47,22 +55,22 @@ class WriteMixtureShards(PipelineStep):
         fs, root = url_to_fs(self.out_dir)
         root = root.rstrip("/")
         work = WorkFiles(root)
-        shards = pq.read_table(work.shards, filesystem=fs)
-        mine = task_shards(shards.num_rows, world_size, rank)
-        shards = shards.slice(mine.start, len(mine)).to_pydict()
-        present: dict[str, int] = {}
-        for p in sorted({shards["phase"][i] for i in range(len(mine))}):
-            pdir = f"{root}/{phase_dir(self.phases[p])}"
-            fs.invalidate_cache(pdir)
-            if fs.exists(pdir):
-                present.update({i["name"]: int(i.get("size") or 0) for i in fs.ls(pdir, detail=True)})
+        n_shards = pq.read_metadata(work.shards, filesystem=fs).num_rows
+        mine = task_shards(n_shards, world_size, rank)
+        shards = pq.read_table(work.shards, filesystem=fs, filters=[("shard", ">=", mine.start),
+                                                                    ("shard", "<", mine.stop)]).to_pydict()
+        if shards["shard"] != list(mine):
+            raise RuntimeError(f"{work.shards}: shards {mine.start}…{mine.stop - 1} are not listed in order; delete "
+                               f"{work.logging} and rerun")
+        fs.invalidate_cache()  # an earlier attempt's shards were written by another process
         facts: dict[int, ManifestShard] = {}
         todo = []
         for i, s in enumerate(mine):
             path = self._path(root, shards["phase"][i], shards["part"][i])
-            if path in present:  # finished by an earlier attempt of this task
+            size = _size(fs, path)
+            if size is not None:  # written by an earlier attempt of this task (renamed into place: complete)
                 facts[s] = ManifestShard(path=shard_name(shards["part"][i]), rows=shards["rows"][i],
-                                         tokens=shards["tokens"][i], bytes=present[path], xxh64=file_digest(fs, path))
+                                         tokens=shards["tokens"][i], bytes=size, xxh64=file_digest(fs, path))
                 self.stat_update("shards_kept")
             else:
                 todo.append(i)

@@ -36,6 +36,7 @@ from mixture.planner.draws import (  # noqa: F401  (re-exported: the draw's buil
     phase_dir,
     plan_draws,
     shard_name,
+    task_shards,
 )
 from mixture.planner.formats import (
     MANIFEST,
@@ -300,7 +301,7 @@ def run_tasks(t: Target, work: MaterializeWork, executor: str, workers: int, ex:
     runner = stage_executor([step], work.tasks, "materialize", logging, ex, executor, workers,
                             f"{t.plan.name}.materialize")
     stop = threading.Event()
-    follower = threading.Thread(target=_follow, args=(t, work.shards, progress, stop), daemon=True)
+    follower = threading.Thread(target=_follow, args=(t, work, progress, stop), daemon=True)
     if progress:
         follower.start()
     try:
@@ -321,18 +322,24 @@ def run_tasks(t: Target, work: MaterializeWork, executor: str, workers: int, ex:
         progress("shards", work.shards, work.shards)
 
 
-def _follow(t: Target, total: int, progress: Progress, stop: threading.Event) -> None:
-    """Count the shards present while the tasks run (every shard appears by a rename: present = written)."""
-    every = 0.5 if "file" in t.fs.protocol or "local" in t.fs.protocol else 2.0
+def _follow(t: Target, work: MaterializeWork, progress: Progress, stop: threading.Event) -> None:
+    """Count the shards written while the tasks run: those of the tasks with a completion marker, and on a local
+    folder every shard present (each appears by a rename: present = written)."""
+    local = "file" in t.fs.protocol or "local" in t.fs.protocol
+    completions = f"{t.work.logging}/completions"
     while True:
         try:
-            fs, root = url_to_fs(t.out)  # a filesystem of its own: this thread lists while the tasks write
+            fs, root = url_to_fs(t.out)
             fs.invalidate_cache()
-            n = len(fs.glob(f"{root.rstrip('/')}/phase=*/part-*.parquet"))
-            progress("shards", min(n, total), total)
-        except OSError:
+            done = [int(p.rsplit("/", 1)[-1]) for p in fs.ls(completions, detail=False)] if fs.exists(completions) \
+                else []
+            n = sum(len(task_shards(work.shards, work.tasks, r)) for r in done)
+            if local:
+                n = max(n, len(fs.glob(f"{root.rstrip('/')}/phase=*/part-*.parquet")))
+            progress("shards", min(n, work.shards), work.shards)
+        except (OSError, ValueError):
             pass
-        if stop.wait(every):
+        if stop.wait(0.5 if local else 5.0):
             return
 
 
