@@ -119,11 +119,12 @@ def task_stats(out: Path) -> dict:
 def markdown(results: list[dict], args, cmd: str) -> str:
     heads = " | ".join(f"{r['size']}×" for r in results)
     row = lambda label, f: f"| {label} | " + " | ".join(f(r) for r in results) + " |"  # noqa: E731
+    uname = subprocess.run(["uname", "-a"], capture_output=True, text=True).stdout.strip()
     lines = [
         BEGIN,
         "## Materialize: memory of a task as the mixture grows (`bench/materialize_bench.py`)",
         "",
-        f"Machine: {machine()}; `uname -a`: `{os.uname().sysname} {os.uname().release} {os.uname().machine}`. "
+        f"Machine: {machine()}; `uname -a`: `{uname}`. "
         "Load average (1/5/15 min) when each run started: "
         + "; ".join(f"{r['size']}×: {r['load']}" for r in results) + ".",
         "",
@@ -166,8 +167,8 @@ def markdown(results: list[dict], args, cmd: str) -> str:
         "of its documents, and random draws spread a group's documents over nearly all of them (docs/storage.md, "
         "Limits); that, and starting the task processes (datatrove, Arrow: several seconds each on this loaded "
         "machine), is the wall time over the one-process version, which held the whole text instead. "
-        "*Before*: the same plans with `--baseline`, the previous version's `mixture materialize` (one process; "
-        "its peak grows with the text of the cells drawn).",
+        "*Before*: the same plans with `--baseline OLD/.venv/bin/mixture`, the previous version's `mixture "
+        "materialize` (one process; its peak grows with the text of the cells drawn).",
         END,
     ]
     return "\n".join(lines) + "\n"
@@ -192,10 +193,11 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--results", help="JSON lines of the sizes already measured (the lines this prints): render the "
                                      "section from them instead of measuring")
     args = p.parse_args(argv)
-    cmd = "python -m bench.materialize_bench" + (" --baseline OLD/.venv/bin/mixture" if args.baseline else "")
     if args.results:
         results = [json.loads(line) for line in Path(args.results).read_text().splitlines() if line.startswith("{")]
         args.baseline = args.baseline or any("baseline" in r for r in results)
+    cmd = "python -m bench.materialize_bench" + (" --baseline OLD/.venv/bin/mixture" if args.baseline else "")
+    if args.results:
         return _publish(markdown(results, args, cmd), args.no_publish)
     root = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="materialize-bench-"))
     mixture = str(REPO / ".venv" / "bin" / "mixture")
