@@ -14,7 +14,7 @@ from mixture.planner.counts import PlanInputError
 from mixture.planner.exports import FORMATS, ExportError, export_plan
 from mixture.planner.formats import Plan, read_plan
 from mixture.planner.inputs import build_inputs, load_planning_spec
-from mixture.planner.materialize import DEFAULT_SHARD_BYTES, MaterializeError, materialize, parse_bytes
+from mixture.planner.materialize import MaterializeError, materialize, parse_bytes
 from mixture.planner.plan import compute_plan
 from mixture.planner.realised import RealisedError, realised_ledger
 from mixture.planner.report import print_ladder, print_plan, print_realised
@@ -152,7 +152,7 @@ def materialize_cmd(
     plan_path: str = typer.Argument(..., help="plan.json from `mixture plan`"),
     out: str = typer.Option(..., "--out", help="output folder, local or gs://, s3://…: DIR/phase=NAME/part-NNNNN.parquet + manifest.json"),
     store: str | None = typer.Option(None, "--store", help="store to draw from (default: the plan's store_uri)"),
-    shard_bytes: str = typer.Option(str(DEFAULT_SHARD_BYTES), "--shard-bytes",
+    shard_bytes: str = typer.Option("128MB", "--shard-bytes",
                                     help="text per shard: 128MB, 1GB, … (counted in characters: the bytes of ASCII text)"),
     seed: int | None = typer.Option(None, "--seed", help="permutation seed (default: the plan's)"),
     executor: str = typer.Option("local", "--executor", help="local | ray | slurm: datatrove's executor, as for `mixture build`"),
