@@ -44,28 +44,35 @@ def _cluster_workers(ex: Execution, workers: int) -> int:
 
 def make_executor(ctx: BuildContext, stage: Stage, executor: str, workers: int, chain: SlurmChain | None = None):
     """The datatrove executor of `stage`; `chain`: the Slurm stages this build submitted and has not waited for."""
-    logging_dir = ctx.at(layout.stage_dir(stage.name))
-    ex = ctx.execution(stage.name)
+    return stage_executor(stage.pipeline, stage.tasks, stage.name, ctx.at(layout.stage_dir(stage.name)),
+                          ctx.execution(stage.name), executor, workers, f"{ctx.spec.name}.{stage.name}", chain,
+                          driver_waits_after(ctx.spec, stage.name))
+
+
+def stage_executor(pipeline: list, tasks: int, name: str, logging_dir: str, ex: Execution, executor: str,
+                   workers: int, job_name: str, chain: SlurmChain | None = None, barrier: bool = True):
+    """The datatrove executor that runs `pipeline` as `tasks` tasks with its logs and completions in `logging_dir`
+    (a build's stage, or `mixture materialize`); `barrier`: a Slurm driver waits for the chain after it."""
     if executor == "local":
-        return LocalExecutor(pipeline=stage.pipeline, tasks=stage.tasks, workers=min(workers, stage.tasks),
+        return LocalExecutor(pipeline=pipeline, tasks=tasks, workers=min(workers, tasks),
                              logging_dir=logging_dir, start_method=LOCAL_START_METHOD)
     if executor == "ray":
         address = ex.address or os.environ.get("RAY_ADDRESS")
         with _quiet_unless(address, "datatrove.executor.ray"):  # its "local logging dir" warning is moot on one host
             return RayStageExecutor(
-                pipeline=stage.pipeline, tasks=stage.tasks, workers=_cluster_workers(ex, workers), logging_dir=logging_dir,
+                pipeline=pipeline, tasks=tasks, workers=_cluster_workers(ex, workers), logging_dir=logging_dir,
                 cpus_per_task=ex.cpus_per_task, mem_per_cpu_gb=ex.mem_per_cpu_gb, tasks_per_job=ex.tasks_per_job,
-                address=address, local_cpus=max(workers, ex.cpus_per_task), stage_name=stage.name)
+                address=address, local_cpus=max(workers, ex.cpus_per_task), stage_name=name)
     if executor == "slurm":
         return SlurmStageExecutor(
-            pipeline=stage.pipeline, tasks=stage.tasks, time=ex.time, partition=ex.partition,
+            pipeline=pipeline, tasks=tasks, time=ex.time, partition=ex.partition,
             cpus_per_task=ex.cpus_per_task, mem_per_cpu_gb=ex.mem_per_cpu_gb, workers=_cluster_workers(ex, workers),
-            job_name=f"{ctx.spec.name}.{stage.name}", qos=ex.qos or "", env_command=ex.env_command or default_env_command(),
+            job_name=job_name, qos=ex.qos or "", env_command=ex.env_command or default_env_command(),
             sbatch_args=dict(ex.sbatch_args), max_array_size=ex.max_array_size, logging_dir=logging_dir,
-            slurm_logs_folder=f"{ex.slurm_logs_dir.rstrip('/')}/{stage.name}" if ex.slurm_logs_dir else None,
+            slurm_logs_folder=f"{ex.slurm_logs_dir.rstrip('/')}/{name}" if ex.slurm_logs_dir else None,
             tasks_per_job=ex.tasks_per_job, job_id_retriever=JobIdRecorder(),
-            chain=SlurmChain() if chain is None else chain, barrier=driver_waits_after(ctx.spec, stage.name),
-            poll_seconds=ex.poll_seconds, stage_name=stage.name)
+            chain=SlurmChain() if chain is None else chain, barrier=barrier,
+            poll_seconds=ex.poll_seconds, stage_name=name)
     raise ExecutorError(f"executor {executor!r} is not supported; use one of {', '.join(EXECUTORS)}")
 
 

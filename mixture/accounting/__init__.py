@@ -42,6 +42,10 @@ Python API::
         # kept documents matching, read from the finished shards a few files per query (document_search.py)
     scan_documents(reader, ..., budget=ScanBudget(max_rows, max_seconds)) -> DocumentScan
         # the same within a row / time budget: .hits, .rows_read, .files_read, .files, .stopped
+    document_index(reader, [(cluster, quality), ...]) -> DocumentIndex   # per document of those cells, by cell
+        # and id: n_tokens, n_chars, shard file and row; no text read (document_rows.py, `mixture materialize`)
+    read_rows(reader, shard, rows, columns, batch_rows=256)   # those rows of one shard: only the row groups
+        # holding them, a batch at a time
     store_status(reader), lock_info(reader), stages(reader), cell_progress(reader), side_counts(reader)
         # a store still building: state and stamp, _build/LOCK, _build/<stage>/ completions, rows and tokens so
         # far per cell and per drop reason from Parquet footers (build_progress.py)
@@ -76,6 +80,7 @@ from mixture.accounting.build_progress import (
 from mixture.accounting.checks import AuditResult, Check, Failure, audit
 from mixture.accounting.counts import CellCount, Counts, CountsError, load_counts, store_counts
 from mixture.accounting.diffs import DiffResult, diff
+from mixture.accounting.document_rows import DocumentIndex, document_index, read_rows
 from mixture.accounting.document_search import DocumentScan, ScanBudget, scan_documents, search_documents
 from mixture.accounting.languages import calibration_groups, language_mix
 from mixture.accounting.model_artifacts import centroids, model_json, sample_vectors
@@ -102,6 +107,7 @@ __all__ = [
     "Counts",
     "CountsError",
     "DiffResult",
+    "DocumentIndex",
     "DocumentScan",
     "Failure",
     "Footer",
@@ -117,6 +123,7 @@ __all__ = [
     "connect",
     "counters_table",
     "diff",
+    "document_index",
     "dropped",
     "language_mix",
     "ledger_shard_table",
@@ -128,6 +135,7 @@ __all__ = [
     "published_cell_table",
     "quarantine",
     "read_footer",
+    "read_rows",
     "report",
     "sample_vectors",
     "samples",

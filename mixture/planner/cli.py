@@ -14,11 +14,12 @@ from mixture.planner.counts import PlanInputError
 from mixture.planner.exports import FORMATS, ExportError, export_plan
 from mixture.planner.formats import Plan, read_plan
 from mixture.planner.inputs import build_inputs, load_planning_spec
-from mixture.planner.materialize import DEFAULT_SHARD_BYTES, MaterializeError, materialize, parse_bytes
+from mixture.planner.materialize import MaterializeError, materialize, parse_bytes
 from mixture.planner.plan import compute_plan
 from mixture.planner.realised import RealisedError, realised_ledger
 from mixture.planner.report import print_ladder, print_plan, print_realised
 from mixture.planner.run import repair_plan
+from mixture.spec.models import Execution
 from mixture.store.formats import FormatError, dump
 
 HARD = ("over_cap", "empty_cell")
@@ -133,31 +134,62 @@ def export_cmd(
         typer.echo(text, nl=False)
 
 
+MATERIALIZE_HELP = (
+    "Draw every cell's planned tokens from the store and write phase-ordered, interleaved Parquet shards, then "
+    "DIR/phase=NAME/_manifest.json and DIR/manifest.json (last: its presence means complete).\n\n"
+    "First the draw plan is decided from the documents' sizes alone (ids, n_tokens, n_chars; no text): which "
+    "documents each cell gives each phase, their training order and their shard. Then --tasks datatrove tasks, "
+    "run by --executor like the build's stages, each write a range of the shards, fetching only the text of their "
+    "documents from the store, a row group at a time; a task holds at most --memory of text (or one shard, when "
+    "--shard-bytes is bigger). The shards are the same bytes for any task count, worker count or executor.\n\n"
+    "Rerunning a killed materialize resumes it: finished tasks are skipped, shards already written are kept "
+    "(DIR/_materialize/ holds the draw plan, datatrove's completions and task logs until the manifest is published). "
+    "A finished DIR of the same plan, store, seed and shard size is left as it is."
+)
+
+
 def materialize_cmd(
     plan_path: str = typer.Argument(..., help="plan.json from `mixture plan`"),
     out: str = typer.Option(..., "--out", help="output folder, local or gs://, s3://…: DIR/phase=NAME/part-NNNNN.parquet + manifest.json"),
     store: str | None = typer.Option(None, "--store", help="store to draw from (default: the plan's store_uri)"),
-    shard_bytes: str = typer.Option(str(DEFAULT_SHARD_BYTES), "--shard-bytes", help="text bytes per shard: 128MB, 1GB, …"),
+    shard_bytes: str = typer.Option("128MB", "--shard-bytes",
+                                    help="text per shard: 128MB, 1GB, … (counted in characters: the bytes of ASCII text)"),
     seed: int | None = typer.Option(None, "--seed", help="permutation seed (default: the plan's)"),
+    executor: str = typer.Option("local", "--executor", help="local | ray | slurm: datatrove's executor, as for `mixture build`"),
+    tasks: int | None = typer.Option(None, "--tasks", min=1,
+                                     help="tasks sharing the shards (default: --workers; at most one per shard)"),
+    workers: int = typer.Option(-1, "--workers", help="tasks at once: -1 = all cores locally, no limit on a cluster"),
+    memory: str = typer.Option("1GB", "--memory", help="text one task holds at a time (characters): 512MB, 4GB, …"),
+    address: str | None = typer.Option(None, "--address", help="ray: cluster to attach to (default RAY_ADDRESS, else a local one)"),
+    partition: str | None = typer.Option(None, "--partition", help="slurm partition"),
+    time: str | None = typer.Option(None, "--time", help="slurm time limit per array job, e.g. 04:00:00"),
+    cpus_per_task: int | None = typer.Option(None, "--cpus-per-task", min=1, help="ray/slurm: CPUs per task"),
+    mem_per_cpu_gb: float | None = typer.Option(None, "--mem-per-cpu-gb", help="ray/slurm: memory per CPU in GB (give a task more than --memory)"),
+    tasks_per_job: int | None = typer.Option(None, "--tasks-per-job", min=1, help="ray/slurm: tasks per Ray job / Slurm array element"),
+    keep_work: bool = typer.Option(False, "--keep-work", help="keep DIR/_materialize/ (task logs, stats, draw plan) after publishing"),
 ) -> None:
-    """Draw every cell's planned tokens from the store and write phase-ordered, interleaved Parquet shards."""
     console = Console()
     try:
-        size = parse_bytes(shard_bytes)
+        size, budget = parse_bytes(shard_bytes), parse_bytes(memory)
+        ex = Execution.model_validate({k: v for k, v in {
+            "executor": executor, "workers": workers, "address": address, "partition": partition, "time": time,
+            "cpus_per_task": cpus_per_task, "mem_per_cpu_gb": mem_per_cpu_gb, "tasks_per_job": tasks_per_job,
+        }.items() if v is not None})
         plan = load_plan(plan_path)
-    except (ValueError, PlanInputError) as exc:
+    except (ValueError, PlanInputError) as exc:  # pydantic's ValidationError is a ValueError
         raise _fail(console, str(exc)) from None
-    used = len(plan.used_cells())
+    n_workers = ex.workers if ex.workers > 0 else (os.cpu_count() or 1)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console, transient=True) as bar:
-        draw = bar.add_task("drawing cells", total=used)
+        draw = bar.add_task("drawing cells", total=len(plan.used_cells()))
         shards = bar.add_task("writing shards", total=None)
 
-        def tick(kind: str, n: int) -> None:
-            bar.advance(draw if kind == "draw" else shards, n)
+        def tick(kind: str, done: int, total: int) -> None:
+            bar.update(draw if kind == "draw" else shards, completed=done, total=total)
 
         try:
-            manifest = materialize(plan, out, store, size, seed, progress=tick)
+            manifest = materialize(plan, out, store, size, seed, progress=tick, tasks=tasks, workers=n_workers,
+                                   executor=ex.executor, execution=ex, memory=budget, keep_work=keep_work)
         except MaterializeError as exc:
             raise _fail(console, str(exc), 1) from None
     for ph in manifest.phases:
@@ -191,5 +223,5 @@ def realised_cmd(
 def register(app: typer.Typer) -> None:
     app.command("plan")(plan_cmd)
     app.command("export")(export_cmd)
-    app.command("materialize")(materialize_cmd)
+    app.command("materialize", help=MATERIALIZE_HELP)(materialize_cmd)
     app.command("realised")(realised_cmd)

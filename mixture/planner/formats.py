@@ -320,3 +320,26 @@ def read_manifest(folder: str, fs: fsspec.AbstractFileSystem | None = None) -> M
     given); FormatError naming the file and field when it is absent or does not match its format."""
     path = f"{str(folder).rstrip('/')}/{MANIFEST}"
     return read_model(Manifest, path, "run `mixture materialize` again to rewrite it", fs=fs)
+
+
+# -- DIR/_materialize/: the work of a materialize run (removed once manifest.json is published) ----------------
+class MaterializeWork(Format):
+    """`_materialize/work/key.json`: what the draw plan beside it was made from, written after it (a run that
+    finds it with the same key resumes: finished tasks are skipped; another key starts over)."""
+
+    key: str = Field(pattern=r"^[0-9a-f]{16}$", description="xxh64 of every field below except tasks")
+    plan_id: str = Field(description="the plan materialized")
+    store_uri: str = Field(description="the store drawn from")
+    store_created: str = Field(description="the store's store.json `created`: a rebuilt store is another store")
+    seed: int = Field(description="the permutation seed")
+    shard_bytes: int = Field(gt=0, description="text per shard (characters, see docs/planner.md)")
+    code_version: str = Field(description="mixture's version and the manifest format")
+    tasks: int = Field(ge=1, description="the task count the draws were shared out to (task r writes a range of shards)")
+    shards: int = Field(ge=0, description="shards over every phase")
+
+
+class TaskShards(Format):
+    """`_materialize/work/written/NNNNN.json`: the shards one materialize task wrote, measured as it wrote them."""
+
+    task: int = Field(ge=0, description="the task (datatrove rank)")
+    shards: dict[str, list[ManifestShard]] = Field(description="per phase name, in shard order")

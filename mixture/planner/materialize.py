@@ -1,65 +1,63 @@
-"""Materialize a plan: draw each cell's tokens from the store (seeded passes), interleave, write Parquet shards."""
+"""Materialize a plan: decide every draw from the documents' sizes (no text), then write the shards as datatrove
+tasks on the build's executors (local, Ray, Slurm), each task fetching the text of its own shards; manifests last."""
 
 from __future__ import annotations
 
+import json
 import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import xxhash
 from fsspec import AbstractFileSystem
 from fsspec.core import url_to_fs
 
-from mixture.accounting import StoreNotReady, StoreReader, connect
+import mixture
+from mixture.accounting import StoreNotReady, StoreReader
+from mixture.accounting.document_rows import document_index
+from mixture.planner.draws import (  # noqa: F401  (re-exported: the draw's building blocks)
+    DRAWS_SCHEMA,
+    SHARD_SCHEMA,
+    SHARDS_SCHEMA,
+    CellDraw,
+    CellStream,
+    DrawPlan,
+    MaterializeError,
+    WorkFiles,
+    cell_seed,
+    cell_stream,
+    choose_cut,
+    draw_cell,
+    draw_phases,
+    interleave,
+    phase_dir,
+    plan_draws,
+    shard_name,
+    task_shards,
+)
 from mixture.planner.formats import (
     MANIFEST,
     MANIFEST_FORMAT_VERSION,
     PHASE_MANIFEST,
     Manifest,
-    ManifestCell,
-    ManifestCellPhase,
-    ManifestShard,
+    MaterializeWork,
     PhaseManifest,
     Plan,
-    PlanCell,
+    TaskShards,
+    read_manifest,
 )
-from mixture.store.formats import FormatError, write_model
-from mixture.store.io import DigestingFile, open_atomic
+from mixture.spec.models import Execution
+from mixture.store.formats import FormatError, StoreArtifact, read_model, read_models, write_model
 
 DEFAULT_SHARD_BYTES = 128 * 2**20
-SHARD_SCHEMA_COLUMNS = ("id", "text", "n_tokens", "source", "cell", "cluster", "quality", "pass")
-
-
-class MaterializeError(RuntimeError):
-    """The plan cannot be drawn from this store (the message names the cell and what to do)."""
-
-
-@dataclass
-class CellStream:
-    """A cell's documents in draw order: seeded permutation 0, then 1, ... (`passes`), with running token sums."""
-
-    stream: np.ndarray  # row of the cell's table
-    passes: np.ndarray  # which permutation (pass) the row comes from
-    tokens: np.ndarray  # n_tokens of each drawn row
-    cum: np.ndarray  # cumulative tokens
-
-
-@dataclass
-class CellDraw:
-    """One cell's drawn stream cut into phases: stream[cuts[p-1]:cuts[p]] is what phase p takes."""
-
-    stream: np.ndarray
-    passes: np.ndarray
-    cuts: list[int]
-    tokens: np.ndarray
-
-
-def phase_dir(name: str) -> str:
-    return f"phase={name}"
+DEFAULT_MEMORY = 2**30
+SHARD_SCHEMA_COLUMNS = tuple(SHARD_SCHEMA.names)
+DRAWS_FORMAT = 1  # the work tables' layout: a key of another version starts over
+DRAWS_ROW_GROUP = 65_536  # rows per row group of draws.parquet: a task reads the groups of its shards only
+Progress = Callable[[str, int, int], None]  # (what, done, total): "draw" (cells), "shards" (written)
 
 
 def parse_bytes(value: str | int) -> int:
@@ -83,107 +81,35 @@ def parse_bytes(value: str | int) -> int:
     return out
 
 
-def cell_seed(seed: int, cell: str, pass_index: int) -> np.random.Generator:
-    return np.random.default_rng([seed, xxhash.xxh64_intdigest(cell.encode()), pass_index])
+@dataclass
+class Target:
+    """One materialize run: what it draws and where it writes (`root`: DIR on `fs`, without protocol)."""
+
+    plan: Plan
+    out: str  # DIR as given (a URL or a path)
+    fs: AbstractFileSystem
+    root: str
+    store_uri: str
+    artifact: StoreArtifact
+    seed: int
+    shard_bytes: int
+
+    @property
+    def work(self) -> WorkFiles:
+        return WorkFiles(self.root)
+
+    def key(self) -> MaterializeWork:
+        """What the draw plan is made from (tasks and shards are filled in once it is drawn)."""
+        fields = {"plan_id": self.plan.plan_id, "store_uri": self.store_uri, "store_created": self.artifact.created,
+                  "seed": self.seed, "shard_bytes": self.shard_bytes,
+                  "code_version": f"{mixture.__version__}+manifest{MANIFEST_FORMAT_VERSION}+draws{DRAWS_FORMAT}"}
+        key = xxhash.xxh64_hexdigest(json.dumps(fields, sort_keys=True))
+        return MaterializeWork(key=key, tasks=1, shards=0, **fields)
 
 
-def cell_stream(n_tokens: np.ndarray, total_target: int, seed: int, cell: str, phases: int = 1) -> CellStream:
-    """Enough seeded passes over the cell to cover `total_target` tokens plus one document of slack per phase."""
-    n, N = len(n_tokens), int(n_tokens.sum())
-    if total_target == 0:
-        empty = np.zeros(0, dtype=np.int64)
-        return CellStream(empty, empty, empty, empty)
-    if N <= 0:
-        raise MaterializeError(f"cell {cell}: the plan draws {total_target} tokens but the store has none in it")
-    count = total_target // N + 1 + -(-phases * int(n_tokens.max()) // N)
-    stream = np.concatenate([cell_seed(seed, cell, j).permutation(n) for j in range(count)])
-    tokens = n_tokens[stream]
-    return CellStream(stream, np.repeat(np.arange(count), n), tokens, np.cumsum(tokens))
-
-
-def choose_cut(cum: np.ndarray, start: int, target: int, carry: int) -> tuple[int, int]:
-    """End position of a draw of `target` tokens from stream position `start`: the document boundary just below or
-    just above the target, whichever keeps `carry + error` closest to zero (a target below half a document can
-    take none). Returns (end, error)."""
-    if target <= 0:
-        return start, 0
-    base = int(cum[start - 1]) if start > 0 else 0
-    i = int(np.searchsorted(cum, base + target, side="left"))
-    if i >= len(cum):  # the stream has slack for this; stay safe anyway
-        return len(cum), int(cum[-1]) - base - target
-    over = int(cum[i]) - base - target
-    under = (int(cum[i - 1]) if i > 0 else 0) - base - target
-    if abs(carry + under) <= abs(carry + over):
-        return i, under
-    return i + 1, over
-
-
-def draw_phases(streams: dict[str, CellStream], targets: dict[str, list[int]], n_phases: int) -> dict[str, list[int]]:
-    """Cut every cell's stream phase by phase. Each (phase, cell) is within one document of its target; the
-    error is carried from cell to cell (in the given order) so each phase total stays within about one document."""
-    cuts: dict[str, list[int]] = {c: [] for c in streams}
-    for p in range(n_phases):
-        carry = 0
-        for c, st in streams.items():
-            start = cuts[c][-1] if cuts[c] else 0
-            end, err = choose_cut(st.cum, start, targets[c][p], carry)
-            carry += err
-            cuts[c].append(end)
-    return cuts
-
-
-def draw_cell(n_tokens: np.ndarray, targets: list[int], seed: int, cell: str) -> CellDraw:
-    """One cell alone: seeded passes cut at each phase target (whole passes, then a fresh permutation's prefix)."""
-    st = cell_stream(n_tokens, int(sum(targets)), seed, cell, len(targets))
-    cuts = draw_phases({cell: st}, {cell: list(targets)}, len(targets))[cell]
-    end = cuts[-1] if cuts else 0
-    return CellDraw(st.stream[:end], st.passes[:end], cuts, st.tokens[:end])
-
-
-def interleave(parts: list[np.ndarray]) -> np.ndarray:
-    """Order for the concatenation of per-cell token sequences so that every prefix holds the cells in their token
-    proportions: document i of a cell sits at (tokens before it + half its own) / the cell's tokens of the phase.
-    Ties go to the earlier cell, then the earlier document."""
-    keys, cells, pos = [], [], []
-    for k, tok in enumerate(parts):
-        if len(tok) == 0:
-            continue
-        cum = np.cumsum(tok, dtype=np.float64)
-        keys.append((cum - tok / 2.0) / cum[-1])
-        cells.append(np.full(len(tok), k, dtype=np.int64))
-        pos.append(np.arange(len(tok), dtype=np.int64))
-    if not keys:
-        return np.zeros(0, dtype=np.int64)
-    key, cell, p = np.concatenate(keys), np.concatenate(cells), np.concatenate(pos)
-    return np.lexsort((p, cell, key))
-
-
-def _remove(fs: AbstractFileSystem, path: str) -> None:
-    if fs.exists(path):
-        fs.rm(path)
-
-
-def _load_cells(reader: StoreReader, cells: list[PlanCell]) -> dict[str, pa.Table]:
-    con = connect(reader)
-    try:
-        columns = {r[0] for r in con.execute("DESCRIBE documents").fetchall()}
-    except Exception as exc:  # duckdb raises CatalogException when the store holds no documents
-        raise MaterializeError(f"{reader.uri}: no documents to read ({exc})") from None
-    source = "source" if "source" in columns else "NULL::VARCHAR AS source"
-    # one query for every cell, cut into cells afterwards: a query per cell listed and opened the store's files
-    # again each time (the demo's materialize took 15.7 s instead of 2.1; ~20 s instead of 0.6 on the GCS emulator)
-    wanted = pa.table({"cluster": [c.cluster for c in cells], "quality": [c.quality for c in cells],
-                       "k": np.arange(len(cells), dtype=np.int64)})
-    con.register("wanted", wanted)
-    table = con.sql(
-        f"SELECT w.k, d.id, d.text, d.n_tokens, {source} FROM documents d JOIN wanted w "
-        "ON d.cluster = w.cluster AND d.quality = w.quality ORDER BY w.k, d.id"
-    ).to_arrow_table()
-    con.close()
-    ends = np.cumsum(np.bincount(table.column("k").to_numpy(), minlength=len(cells)))
-    table = table.drop_columns(["k"])
-    return {c.cell: table.slice(int(end - n), int(n))
-            for c, end, n in zip(cells, ends, np.diff(ends, prepend=0), strict=True)}
+def _local_abs(uri: str) -> str:
+    """A local path made absolute (tasks may run in another working directory: Ray, Slurm); URLs as they are."""
+    return uri if "://" in uri else os.path.abspath(uri)
 
 
 def materialize(
@@ -192,10 +118,25 @@ def materialize(
     store_uri: str | None = None,
     shard_bytes: int = DEFAULT_SHARD_BYTES,
     seed: int | None = None,
-    progress: Callable[[str, int], None] | None = None,
+    progress: Progress | None = None,
+    *,
+    tasks: int | None = None,
+    workers: int | None = None,
+    executor: str | None = None,
+    execution: Execution | None = None,
+    memory: int = DEFAULT_MEMORY,
+    keep_work: bool = False,
 ) -> Manifest:
-    """Write DIR/phase=NAME/part-NNNNN.parquet and manifests (DIR: a local folder or any fsspec URL: gs://, s3://, …);
-    returns the manifest. Re-running is byte-identical."""
+    """Write DIR/phase=NAME/part-NNNNN.parquet and the manifests (DIR: a local folder or any fsspec URL: gs://,
+    s3://, …); returns the manifest. The same plan, store, seed and shard size give the same bytes whatever the
+    tasks, workers or executor.
+
+    `tasks` datatrove tasks (default `workers`; at most one per shard) on `executor` ("local", "ray", "slurm";
+    default `execution.executor`) with `workers` at once (default 1; `execution` holds the Ray/Slurm settings);
+    each task holds at most `memory` characters of text (or one shard, when a shard is bigger). A run that was
+    killed resumes: finished tasks are skipped and shards already written are kept. A finished DIR of the same
+    plan, store, seed and shard size is left as it is. `keep_work`: keep DIR/_materialize/ (logs, stats, the
+    draw plan) after publishing."""
     uri = store_uri or plan.store_uri
     if not uri:
         raise MaterializeError("the plan names no store; pass --store URI")
@@ -204,126 +145,233 @@ def materialize(
         artifact = reader.store_info
     except (StoreNotReady, FormatError) as exc:
         raise MaterializeError(str(exc)) from None
-    seed = plan.settings.seed if seed is None else seed
-    phases = plan.phases
-    used = plan.used_cells()
-    planned = {c.cell: {p: r.tokens for p, r in c.phases.items()} for c in used}
-    tables = _load_cells(reader, used)
-    store_tokens = {c.cell: c.tokens for c in artifact.cells}
-
-    streams: dict[str, CellStream] = {}
-    cell_info: dict[str, ManifestCell] = {}
-    for cell in used:
-        name = cell.cell
-        n_tok = tables[name].column("n_tokens").to_numpy().astype(np.int64)
-        streams[name] = cell_stream(n_tok, sum(planned[name].values()), seed, name, len(phases))
-        cell_info[name] = ManifestCell(
-            available_tokens=int(n_tok.sum()),
-            planned_available_tokens=cell.available_tokens,
-            docs_in_store=len(n_tok),
-            max_doc_tokens=int(n_tok.max()) if len(n_tok) else 0,
-        )
-        if progress:
-            progress("draw", 1)
-    all_cuts = draw_phases(streams, {c: [planned[c][p.name] for p in phases] for c in streams}, len(phases))
-    draws = {
-        c: CellDraw(st.stream[: all_cuts[c][-1]], st.passes[: all_cuts[c][-1]], all_cuts[c], st.tokens[: all_cuts[c][-1]])
-        for c, st in streams.items()
-    }
-    mismatched = sorted(
-        c for c, i in cell_info.items() if i.available_tokens != i.planned_available_tokens
-        or store_tokens.get(c, i.available_tokens) != i.available_tokens
-    )
-
-    names = list(tables)
-    offsets = np.cumsum([0] + [tables[c].num_rows for c in names])
-    big = pa.concat_tables([tables[c] for c in names]) if names else None
-    text_bytes = pc.binary_length(big.column("text").cast(pa.binary())).to_numpy(zero_copy_only=False) if big else None
-    cell_index = {c: i for i, c in enumerate(names)}
-    cluster_of = {c.cell: c.cluster for c in used}
-    quality_of = {c.cell: c.quality for c in used}
-
     fs, root = url_to_fs(str(out_dir))
-    root = root.rstrip("/")
-    fs.makedirs(root, exist_ok=True)
-    # manifest.json is written last and its presence means complete: withdraw an older one before touching shards,
-    # so that a run killed midway never leaves a manifest describing a mix of old and new shards
-    _remove(fs, f"{root}/{MANIFEST}")
-    manifest_phases = []
-    for pi, ph in enumerate(phases):
-        pdir = f"{root}/{phase_dir(ph.name)}"
-        fs.makedirs(pdir, exist_ok=True)
-        _remove(fs, f"{pdir}/{PHASE_MANIFEST}")
-        fs.invalidate_cache(pdir)
-        for tmp in fs.glob(f"{pdir}/*.tmp"):  # half-written shards of a killed run
-            fs.rm(tmp)
-        parts, rows_parts, pass_parts, cell_parts, per_cell = [], [], [], [], {}
-        for c in names:
-            d = draws[c]
-            lo, hi = (d.cuts[pi - 1] if pi else 0), d.cuts[pi]
-            parts.append(d.tokens[lo:hi])
-            rows_parts.append(offsets[cell_index[c]] + d.stream[lo:hi])
-            pass_parts.append(d.passes[lo:hi])
-            cell_parts.append(np.full(hi - lo, cell_index[c], dtype=np.int64))
-            passes = d.passes[lo:hi]
-            avail = cell_info[c].available_tokens
-            per_cell[c] = ManifestCellPhase(
-                planned_tokens=planned[c][ph.name],
-                docs=int(hi - lo),
-                tokens=int(d.tokens[lo:hi].sum()),
-                passes=sorted({int(x) for x in passes}),
-                epochs=float(d.tokens[lo:hi].sum()) / avail if avail else 0.0,
-            )
-        order = interleave(parts)
-        rows = np.concatenate(rows_parts)[order] if names else np.zeros(0, np.int64)
-        pass_col = np.concatenate(pass_parts)[order].astype(np.int32) if names else np.zeros(0, np.int32)
-        order_cell = np.concatenate(cell_parts)[order] if names else np.zeros(0, np.int64)
-        shard_of = (np.cumsum(text_bytes[rows]) - text_bytes[rows]) // shard_bytes if len(rows) else np.zeros(0, int)
-        shards, written = [], set()
-        for s in np.unique(shard_of).tolist():
-            sel = np.nonzero(shard_of == s)[0]
-            cells_col = [names[k] for k in order_cell[sel].tolist()]
-            table = big.take(pa.array(rows[sel])).append_column("cell", pa.array(cells_col, pa.string()))
-            table = table.append_column("cluster", pa.array([cluster_of[c] for c in cells_col], pa.int16()))
-            table = table.append_column("quality", pa.array([quality_of[c] for c in cells_col], pa.int8()))
-            table = table.append_column("pass", pa.array(pass_col[sel], pa.int32()))
-            fname = f"part-{len(shards):05d}.parquet"
-            with open_atomic(fs, f"{pdir}/{fname}") as f:  # checksummed as it is written: never read back
-                sink = DigestingFile(f)
-                pq.write_table(table, sink, compression="zstd")
-            shards.append(ManifestShard(
-                path=fname, rows=table.num_rows, tokens=int(pc.sum(table.column("n_tokens")).as_py() or 0),
-                bytes=sink.size, xxh64=sink.digest.hexdigest(),
-            ))
-            written.add(fname)
-            if progress:
-                progress("shard", 1)
-        fs.invalidate_cache(pdir)
-        for stale in fs.glob(f"{pdir}/part-*.parquet"):
-            if stale.rsplit("/", 1)[-1] not in written:
-                fs.rm(stale)
-        entry = PhaseManifest(
-            name=ph.name,
-            planned_tokens=ph.tokens,
-            tokens=sum(s.tokens for s in shards),
-            docs=sum(s.rows for s in shards),
-            tolerance=sum(cell_info[c].max_doc_tokens for c in names),  # one document per cell
-            max_doc_tokens=max((cell_info[c].max_doc_tokens for c in names), default=0),
-            shards=shards,
-            cells=per_cell,
-        )
-        write_model(fs, f"{pdir}/{PHASE_MANIFEST}", entry, indent=2)
-        manifest_phases.append(entry)
-    manifest = Manifest(
-        format=MANIFEST_FORMAT_VERSION,
-        plan_id=plan.plan_id,
-        plan_name=plan.name,
-        store_uri=uri,
-        seed=seed,
-        shard_bytes=shard_bytes,
-        cells=cell_info,
-        count_mismatch=mismatched,
-        phases=manifest_phases,
-    )
-    write_model(fs, f"{root}/{MANIFEST}", manifest, indent=2)
+    t = Target(plan, str(out_dir), fs, root.rstrip("/"), uri, artifact, plan.settings.seed if seed is None else seed,
+               shard_bytes)
+    fs.makedirs(t.root, exist_ok=True)
+    finished = finished_manifest(t)
+    if finished is not None:
+        n = sum(len(p.shards) for p in finished.phases)
+        if progress:
+            progress("shards", n, n)
+        return finished
+
+    ex = execution or Execution()
+    executor = executor or ex.executor
+    workers = workers or (ex.workers if ex.workers > 0 else 1)
+    work = resume(t, tasks) or draw(t, reader, max(1, tasks or workers), progress)
+    run_tasks(t, work, executor, workers, ex, memory, progress)
+    manifest = publish(t, work, read_model(Manifest, t.work.drawn, fs=fs))
+    write_model(fs, f"{t.root}/{MANIFEST}", manifest, indent=2)  # last: its presence means complete
+    if not keep_work:
+        fs.rm(t.work.logging, recursive=True)
     return manifest
+
+
+def finished_manifest(t: Target) -> Manifest | None:
+    """DIR's manifest when it is of this plan, store, seed and shard size, agrees with the store's counts, and
+    every shard it lists is there with its size; None otherwise."""
+    if not t.fs.exists(f"{t.root}/{MANIFEST}"):
+        return None
+    try:
+        manifest = read_manifest(t.root, fs=t.fs)
+    except FormatError:
+        return None
+    if (manifest.plan_id, manifest.store_uri, manifest.seed, manifest.shard_bytes) != \
+            (t.plan.plan_id, t.store_uri, t.seed, t.shard_bytes):
+        return None
+    store = {c.cell: (c.tokens, c.docs) for c in t.artifact.cells}
+    if any(store.get(c, (0, 0)) != (i.available_tokens, i.docs_in_store) for c, i in manifest.cells.items()):
+        return None
+    for ph in manifest.phases:
+        pdir = f"{t.root}/{phase_dir(ph.name)}"
+        t.fs.invalidate_cache(pdir)
+        try:
+            sizes = {i["name"].rsplit("/", 1)[-1]: int(i.get("size") or 0) for i in t.fs.ls(pdir, detail=True)}
+        except FileNotFoundError:
+            return None
+        if any(sizes.get(s.path) != s.bytes for s in ph.shards):
+            return None
+    return manifest
+
+
+def resume(t: Target, tasks: int | None) -> MaterializeWork | None:
+    """The recorded draw plan when it was made from what this run draws (a killed run of the same command); it
+    keeps the task count it was shared out to."""
+    if not t.fs.exists(t.work.key):
+        return None
+    try:
+        recorded = read_model(MaterializeWork, t.work.key, fs=t.fs)
+    except FormatError:
+        return None
+    if recorded.key != t.key().key:
+        return None
+    if tasks and tasks != recorded.tasks:
+        from datatrove.utils.logging import logger
+
+        logger.warning(f"resuming with {recorded.tasks} tasks, the task count this materialize started with (not "
+                       f"{tasks}); finished tasks are skipped")
+    _withdraw(t)
+    return recorded
+
+
+def _withdraw(t: Target) -> None:
+    """manifest.json is written last and its presence means complete: withdraw it before any shard is touched, so
+    that a run killed midway never leaves a manifest describing a mix of old and new shards."""
+    if t.fs.exists(f"{t.root}/{MANIFEST}"):
+        t.fs.rm(f"{t.root}/{MANIFEST}")
+
+
+def _phase_dirs(t: Target) -> list[str]:
+    t.fs.invalidate_cache(t.root)
+    return [p for p in t.fs.glob(f"{t.root}/phase=*") if t.fs.isdir(p)]
+
+
+def start_over(t: Target) -> None:
+    """Remove what an earlier run of another plan, store, seed or shard size left: manifests, shards, temporary
+    files, and _materialize/ (its completions would skip tasks of the new draw)."""
+    _withdraw(t)
+    if t.fs.exists(t.work.logging):
+        t.fs.rm(t.work.logging, recursive=True)
+    for pdir in _phase_dirs(t):
+        t.fs.invalidate_cache(pdir)
+        stale = [p for p in t.fs.ls(pdir, detail=False) if p.rsplit("/", 1)[-1].startswith("part-")
+                 or p.endswith(".tmp") or p.endswith(f"/{PHASE_MANIFEST}")]
+        if stale:
+            t.fs.rm(stale)
+
+
+def draw(t: Target, reader: StoreReader, tasks: int, progress: Progress | None) -> MaterializeWork:
+    """Decide every draw from the used cells' sizes and write the draw plan to _materialize/work/ (key.json last)."""
+    start_over(t)
+    used = t.plan.used_cells()
+    index = document_index(reader, [(c.cluster, c.quality) for c in used])
+    if used and not index.files:
+        raise MaterializeError(f"{reader.uri}: no documents to read in the {len(used)} cells the plan draws from")
+    drawn = plan_draws(t.plan, index, t.seed, t.shard_bytes, progress)
+    del index
+    write_draws(t, drawn)
+    work = t.key().model_copy(update={"tasks": max(1, min(tasks, drawn.n_shards)), "shards": drawn.n_shards})
+    write_model(t.fs, t.work.key, work)
+    return work
+
+
+def write_draws(t: Target, drawn: DrawPlan) -> None:
+    """files.parquet, shards.parquet, draws.parquet (training order, phase after phase) and drawn.json."""
+    fs, work = t.fs, t.work
+    fs.makedirs(work.work, exist_ok=True)
+    with fs.open(work.files, "wb") as f:
+        pq.write_table(pa.table({"path": pa.array(drawn.files, pa.string())}), f)
+    with fs.open(work.shards, "wb") as f:
+        pq.write_table(pa.concat_tables([SHARDS_SCHEMA.empty_table(), *(p.shards for p in drawn.phases)]), f)
+    with fs.open(work.draws, "wb") as f, pq.ParquetWriter(f, DRAWS_SCHEMA) as writer:
+        for p in drawn.phases:
+            writer.write_table(p.draws, row_group_size=DRAWS_ROW_GROUP)
+    store_tokens = {c.cell: c.tokens for c in t.artifact.cells}
+    mismatched = sorted(c for c, i in drawn.cell_info.items() if i.available_tokens != i.planned_available_tokens
+                        or store_tokens.get(c, i.available_tokens) != i.available_tokens)
+    tolerance = sum(i.max_doc_tokens for i in drawn.cell_info.values())  # one document per cell
+    largest = max((i.max_doc_tokens for i in drawn.cell_info.values()), default=0)
+    phases = [PhaseManifest(name=ph.name, planned_tokens=ph.tokens, tokens=sum(c.tokens for c in cells.values()),
+                            docs=sum(c.docs for c in cells.values()), tolerance=tolerance, max_doc_tokens=largest,
+                            shards=[], cells=cells)
+              for ph, cells in zip(t.plan.phases, drawn.drawn, strict=True)]
+    write_model(fs, work.drawn, Manifest(
+        format=MANIFEST_FORMAT_VERSION, plan_id=t.plan.plan_id, plan_name=t.plan.name, store_uri=t.store_uri,
+        seed=t.seed, shard_bytes=t.shard_bytes, cells=drawn.cell_info, count_mismatch=mismatched, phases=phases))
+
+
+def run_tasks(t: Target, work: MaterializeWork, executor: str, workers: int, ex: Execution, memory: int,
+              progress: Progress | None) -> None:
+    """Write the shards as `work.tasks` datatrove tasks (finished ones are skipped), following them on `progress`."""
+    from mixture.pipelines.datatrove_compat import quiet_datatrove_console
+    from mixture.pipelines.executors import stage_executor
+    from mixture.pipelines.materialize_shards import WriteMixtureShards
+
+    for pdir in _phase_dirs(t):  # half-written shards of a killed run
+        t.fs.invalidate_cache(pdir)
+        tmp = [p for p in t.fs.ls(pdir, detail=False) if p.endswith(".tmp")]
+        if tmp:
+            t.fs.rm(tmp)
+    used = t.plan.used_cells()
+    step = WriteMixtureShards(_local_abs(t.out), _local_abs(t.store_uri), t.plan.phase_names(),
+                              [(c.cell, c.cluster, c.quality) for c in used], memory)
+    logging = _local_abs(t.out).rstrip("/") + "/_materialize"
+    quiet_datatrove_console()
+    runner = stage_executor([step], work.tasks, "materialize", logging, ex, executor, workers,
+                            f"{t.plan.name}.materialize")
+    stop = threading.Event()
+    follower = threading.Thread(target=_follow, args=(t, work, progress, stop), daemon=True)
+    if progress:
+        follower.start()
+    try:
+        runner.run()
+    except Exception as exc:
+        raise MaterializeError(f"materialize failed: {type(exc).__name__}: {str(exc).rstrip('.')}. Task logs: "
+                               f"{logging}/logs. Fix the cause and rerun the same command: finished tasks are "
+                               "skipped.") from exc
+    finally:
+        stop.set()
+        if progress:
+            follower.join()
+    missing = runner.get_incomplete_ranks()
+    if missing:
+        raise MaterializeError(f"materialize: tasks {', '.join(map(str, missing[:10]))} did not finish; task logs: "
+                               f"{logging}/logs. Rerun the same command: finished tasks are skipped.")
+    if progress:
+        progress("shards", work.shards, work.shards)
+
+
+def _follow(t: Target, work: MaterializeWork, progress: Progress, stop: threading.Event) -> None:
+    """Count the shards written while the tasks run: those of the tasks with a completion marker, and on a local
+    folder every shard present (each appears by a rename: present = written)."""
+    local = "file" in t.fs.protocol or "local" in t.fs.protocol
+    completions = f"{t.work.logging}/completions"
+    while True:
+        try:
+            fs, root = url_to_fs(t.out)
+            fs.invalidate_cache()
+            done = [int(p.rsplit("/", 1)[-1]) for p in fs.ls(completions, detail=False)] if fs.exists(completions) \
+                else []
+            n = sum(len(task_shards(work.shards, work.tasks, r)) for r in done)
+            if local:
+                n = max(n, len(fs.glob(f"{root.rstrip('/')}/phase=*/part-*.parquet")))
+            progress("shards", min(n, work.shards), work.shards)
+        except (OSError, ValueError):
+            pass
+        if stop.wait(0.5 if local else 5.0):
+            return
+
+
+def publish(t: Target, work: MaterializeWork, drawn: Manifest) -> Manifest:
+    """Gather the tasks' shard lists (task after task: shard order) into the phase manifests, after removing any
+    shard file they do not list; returns the manifest to write last."""
+    fs = t.fs
+    paths = [t.work.written(r) for r in range(work.tasks)]
+    fs.invalidate_cache(t.work.work)
+    got = read_models(TaskShards, fs, {p: p for p in paths})
+    shards: dict[str, list] = {ph.name: [] for ph in drawn.phases}
+    for path in paths:
+        if isinstance(got[path], FormatError):
+            raise MaterializeError(f"{got[path]}; rerun the same command")
+        for name, listed in got[path].shards.items():
+            shards[name].extend(listed)
+    phases = []
+    for ph in drawn.phases:
+        listed = shards[ph.name]
+        if sum(s.tokens for s in listed) != ph.tokens or sum(s.rows for s in listed) != ph.docs:
+            raise MaterializeError(f"phase {ph.name}: the tasks' shards hold {sum(s.tokens for s in listed):,} tokens "
+                                   f"in {sum(s.rows for s in listed):,} documents, the draw {ph.tokens:,} in "
+                                   f"{ph.docs:,}; delete {t.work.logging} and rerun")
+        entry = ph.model_copy(update={"shards": listed})
+        pdir = f"{t.root}/{phase_dir(ph.name)}"
+        fs.makedirs(pdir, exist_ok=True)
+        fs.invalidate_cache(pdir)
+        keep = {s.path for s in listed}
+        stale = [p for p in fs.ls(pdir, detail=False) if p.rsplit("/", 1)[-1].startswith("part-")
+                 and p.rsplit("/", 1)[-1] not in keep]
+        if stale:
+            fs.rm(stale)
+        write_model(fs, f"{pdir}/{PHASE_MANIFEST}", entry, indent=2)
+        phases.append(entry)
+    return drawn.model_copy(update={"phases": phases})

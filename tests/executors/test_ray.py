@@ -45,3 +45,22 @@ def test_ray_build_equals_local_build(tmp_path, demo_corpus, built_store, ray_cl
         assert (saved["stage_name"], saved["local_cpus"], saved["tasks_per_job"]) == (stage, 2, per_job)
         assert len(list((d / "completions").iterdir())) == tasks
         assert len(list((d / "logs").glob("task_*.log"))) == tasks
+
+
+def test_ray_materialize_equals_local(tmp_path, built_store, ray_cluster):
+    """`mixture materialize` as 3 tasks on a local Ray cluster (started by the executor) writes the bytes one local
+    task writes."""
+    from mixture.planner.materialize import materialize
+    from mixture.planner.run import plan_from_spec
+
+    _, plan = plan_from_spec(str(built_store.spec_path), scale=0.05)
+    materialize(plan, tmp_path / "local", shard_bytes=64 * 1024)
+    materialize(plan, tmp_path / "ray", shard_bytes=64 * 1024, executor="ray", tasks=3, workers=2, keep_work=True)
+    assert ray.is_initialized() and ray.cluster_resources()["CPU"] == 2
+    logs = tmp_path / "ray" / "_materialize"
+    assert json.loads((logs / "executor.json").read_text())["stage_name"] == "materialize"
+    assert len(list((logs / "completions").iterdir())) == 3 and len(list((logs / "logs").glob("task_*.log"))) == 3
+    tree = lambda d: {str(p.relative_to(d)): p.read_bytes() for p in sorted(d.rglob("*"))  # noqa: E731
+                      if p.is_file() and "_materialize" not in p.parts}
+    local = tree(tmp_path / "local")
+    assert sum(k.endswith(".parquet") for k in local) >= 6 and tree(tmp_path / "ray") == local

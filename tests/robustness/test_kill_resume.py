@@ -152,11 +152,13 @@ def tree(folder: Path) -> dict[str, bytes]:
 
 
 def test_materialize_killed_resumes_to_identical_output(plan_file: Path, tmp_path: Path):
+    """4 tasks on 2 workers, killed three times: the rerun finishes with the bytes of one uninterrupted task and
+    writes no shard again that a killed run had written (each appears by a rename: present = complete)."""
     from mixture.planner.formats import read_plan
     from mixture.planner.materialize import materialize
 
     plan = read_plan(str(plan_file))
-    args = ["materialize", str(plan_file), "--out", "mix", "--shard-bytes", "16KB"]
+    args = ["materialize", str(plan_file), "--out", "mix", "--shard-bytes", "16KB", "--tasks", "4", "--workers", "2"]
     materialize(plan, tmp_path / "ref", shard_bytes=16 * 1024)
     reference = tree(tmp_path / "ref")
     n_shards = sum(1 for k in reference if k.endswith(".parquet"))
@@ -177,6 +179,9 @@ def test_materialize_killed_resumes_to_identical_output(plan_file: Path, tmp_pat
         for shard in out.glob("phase=*/part-*.parquet"):
             assert not partial_parquet(shard), shard
     assert len(kills) >= 2, kills
+    written = {s: (s.stat().st_ino, s.stat().st_mtime_ns) for s in out.glob("phase=*/part-*.parquet")}
+    assert written
     r = run(args, tmp_path, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     assert tree(out) == reference
+    assert {s: (s.stat().st_ino, s.stat().st_mtime_ns) for s in written} == written
