@@ -293,6 +293,7 @@ class VerifyPairs(PipelineStep):
             mask = np.isin(rows["prio"], docs)
             rows = {k: np.asarray(v)[mask] for k, v in rows.items()}
         n = _scalar(con, "SELECT count(*) FROM cand")
+        self.stat_update("signatures_loaded" if column == "minhash" else "texts_loaded", value=len(rows["prio"]))
         start, length = np.zeros(n, np.int64), np.zeros(n, np.int64)
         fs, root = fsspec.core.url_to_fs(self.prepared)
         written = 0
