@@ -1,4 +1,5 @@
-"""The single-task dedup the build ran before issue 15, kept as the reference the partitioned stages must equal:
+"""The single-task dedup the build ran before issue 15, kept as the reference the partitioned stages must equal
+(`assert_same_as_reference`):
 `find_duplicates` as one DuckDB query over every prepared document, `minhash_cluster` as one task (candidate
 pairs from every band, verification, greedy keep). Copied from pipelines/dedup.py and near_duplicates.py as they
 were (only their file outputs replaced by return values)."""
@@ -8,6 +9,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 from contextlib import contextmanager
+from pathlib import Path
 
 import fsspec
 import numpy as np
@@ -24,6 +26,7 @@ from mixture.pipelines.near_duplicates import (
     signature_margin,
     unique_shingles,
 )
+from mixture.store.formats import NearDuplicateReport, read_model
 from mixture.text.shingles import WordHashes
 
 
@@ -212,3 +215,28 @@ def near_drops(pairs_folder: str, prepared: str, *, threshold: float, ngram: int
                ) -> tuple[list[tuple], dict]:
     """(rank, idx, reason, detail) of the old ResolveNearDuplicates, sorted, and its report's counts."""
     return _Reference(pairs_folder, prepared, threshold=threshold, ngram=ngram, permutations=permutations).run()
+
+
+def drop_rows(files: list[Path]) -> list[tuple]:
+    """(rank, idx, reason, detail) of DROPS files, sorted."""
+    return sorted(tuple(r.values()) for f in files for r in pq.read_table(f).to_pylist())
+
+
+def exact_drop_rows(work: Path) -> list[tuple]:
+    return drop_rows(sorted(work.glob("drops/*/*.parquet")))
+
+
+def fuzzy_drop_rows(work: Path) -> list[tuple]:
+    return drop_rows(sorted(work.glob("fuzzy_drops/*.parquet")))
+
+
+def assert_same_as_reference(work: Path, threshold: float, ngram: int, permutations: int) -> None:
+    """The drops of the partitioned stages in `work` are the old single-task stages' on the same prepared files,
+    and so is the near-duplicate report."""
+    want = exact_drops(str(work / "prepared"))
+    assert want and exact_drop_rows(work) == want
+    want, counts = near_drops(str(work / "mh_buckets"), str(work / "prepared"), threshold=threshold, ngram=ngram,
+                              permutations=permutations)
+    assert want and fuzzy_drop_rows(work) == want
+    report = read_model(NearDuplicateReport, str(work / "near_duplicates.json")).model_dump()
+    assert {k: report[k] for k in counts} == counts

@@ -18,6 +18,7 @@ import yaml
 
 from mixture.pipelines import near_duplicates as nd
 from mixture.store.formats import NearDuplicateReport, StoreArtifact, read_model
+from tests.pipeline.dedup_reference import assert_same_as_reference
 
 _WORD = re.compile(r"\w+")
 _ASCII_DIGIT = re.compile(r"[0-9]")
@@ -244,7 +245,7 @@ def _build_multilingual(root, corpus, tasks: int):
     spec = multilingual_spec(str(corpus), "store")
     spec["execution"]["tasks"] = tasks
     (root / "spec.yaml").write_text(yaml.safe_dump(spec))
-    build(str(root / "spec.yaml"), progress=False)
+    build(str(root / "spec.yaml"), progress=False, keep_work=True)  # the work files: for the reference check
     return root / "store"
 
 
@@ -341,6 +342,20 @@ def test_multilingual_same_decisions_for_2_and_4_tasks(multilingual, multilingua
         return sorted((r["id"], r["detail"]) for r in _fuzzy_drops(store)), art.near_duplicates, _kept(store)
 
     assert decisions(four) == decisions(multilingual_store)
+    from mixture.spec.load import load_spec
+
+    fz = load_spec(str(four.parent / "spec.yaml")).processing.dedup.fuzzy
+    assert_same_as_reference(four / "_build" / "work", fz.similarity_threshold, fz.ngram, fz.permutations)
+
+
+@pytest.mark.slow
+def test_multilingual_drops_equal_the_single_task_stages(multilingual, multilingual_store):
+    """The partitioned stages (2 tasks here, 4 above) list the drops and evidence of the single-task ones (tests/pipeline/dedup_reference.py) on the same prepared files."""
+    from mixture.spec.load import load_spec
+
+    fz = load_spec(str(multilingual_store.parent / "spec.yaml")).processing.dedup.fuzzy
+    assert_same_as_reference(multilingual_store / "_build" / "work", fz.similarity_threshold, fz.ngram,
+                             fz.permutations)
 
 
 # -- the demo corpus -----------------------------------------------------------------------------------------

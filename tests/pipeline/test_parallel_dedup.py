@@ -18,10 +18,11 @@ import yaml
 from mixture.pipelines import near_duplicates as nd
 from mixture.pipelines.duplicates import KEYS, DedupKeys, DuplicateIds, ExactDuplicates, dropped_count
 from mixture.pipelines.shuffle import mix64, prefix_partition, string_hashes
-from mixture.store.formats import NearDuplicateReport, StoreArtifact, read_model
+from mixture.store.formats import StoreArtifact, read_model
 from tests.conftest import small_spec
 from tests.executors.fingerprint import store_fingerprint
 from tests.pipeline import dedup_reference as reference
+from tests.pipeline.dedup_reference import assert_same_as_reference, drop_rows, exact_drop_rows
 
 TASKS = (1, 4)
 
@@ -40,31 +41,6 @@ def demo_builds(tmp_path_factory, demo_corpus) -> dict[int, Path]:
         build(str(root / "spec.yaml"), progress=False, keep_work=True)
         out[tasks] = root / "store"
     return out
-
-
-def drop_rows(files: list[Path]) -> list[tuple]:
-    """(rank, idx, reason, detail) of DROPS files, sorted."""
-    return sorted(tuple(r.values()) for f in files for r in pq.read_table(f).to_pylist())
-
-
-def exact_drop_rows(work: Path) -> list[tuple]:
-    return drop_rows(sorted(work.glob("drops/*/*.parquet")))
-
-
-def fuzzy_drop_rows(work: Path) -> list[tuple]:
-    return drop_rows(sorted(work.glob("fuzzy_drops/*.parquet")))
-
-
-def assert_same_as_reference(work: Path, threshold: float, ngram: int, permutations: int) -> None:
-    """The drops of the partitioned stages in `work` are the old single-task stages' on the same prepared files,
-    and so is the near-duplicate report."""
-    want = reference.exact_drops(str(work / "prepared"))
-    assert want and exact_drop_rows(work) == want
-    want, counts = reference.near_drops(str(work / "mh_buckets"), str(work / "prepared"), threshold=threshold,
-                                        ngram=ngram, permutations=permutations)
-    assert want and fuzzy_drop_rows(work) == want
-    report = read_model(NearDuplicateReport, str(work / "near_duplicates.json")).model_dump()
-    assert {k: report[k] for k in counts} == counts
 
 
 @pytest.mark.slow
