@@ -36,14 +36,36 @@ def _context(spec_path: str):
     return BuildContext(spec, base, resolve_uri(spec.store.uri, base).rstrip("/"), spec.execution.tasks)
 
 
-def run_task(spec_path: str, what: str, rank: int) -> None:
-    """One task, as the build runs it: a stage's pipeline, `keys` (prepare's last step alone), `old-exact` /
-    `old-near` (the single-task stages this replaced, tests/pipeline/dedup_reference.py), or `noop` (the imports)."""
+def _status_kb(key: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(key):
+            return int(line.split()[1])
+    return 0
+
+
+def run_task(spec_path: str, what: str, rank: int) -> dict:
+    """One task, as the build runs it, after the imports: its wall and CPU time, the RSS before it and its peak
+    RSS (VmHWM, reset after the imports through /proc/self/clear_refs)."""
+    import importlib
+
+    for module in ("duckdb", "mixture.pipelines.stages", "tests.pipeline.dedup_reference"):
+        importlib.import_module(module)  # before the clock starts
+    ctx = _context(spec_path)
+    before = _status_kb("VmRSS:")
+    Path("/proc/self/clear_refs").write_text("5")  # reset the peak RSS to the current RSS
+    t, cpu = time.perf_counter(), time.process_time()
+    _task(ctx, what, rank)
+    return {"wall": time.perf_counter() - t, "cpu": time.process_time() - cpu, "before": before * 1024,
+            "rss": _status_kb("VmHWM:") * 1024}
+
+
+def _task(ctx, what: str, rank: int) -> None:
+    """A stage's pipeline for task `rank`, `keys` (prepare's last step alone), `old-exact` / `old-near` (the
+    single-task stages this replaced, tests/pipeline/dedup_reference.py), or `noop`."""
     from mixture.pipelines import duplicates, stage_registry
     from mixture.pipelines.stages import build_stage
     from mixture.pipelines.threads import task_threads
 
-    ctx = _context(spec_path)
     if what == "noop":
         return
     if what.startswith("old-"):
@@ -71,18 +93,12 @@ def run_task(spec_path: str, what: str, rank: int) -> None:
 
 
 def measure(spec_path: Path, what: str, rank: int) -> dict:
-    """Wall time, CPU time (user + system) and peak RSS of `run_task` in a fresh process."""
-    t = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "bench.dedup_bench", "--task", str(spec_path), what, str(rank)],
-                            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    err = proc.stderr.read().decode(errors="replace")
-    proc.stderr.close()
-    if proc.returncode:
-        raise RuntimeError(f"{what} task {rank} failed: {err[-2000:]}")
-    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss": usage.ru_maxrss * 1024}
+    """`run_task` in a fresh process: {wall, cpu, before, rss} of the task alone (not the imports)."""
+    out = subprocess.run([sys.executable, "-m", "bench.dedup_bench", "--task", str(spec_path), what, str(rank)],
+                         cwd=REPO, capture_output=True, text=True)
+    if out.returncode:
+        raise RuntimeError(f"{what} task {rank} failed: {out.stderr[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 # -- the driver -------------------------------------------------------------------------------------------------
@@ -143,6 +159,11 @@ def bench_size(folder: Path, copies: int, args) -> dict:
             "verified": report["pairs_verified"], "drops": report["drops"], "bands": bands}
 
 
+def above(runs: list[dict]) -> int:
+    """The largest peak RSS of the runs above their RSS before the task (after the imports)."""
+    return max(x["rss"] - x["before"] for x in runs)
+
+
 def markdown(results: list[dict], args, cmd: str) -> str:
     heads = " | ".join(f"{r['copies']}× ({r['prepared']:,} docs)" for r in results)
     rows = [("`prepare`'s `DedupKeys` step", "keys", "keys"),
@@ -154,14 +175,12 @@ def markdown(results: list[dict], args, cmd: str) -> str:
 
     def cell(r: dict, what: str, share: str | None) -> str:
         runs = r["runs"][what]
-        base = r["runs"]["noop"][0]["rss"]
         held = ""
         if share:
             s = r["shares"][share]
             held = f"; rows/task ≤ {max(s):,} of {sum(s):,}"
         return (f"{max(x['wall'] for x in runs):.2f} s / {max(x['cpu'] for x in runs):.2f} s / "
-                f"{max(x['rss'] for x in runs) / MIB:,.0f} (+{(max(x['rss'] for x in runs) - base) / MIB:,.0f}) MiB"
-                f"{held}")
+                f"{max(x['rss'] for x in runs) / MIB:,.0f} (+{above(runs) / MIB:,.0f}) MiB{held}")
 
     lines = [
         BEGIN,
@@ -174,10 +193,10 @@ def markdown(results: list[dict], args, cmd: str) -> str:
         "",
         f"Reproduce: `{cmd}`. Input n× = n demo corpora at scale {args.scale} (seeds 0 … n−1, one spec, "
         f"{args.tasks} tasks per stage). The build runs up to `minhash_cluster`; then every task of each dedup stage "
-        "runs again alone in a fresh Python process (`python -m bench.dedup_bench --task …`), and the benchmark "
-        "reads its wall time, CPU time (user + system) and peak RSS (`wait4`'s `ru_maxrss`). A fresh process that "
-        "only imports the build holds "
-        + ", ".join(f"{r['runs']['noop'][0]['rss'] / MIB:,.0f} MiB" for r in results)
+        "runs again alone in a fresh Python process (`python -m bench.dedup_bench --task …`), which imports the "
+        "build first and then times the task alone: its wall time, CPU time (user + system) and peak RSS (`VmHWM`, "
+        "reset after the imports through `/proc/self/clear_refs`). The imports hold "
+        + ", ".join(f"{r['runs']['noop'][0]['before'] / MIB:,.0f} MiB" for r in results)
         + " (in brackets: the task's peak above that). `old …`: the single-task stages this replaced "
         "(tests/pipeline/dedup_reference.py, the code before issue 15) on the same work folder.",
         "",
@@ -202,9 +221,7 @@ def markdown(results: list[dict], args, cmd: str) -> str:
     first, last = results[0], results[-1]
 
     def growth(what: str) -> str:
-        a = max(x["rss"] for x in first["runs"][what]) - first["runs"]["noop"][0]["rss"]
-        b = max(x["rss"] for x in last["runs"][what]) - last["runs"]["noop"][0]["rss"]
-        return f"{a / MIB:,.0f} → {b / MIB:,.0f} MiB"
+        return f"{above(first['runs'][what]) / MIB:,.0f} → {above(last['runs'][what]) / MIB:,.0f} MiB"
 
     docs_growth = last["prepared"] / first["prepared"]
     lines += [
@@ -225,12 +242,13 @@ def markdown(results: list[dict], args, cmd: str) -> str:
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--task"]:
-        run_task(argv[1], argv[2], int(argv[3]))
+        result = run_task(argv[1], argv[2], int(argv[3]))
+        print(json.dumps(result), flush=True)
         return
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--dir", help="where to write the corpora and stores (default: a temporary folder)")
     p.add_argument("--keep", action="store_true", help="keep the corpora and stores")
-    p.add_argument("--scale", type=float, default=0.25, help="scale of each demo corpus")
+    p.add_argument("--scale", type=float, default=0.5, help="scale of each demo corpus")
     p.add_argument("--sizes", default="1,3,6", help="comma-separated numbers of distinct corpus copies")
     p.add_argument("--tasks", type=int, default=4)
     p.add_argument("--workers", type=int, default=2, help="workers of the build that prepares the work")
@@ -238,7 +256,7 @@ def main(argv: list[str] | None = None) -> None:
     args = p.parse_args(argv)
     root = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="mixture-dedup-bench-"))
     root.mkdir(parents=True, exist_ok=True)
-    cmd = "python -m bench.dedup_bench" + (f" --scale {args.scale}" if args.scale != 0.25 else "") + \
+    cmd = "python -m bench.dedup_bench" + (f" --scale {args.scale}" if args.scale != 0.5 else "") + \
         (f" --sizes {args.sizes}" if args.sizes != "1,3,6" else "")
     try:
         results = []

@@ -233,4 +233,6 @@ def positions(table: tuple[np.ndarray, np.ndarray], rank: np.ndarray, idx: np.nd
     """The spec positions of documents (rank, idx) from `spec_positions`' table."""
     keys, offset = table
     at = np.searchsorted(keys, (rank.astype(np.int64) << 40) | idx.astype(np.int64), side="right") - 1
+    if len(at) and ((at < 0).any() or ((keys[np.maximum(at, 0)] >> 40) != rank).any()):
+        raise ValueError("a document outside every file table of its prepared file (dedup/files/ incomplete?)")
     return offset[at] + idx.astype(np.int64)

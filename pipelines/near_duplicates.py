@@ -1,11 +1,12 @@
 """Near duplicates with evidence: the documents that share an LSH bucket become candidate pairs, each pair is
 checked on its shingles, and a document is dropped only for a kept document it is itself similar to.
 
-`minhash_cluster` runs `ResolveNearDuplicates`: buckets from the bucket stage's pairs → candidate pairs (every
-member of a bucket with the first `ANCHORS` members before it in priority order) → verification (signature
-agreement rules out the clearly dissimilar pairs, the exact Jaccard similarity of the two documents' shingle sets
-decides the others) → a greedy pass over the verified pairs in priority order. Verification is per pair and the
-greedy pass reads the verified pairs sorted, so both can be split by pair and by connected component."""
+Three steps, two of them partitioned: `BucketPairs` (the bucket stage's second step, one task per band) reads the
+band's buckets back and pairs every member with the first `ANCHORS` members before it in spec order, sending each
+pair to the partition of its later document; `VerifyPairs` (stage `minhash_verify`, T tasks) verifies the pairs
+of one partition (signature agreement rules out the clearly dissimilar pairs, the exact Jaccard similarity of the
+two documents' shingle sets decides the others); `ResolveNearDuplicates` (stage `minhash_cluster`, one task) keeps
+greedily in spec order over the verified pairs only."""
 
 from __future__ import annotations
 
