@@ -83,6 +83,7 @@ class DedupKeys(PipelineStep):
         if data:
             yield from data  # the work writer before this step closes the prepared file when its input ends
         fs, path = fsspec.core.url_to_fs(f"{self.prepared}/{rank:05d}.parquet")
+        fs.invalidate_cache(path.rsplit("/", 1)[0])  # just written, maybe through another filesystem instance
         with duckdb_connection(self.memory_limit) as con:
             con.execute("""CREATE TABLE keys (rank INTEGER, idx BIGINT, id VARCHAR, source VARCHAR,
                            source_order INTEGER, origin VARCHAR, exact_hash UBIGINT, hash_part INTEGER,

@@ -137,6 +137,33 @@ def test_ids_and_texts_decided_as_by_one_query_for_any_partition_count(tmp_path,
     assert dropped_count(str(work / "dedup")) == len(want)
 
 
+def test_spec_positions_are_the_spec_order(tmp_path):
+    """A document's position from the file tables (what the near-duplicate stages sort by) is its rank in spec
+    order (source, file, record) over every prepared document; a prepared file whose source file's documents are
+    not consecutive rows in record order is refused, naming the file."""
+    import pyarrow as pa
+
+    from mixture.pipelines.duplicates import positions, spec_positions
+
+    work = tmp_path / "work"
+    _prepared_files(work / "prepared", np.random.default_rng(3))
+    for rank in range(3):
+        list(DedupKeys(str(work / "prepared"), str(work / "dedup")).run(None, rank, 2) or ())
+    with reference.prepared_docs(str(work / "prepared")) as con:
+        want = con.execute("""SELECT rank, idx, row_number() OVER (ORDER BY source_order, file, record) - 1 AS pos
+                              FROM docs ORDER BY rank, idx""").fetchnumpy()
+    got = positions(spec_positions(str(work / "dedup")), np.asarray(want["rank"]), np.asarray(want["idx"]))
+    assert (got == np.asarray(want["pos"])).all()
+
+    bad = pq.read_table(work / "prepared" / "00001.parquet")
+    origin = bad.column("origin").to_pylist()
+    origin[0], origin[1] = origin[1], origin[0]  # two records of one file out of order
+    bad = bad.set_column(bad.schema.get_field_index("origin"), "origin", pa.array(origin))
+    pq.write_table(bad, work / "prepared" / "00001.parquet")
+    with pytest.raises(ValueError, match=r"prepared file 00001: the documents of source #\d file 'part-\d.jsonl'"):
+        list(DedupKeys(str(work / "prepared"), str(work / "dedup")).run(None, 1, 2) or ())
+
+
 # -- each task holds its partition only ------------------------------------------------------------------------
 def _garble_other_partitions(folder: Path, keep: int) -> None:
     """Every partition folder but `keep` under `folder`: its files made unreadable (not Parquet)."""
