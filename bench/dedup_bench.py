@@ -24,6 +24,8 @@ BEGIN, END = "<!-- dedup-bench:begin -->", "<!-- dedup-bench:end -->"
 STAGES = ("duplicate_ids", "find_duplicates", "minhash_buckets", "minhash_verify", "minhash_cluster")
 UPTO = "minhash_cluster"  # the build runs to here; the stages after dedup are not measured
 MIB = 2**20
+GREEDY_MEMORY = "1024MB"  # DuckDB's limit in `minhash_cluster` with the defaults (half of 2 GB per CPU, one CPU)
+GREEDY_SIZES = "100000,1000000,4000000"  # synthetic verified pairs
 
 
 # -- in the measured process ------------------------------------------------------------------------------------
@@ -50,7 +52,7 @@ def run_task(spec_path: str, what: str, rank: int) -> dict:
 
     for module in ("duckdb", "mixture.pipelines.stages", "tests.pipeline.dedup_reference"):
         importlib.import_module(module)  # before the clock starts
-    ctx = _context(spec_path)
+    ctx = spec_path if what == "greedy" else _context(spec_path)
     before = _status_kb("VmRSS:")
     Path("/proc/self/clear_refs").write_text("5")  # reset the peak RSS to the current RSS
     t, cpu = time.perf_counter(), time.process_time()
@@ -67,6 +69,14 @@ def _task(ctx, what: str, rank: int) -> None:
     from mixture.pipelines.threads import task_threads
 
     if what == "noop":
+        return
+    if what == "greedy":  # ctx: the folder of synthetic verified pairs
+        from mixture.pipelines.near_duplicates import ResolveNearDuplicates
+
+        step = ResolveNearDuplicates(ctx, f"{ctx}/fuzzy_drops", f"{ctx}/report.json", threshold=0.72, ngram=5,
+                                     permutations=112, memory_limit=GREEDY_MEMORY)
+        for _ in step.run(None, 0, 1):
+            pass
         return
     if what.startswith("old-"):
         from tests.pipeline import dedup_reference
@@ -164,7 +174,86 @@ def above(runs: list[dict]) -> int:
     return max(x["rss"] - x["before"] for x in runs)
 
 
-def markdown(results: list[dict], args, cmd: str) -> str:
+def synthetic_verified(folder: Path, n_edges: int, partitions: int, seed: int = 0) -> dict:
+    """Verified pairs as `minhash_verify` writes them (`<folder>/verified/<q>.parquet`), `n_edges` of them: groups
+    of 2–12 near-duplicate documents at random spec positions, each member paired with up to 8 members before it."""
+    import numpy as np
+    import pyarrow as pa
+
+    from mixture.pipelines.near_duplicates import VERIFIED
+    from mixture.pipelines.shuffle import mix64, prefix_partition
+
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(2, 13, max(1, n_edges // 20))
+    while True:  # enough groups for n_edges pairs
+        pos = np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes)  # j: position in its group
+        if np.minimum(pos, 8).sum() >= n_edges:
+            break
+        sizes = np.concatenate([sizes, rng.integers(2, 13, len(sizes))])
+    group = np.repeat(np.arange(len(sizes)), sizes)
+    first = np.repeat(np.cumsum(sizes) - sizes, sizes)  # each document's group's first document
+    reps = np.minimum(pos, 8)  # member j with the first min(j, 8) members of its group
+    b = np.repeat(np.arange(len(pos)), reps)[:n_edges]
+    a = (np.repeat(first, reps) + np.arange(int(reps.sum())) - np.repeat(np.cumsum(reps) - reps, reps))[:n_edges]
+    # spec positions: groups interleaved at random, each group's members in their order
+    spread = rng.permutation(len(pos))
+    g = spread[np.lexsort((spread, group))]
+    ga, gb = g[a], g[b]
+    sim = np.round(0.72 + 0.28 * rng.random(len(ga)), 6)
+    part = prefix_partition(mix64(gb), partitions)
+    (folder / "verified").mkdir(parents=True, exist_ok=True)
+    for q in range(partitions):
+        sel = part == q
+        n = int(sel.sum())
+        pq.write_table(pa.table({
+            "a": ga[sel], "b": gb[sel], "sim": sim[sel], "rank_b": (gb[sel] % partitions).astype(np.int32),
+            "idx_b": gb[sel], "kept_id": [f"doc{x}" for x in ga[sel]], "kept_source": ["web"] * n,
+            "kept_file": ["part-00000.jsonl"] * n, "kept_record": ga[sel]}, schema=VERIFIED),
+            folder / "verified" / f"{q:05d}.parquet")
+    return {"edges": int(len(ga)), "docs": int(len(np.unique(np.concatenate([ga, gb]))))}
+
+
+def bench_greedy(root: Path, sizes: list[int], partitions: int) -> list[dict]:
+    out = []
+    for n in sizes:
+        folder = root / f"greedy{n}"
+        shutil.rmtree(folder, ignore_errors=True)
+        made = synthetic_verified(folder, n, partitions)
+        run = measure(folder, "greedy", 0)
+        drops = sum(pq.ParquetFile(f).metadata.num_rows for f in folder.glob("fuzzy_drops/*.parquet"))
+        out.append({**made, **run, "drops": drops, "load": load()})
+        print(f"  greedy {n:,}: {run['wall']:.1f} s", flush=True)
+    return out
+
+
+def greedy_markdown(greedy: list[dict]) -> list[str]:
+    lines = [
+        "",
+        "`minhash_cluster`, the one task left, alone on synthetic verified pairs (`minhash_verify`'s output format, "
+        "T = 4 files): groups of 2–12 near-duplicate documents at random spec positions, each member paired with up to "
+        f"8 members before it; DuckDB's memory limit {GREEDY_MEMORY} (the default configuration's: half of 2 GB for "
+        "one CPU). Wall time / CPU time / peak RSS (above the imports):",
+        "",
+        "| verified pairs | documents in them | drops | wall | CPU | peak RSS | CPU per pair |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for g in greedy:
+        lines.append(f"| {g['edges']:,} | {g['docs']:,} | {g['drops']:,} | {g['wall']:.1f} s | {g['cpu']:.1f} s | "
+                     f"{g['rss'] / MIB:,.0f} (+{(g['rss'] - g['before']) / MIB:,.0f}) MiB | "
+                     f"{g['cpu'] / g['edges'] * 1e6:.2f} µs |")
+    first, last = greedy[0], greedy[-1]
+    lines += [
+        "",
+        f"From {first['edges']:,} to {last['edges']:,} verified pairs ({last['edges'] / first['edges']:.0f}×) the "
+        f"CPU time grows {last['cpu'] / first['cpu']:.1f}× and the peak RSS above the imports "
+        f"{(first['rss'] - first['before']) / MIB:,.0f} → {(last['rss'] - last['before']) / MIB:,.0f} MiB: linear in "
+        "the verified pairs (the greedy pass is one Python loop over them, sorted by DuckDB, which spills past its "
+        "limit), whatever the corpus. Load average at each run: " + "; ".join(g["load"] for g in greedy) + ".",
+    ]
+    return lines
+
+
+def markdown(results: list[dict], args, cmd: str, greedy: list[dict] | None = None) -> str:
     heads = " | ".join(f"{r['copies']}× ({r['prepared']:,} docs)" for r in results)
     rows = [("`prepare`'s `DedupKeys` step", "keys", "keys"),
             ("`duplicate_ids`", "duplicate_ids", "duplicate_ids"),
@@ -234,6 +323,7 @@ def markdown(results: list[dict], args, cmd: str) -> str:
         "each one's memory flat as the input grows; the one task left, `minhash_cluster`, holds one byte per "
         "document of a verified pair and streams the verified pairs sorted from DuckDB (spilled past its memory "
         "limit): it grows with the verified pairs, not with the corpus.",
+        *(greedy_markdown(greedy) if greedy else []),
         END,
     ]
     return "\n".join(lines) + "\n"
@@ -252,6 +342,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--sizes", default="1,3,6", help="comma-separated numbers of distinct corpus copies")
     p.add_argument("--tasks", type=int, default=4)
     p.add_argument("--workers", type=int, default=2, help="workers of the build that prepares the work")
+    p.add_argument("--greedy-sizes", default=GREEDY_SIZES, help="synthetic verified pairs for minhash_cluster alone")
+    p.add_argument("--only", choices=("sizes", "greedy"), help="run one part, the other from --dir's results.json")
     p.add_argument("--no-publish", action="store_true", help="print, do not write docs/performance.md")
     args = p.parse_args(argv)
     root = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="mixture-dedup-bench-"))
@@ -259,12 +351,17 @@ def main(argv: list[str] | None = None) -> None:
     cmd = "python -m bench.dedup_bench" + (f" --scale {args.scale}" if args.scale != 0.5 else "") + \
         (f" --sizes {args.sizes}" if args.sizes != "1,3,6" else "")
     try:
-        results = []
-        for copies in (int(s) for s in args.sizes.split(",")):
-            print(f"  {copies}× …", flush=True)
-            results.append(bench_size(root / f"x{copies}", copies, args))
-        (root / "results.json").write_text(json.dumps(results, indent=1))
-        text = markdown(results, args, cmd)
+        saved = json.loads((root / "results.json").read_text()) if args.only else {}
+        results, greedy = saved.get("sizes", []), saved.get("greedy", [])
+        if args.only != "greedy":
+            results = []
+            for copies in (int(s) for s in args.sizes.split(",")):
+                print(f"  {copies}× …", flush=True)
+                results.append(bench_size(root / f"x{copies}", copies, args))
+        if args.only != "sizes":
+            greedy = bench_greedy(root, [int(n) for n in args.greedy_sizes.split(",")], args.tasks)
+        (root / "results.json").write_text(json.dumps({"sizes": results, "greedy": greedy}, indent=1))
+        text = markdown(results, args, cmd, greedy)
         print(text)
         if not args.no_publish:
             publish(text, BEGIN, END)

@@ -24,6 +24,7 @@ from mixture.pipelines.shuffle import (
     duckdb_connection,
     partition_files,
     prefix_partition,
+    read_small,
     register,
     sorted_batches,
     string_hashes,
@@ -205,7 +206,7 @@ class ExactDuplicates(PipelineStep):
 def dropped_count(folder: str) -> int:
     """Documents the two dedup stages dropped, from their tasks' counts (`<folder>/counts/`)."""
     files = partition_files(f"{folder}/counts")
-    return int(sum(pq.read_table(f, schema=COUNTS).column("drops").to_numpy().sum() for f in files))
+    return int(sum(read_small(f, COUNTS).column("drops").to_numpy().sum() for f in files))
 
 
 def spec_positions(folder: str) -> tuple[np.ndarray, np.ndarray]:

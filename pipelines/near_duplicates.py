@@ -31,6 +31,7 @@ from mixture.pipelines.shuffle import (
     mix64,
     partition_files,
     prefix_partition,
+    read_small,
     register,
     sorted_batches,
     write_partitions,
@@ -400,7 +401,7 @@ class ResolveNearDuplicates(PipelineStep):
         counts = {k: 0 for k in (*BAND_COUNTS.names, *VERIFY_COUNTS.names)}
         for kind, schema in (("bands", BAND_COUNTS), ("verify_counts", VERIFY_COUNTS)):
             for path in partition_files(f"{self.folder}/{kind}"):
-                for k, v in pq.read_table(path, schema=schema).to_pylist()[0].items():
+                for k, v in read_small(path, schema).to_pylist()[0].items():
                     counts[k] += int(v)
         with duckdb_connection(self.memory_limit) as con:
             register(con, "raw_verified", partition_files(f"{self.folder}/verified"), VERIFIED)

@@ -119,6 +119,14 @@ def sorted_batches(con, sql: str, rows: int = 65_536) -> Iterator[pa.RecordBatch
     yield from con.sql(sql).to_arrow_reader(rows)
 
 
+def read_small(uri: str, schema: pa.Schema) -> pa.Table:
+    """A small Parquet file (e.g. a task's counts) at any fsspec URI, read through fsspec (a `gs://` string given to
+    pyarrow itself would go to Arrow's own GCS client and its credentials)."""
+    fs, path = fsspec.core.url_to_fs(uri)
+    with fs.open(path, "rb") as f:
+        return pq.read_table(f, schema=schema)
+
+
 def write_rows(uri: str, table: pa.Table, compression: str = "zstd") -> None:
     """A small table (e.g. a task's counts) as one Parquet file, published atomically."""
     fs, path = fsspec.core.url_to_fs(uri)
