@@ -25,7 +25,7 @@ STAGES = ("duplicate_ids", "find_duplicates", "minhash_buckets", "minhash_verify
 UPTO = "minhash_cluster"  # the build runs to here; the stages after dedup are not measured
 MIB = 2**20
 GREEDY_MEMORY = "1024MB"  # DuckDB's limit in `minhash_cluster` with the defaults (half of 2 GB per CPU, one CPU)
-GREEDY_SIZES = "100000,1000000,4000000"  # synthetic verified pairs
+GREEDY_SIZES = "100000,1000000,4000000,4000000@256MB"  # synthetic verified pairs [@ DuckDB's memory limit]
 
 
 # -- in the measured process ------------------------------------------------------------------------------------
@@ -50,8 +50,11 @@ def run_task(spec_path: str, what: str, rank: int) -> dict:
     RSS (VmHWM, reset after the imports through /proc/self/clear_refs)."""
     import importlib
 
+    from mixture.pipelines.memory import configure_memory
+
     for module in ("duckdb", "mixture.pipelines.stages", "tests.pipeline.dedup_reference"):
         importlib.import_module(module)  # before the clock starts
+    configure_memory()  # as every build task does
     ctx = spec_path if what == "greedy" else _context(spec_path)
     before = _status_kb("VmRSS:")
     Path("/proc/self/clear_refs").write_text("5")  # reset the peak RSS to the current RSS
@@ -74,7 +77,7 @@ def _task(ctx, what: str, rank: int) -> None:
         from mixture.pipelines.near_duplicates import ResolveNearDuplicates
 
         step = ResolveNearDuplicates(ctx, f"{ctx}/fuzzy_drops", f"{ctx}/report.json", threshold=0.72, ngram=5,
-                                     permutations=112, memory_limit=GREEDY_MEMORY)
+                                     permutations=112, memory_limit=os.environ.get("BENCH_MEMORY", GREEDY_MEMORY))
         for _ in step.run(None, 0, 1):
             pass
         return
@@ -102,10 +105,11 @@ def _task(ctx, what: str, rank: int) -> None:
             pass
 
 
-def measure(spec_path: Path, what: str, rank: int) -> dict:
+def measure(spec_path: Path, what: str, rank: int, memory: str | None = None) -> dict:
     """`run_task` in a fresh process: {wall, cpu, before, rss} of the task alone (not the imports)."""
+    env = {**os.environ, **({"BENCH_MEMORY": memory} if memory else {})}
     out = subprocess.run([sys.executable, "-m", "bench.dedup_bench", "--task", str(spec_path), what, str(rank)],
-                         cwd=REPO, capture_output=True, text=True)
+                         cwd=REPO, capture_output=True, text=True, env=env)
     if out.returncode:
         raise RuntimeError(f"{what} task {rank} failed: {out.stderr[-2000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -209,20 +213,25 @@ def synthetic_verified(folder: Path, n_edges: int, partitions: int, seed: int = 
             "a": ga[sel], "b": gb[sel], "sim": sim[sel], "rank_b": (gb[sel] % partitions).astype(np.int32),
             "idx_b": gb[sel], "kept_id": [f"doc{x}" for x in ga[sel]], "kept_source": ["web"] * n,
             "kept_file": ["part-00000.jsonl"] * n, "kept_record": ga[sel]}, schema=VERIFIED),
-            folder / "verified" / f"{q:05d}.parquet")
+            folder / "verified" / f"{q:05d}.parquet", row_group_size=65_536)  # as write_partitions' batches
     return {"edges": int(len(ga)), "docs": int(len(np.unique(np.concatenate([ga, gb]))))}
 
 
-def bench_greedy(root: Path, sizes: list[int], partitions: int) -> list[dict]:
+def bench_greedy(root: Path, sizes: list[str], partitions: int) -> list[dict]:
+    """`minhash_cluster` on `n` synthetic verified pairs for each `n[@memory limit]` of `sizes`."""
     out = []
-    for n in sizes:
+    for size in sizes:
+        n, _, memory = size.partition("@")
         folder = root / f"greedy{n}"
-        shutil.rmtree(folder, ignore_errors=True)
-        made = synthetic_verified(folder, n, partitions)
-        run = measure(folder, "greedy", 0)
+        if not (folder / "verified").exists():
+            synthetic_verified(folder, int(n), partitions)
+        made = {"edges": int(n), "docs": ds.dataset(str(folder / "verified")).to_table(columns=["a", "b"])
+                .to_pandas().stack().nunique()}
+        started = load()
+        run = measure(folder, "greedy", 0, memory or GREEDY_MEMORY)
         drops = sum(pq.ParquetFile(f).metadata.num_rows for f in folder.glob("fuzzy_drops/*.parquet"))
-        out.append({**made, **run, "drops": drops, "load": load()})
-        print(f"  greedy {n:,}: {run['wall']:.1f} s", flush=True)
+        out.append({**made, **run, "drops": drops, "load": started, "memory": memory or GREEDY_MEMORY})
+        print(f"  greedy {size}: {run['wall']:.1f} s", flush=True)
     return out
 
 
@@ -232,16 +241,18 @@ def greedy_markdown(greedy: list[dict]) -> list[str]:
         "`minhash_cluster`, the one task left, alone on synthetic verified pairs (`minhash_verify`'s output format, "
         "T = 4 files): groups of 2–12 near-duplicate documents at random spec positions, each member paired with up to "
         f"8 members before it; DuckDB's memory limit {GREEDY_MEMORY} (the default configuration's: half of 2 GB for "
-        "one CPU). Wall time / CPU time / peak RSS (above the imports):",
+        "one CPU) unless the table says otherwise. Wall time / CPU time / peak RSS (above the imports):",
         "",
-        "| verified pairs | documents in them | drops | wall | CPU | peak RSS | CPU per pair |",
-        "|---:|---:|---:|---:|---:|---:|---:|",
+        "| verified pairs | documents in them | drops | DuckDB limit | wall | CPU | peak RSS | CPU per pair |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for g in greedy:
-        lines.append(f"| {g['edges']:,} | {g['docs']:,} | {g['drops']:,} | {g['wall']:.1f} s | {g['cpu']:.1f} s | "
+        lines.append(f"| {g['edges']:,} | {g['docs']:,} | {g['drops']:,} | {g['memory']} | {g['wall']:.1f} s | "
+                     f"{g['cpu']:.1f} s | "
                      f"{g['rss'] / MIB:,.0f} (+{(g['rss'] - g['before']) / MIB:,.0f}) MiB | "
                      f"{g['cpu'] / g['edges'] * 1e6:.2f} µs |")
-    first, last = greedy[0], greedy[-1]
+    same = [g for g in greedy if g["memory"] == GREEDY_MEMORY]
+    first, last = same[0], same[-1]
     lines += [
         "",
         f"From {first['edges']:,} to {last['edges']:,} verified pairs ({last['edges'] / first['edges']:.0f}×) the "
@@ -291,7 +302,8 @@ def markdown(results: list[dict], args, cmd: str, greedy: list[dict] | None = No
         "",
         "Per stage, the slowest task's wall time / the largest task's CPU time / the largest peak RSS, and the rows "
         "each task holds (keys of its partition; `minhash_buckets`: its band's bucket members; `minhash_verify`: "
-        "the candidate pairs of its partition; `minhash_cluster`: every verified pair):",
+        "the candidate pairs of its partition from every band, a pair found by several bands counted each time; "
+        "`minhash_cluster`: every verified pair):",
         "",
         f"| stage | {heads} |",
         "|---|" + "---|" * len(results),
@@ -359,7 +371,7 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"  {copies}× …", flush=True)
                 results.append(bench_size(root / f"x{copies}", copies, args))
         if args.only != "sizes":
-            greedy = bench_greedy(root, [int(n) for n in args.greedy_sizes.split(",")], args.tasks)
+            greedy = bench_greedy(root, args.greedy_sizes.split(","), args.tasks)
         (root / "results.json").write_text(json.dumps({"sizes": results, "greedy": greedy}, indent=1))
         text = markdown(results, args, cmd, greedy)
         print(text)

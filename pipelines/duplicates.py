@@ -112,7 +112,8 @@ class DedupKeys(PipelineStep):
         """Per source file: the first row and the number of rows of its documents, which must be consecutive rows
         in record order (a task reads whole files, one after the other): then a document's position in spec order
         is its file's first position plus its row's offset (see `spec_positions`)."""
-        con.execute(f"CREATE TEMP TABLE located AS SELECT source_order, file, record, idx FROM ({DOCS.format(table='keys')})")
+        con.execute("CREATE TEMP TABLE located AS SELECT source_order, file, record, idx "
+                    f"FROM ({DOCS.format(table='keys')})")
         broken = con.execute("""
             SELECT source_order, file FROM (SELECT source_order, file, idx, record,
                    lag(idx) OVER w AS prev_idx, lag(record) OVER w AS prev_record
@@ -121,8 +122,9 @@ class DedupKeys(PipelineStep):
         if broken:
             raise ValueError(f"prepared file {rank:05d}: the documents of source #{broken[0][0]} file "
                              f"{broken[0][1]!r} are not consecutive rows in record order; spec positions need them so")
-        return con.sql(f"""SELECT source_order, file, {int(rank)}::INTEGER AS rank, min(idx) AS first_idx,
-                               count(*) AS n FROM located GROUP BY source_order, file ORDER BY first_idx""").to_arrow_table().cast(FILES)
+        table = con.sql(f"""SELECT source_order, file, {int(rank)}::INTEGER AS rank, min(idx) AS first_idx,
+                            count(*) AS n FROM located GROUP BY source_order, file ORDER BY first_idx""")
+        return table.to_arrow_table().cast(FILES)
 
 
 def _details(batch: pa.RecordBatch, form: str) -> pa.Array:
@@ -196,7 +198,8 @@ class ExactDuplicates(PipelineStep):
                 register(con, "gone", partition_files(f"{self.folder}/id_drops/{rank:05d}"), GONE)
                 con.execute(f"CREATE TEMP TABLE kept AS SELECT * FROM ({DOCS.format(table='part')}) "
                             "ANTI JOIN gone USING (rank, idx)")
-                n = _write_drops(con, f"SELECT * FROM ({LATER.format(key='exact_hash', table='kept')}) ORDER BY rank, idx",
+                later = LATER.format(key="exact_hash", table="kept")
+                n = _write_drops(con, f"SELECT * FROM ({later}) ORDER BY rank, idx",
                                  "exact_duplicate", EXACT_DETAIL,
                                  lambda r: f"{drops_folder(self.work, r)}/exact-{rank:05d}.parquet")
         write_rows(f"{self.folder}/counts/exact-{rank:05d}.parquet", pa.table({"drops": [n]}, schema=COUNTS))

@@ -221,8 +221,8 @@ class BucketPairs(PipelineStep):
                 con.register("chunk", chunk.append_column("g", pa.array(g)).append_column(PART, pa.array(part)))
                 con.execute("INSERT INTO members SELECT bucket, g, rank, idx, part FROM chunk")
                 con.unregister("chunk")
-            con.execute("""CREATE TABLE ranked AS SELECT *, row_number() OVER (PARTITION BY bucket ORDER BY g) - 1 AS pos
-                           FROM members""")
+            con.execute("""CREATE TABLE ranked AS
+                           SELECT *, row_number() OVER (PARTITION BY bucket ORDER BY g) - 1 AS pos FROM members""")
             write_partitions(sorted_batches(con, f"""
                 SELECT x.g AS a, y.g AS b, x.rank AS rank_a, x.idx AS idx_a, y.rank AS rank_b, y.idx AS idx_b,
                        y.part AS {PART}

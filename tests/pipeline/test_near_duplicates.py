@@ -350,7 +350,8 @@ def test_multilingual_same_decisions_for_2_and_4_tasks(multilingual, multilingua
 
 @pytest.mark.slow
 def test_multilingual_drops_equal_the_single_task_stages(multilingual, multilingual_store):
-    """The partitioned stages (2 tasks here, 4 above) list the drops and evidence of the single-task ones (tests/pipeline/dedup_reference.py) on the same prepared files."""
+    """The partitioned stages (2 tasks here, 4 above) list the drops and evidence of the single-task ones
+    (tests/pipeline/dedup_reference.py) on the same prepared files."""
     from mixture.spec.load import load_spec
 
     fz = load_spec(str(multilingual_store.parent / "spec.yaml")).processing.dedup.fuzzy
