@@ -1,19 +1,16 @@
 """Fingerprints, decontamination and dedup: one pass computes every document's hashes, later stages only read them.
 
-`prepare` fingerprints each document (exact hash, one-permutation MinHash, benchmark n-gram hits); `find_duplicates`
-(DuckDB) lists repeated ids and exact duplicates; `minhash_sigs` writes the surviving signatures in datatrove's
-format, `minhash_buckets` finds the pairs that share a band (`minhash_cluster`, in near_duplicates.py, checks them);
-`assign` routes every listed document to its drop file."""
+`prepare` fingerprints each document (exact hash, one-permutation MinHash, benchmark n-gram hits); `duplicate_ids`
+and `find_duplicates` (duplicates.py) list repeated ids and exact duplicates; `minhash_sigs` writes the surviving
+signatures in datatrove's format, `minhash_buckets` finds the pairs that share a band (near_duplicates.py turns
+them into candidate pairs, verifies and resolves them); `assign` routes every listed document to its drop file."""
 
 from __future__ import annotations
 
 import contextlib
 import json
-import shutil
 import tempfile
-from collections import Counter
 from collections.abc import Iterator
-from contextlib import contextmanager
 
 import fsspec
 import numpy as np
@@ -25,9 +22,10 @@ from datatrove.pipeline.base import PipelineStep
 from datatrove.pipeline.writers.disk_base import DiskWriter
 
 from mixture.pipelines.decontaminate import ContaminationFinder
+from mixture.pipelines.duplicates import drops_folder
 from mixture.pipelines.schemas import DROPS
-from mixture.pipelines.threads import duckdb_threads
-from mixture.store.io import open_atomic, write_atomic, write_parquet_atomic
+from mixture.pipelines.shuffle import partition_files
+from mixture.store.io import open_atomic, write_atomic
 from mixture.text.shingles import EMPTY, WordHashes, minhash_signatures
 
 BATCH_DOCS, BATCH_CHARS = 256, 1_000_000  # a batch: bounded in documents and in characters (its word hashes,
@@ -88,88 +86,22 @@ class Fingerprint(PipelineStep):
             self._finder.mark(batch, words)
 
 
-class FindDuplicates(PipelineStep):
-    """One task: later occurrences of an id (`duplicate_id`), then of a text (`exact_duplicate`), over all prepared
-    files (DuckDB, streamed from Parquet). The first occurrence in (source order, file, record) order is kept."""
-
-    type = "🫂 - DEDUP"
-    name = "find duplicate ids and texts"
-
-    def __init__(self, prepared: str, output: str, exact: bool):
-        super().__init__()
-        self.prepared, self.output, self.exact = prepared, output, exact
-
-    def run(self, data: DocumentsPipeline = None, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
-        with prepared_docs(self.prepared) as con:
-            con.sql(f"CREATE TEMP TABLE later_id AS {_LATER.format(key='id', table='docs')}")
-            out = [(r, i, "duplicate_id", f"id {id_!r} is already used by source {src!r} ({file}:{rec})")
-                   for r, i, id_, src, file, rec in con.sql("SELECT * FROM later_id").fetchall()]
-            if self.exact:
-                con.sql("CREATE TEMP TABLE kept AS SELECT * FROM docs ANTI JOIN later_id USING (rank, idx)")
-                out += [(r, i, "exact_duplicate", f"same text as {id_!r} ({src}, {file}:{rec})")
-                        for r, i, id_, src, file, rec in con.sql(_LATER.format(key="exact_hash", table="kept")).fetchall()]
-        for reason, n in Counter(o[2] for o in out).items():
-            self.stat_update(reason, value=n)
-        write_drops(self.output, out)
-        if data:
-            yield from data
-
-
-@contextmanager
-def prepared_docs(prepared: str):
-    """A DuckDB connection with table `docs`: (rank, idx, id, source, source_order, exact_hash, file, record) of
-    every prepared document, streamed from the Parquet files (only these columns are read); DuckDB spills to a
-    temporary local folder past its memory limit."""
-    import duckdb
-    import pyarrow.dataset as pads
-
-    from mixture.pipelines.schemas import WORK
-
-    fs, root = fsspec.core.url_to_fs(prepared)
-    spill = tempfile.mkdtemp(prefix="mixture-duckdb-")
-    con = duckdb.connect(config={"temp_directory": spill, "preserve_insertion_order": False, **duckdb_threads()})
-    try:
-        con.register("prepared", pads.dataset(sorted(fs.glob(f"{root}/*.parquet")), filesystem=fs, format="parquet",
-                                              schema=WORK))
-        con.sql("""CREATE TEMP TABLE docs AS SELECT rank, idx, id, source, source_order, exact_hash,
-                   regexp_extract(origin, '^(.*):[0-9]+$', 1) AS file,
-                   CAST(regexp_extract(origin, ':([0-9]+)$', 1) AS BIGINT) AS record FROM prepared""")
-        yield con
-    finally:
-        con.close()
-        shutil.rmtree(spill, ignore_errors=True)
-
-
-def write_drops(uri: str, rows: list[tuple]) -> None:
-    """(rank, idx, reason, detail) rows as a DROPS Parquet file sorted by task and index, published atomically."""
-    rows = sorted(rows)
-    table = pa.Table.from_arrays([pa.array([r[j] for r in rows], type=f.type) for j, f in enumerate(DROPS)],
-                                 schema=DROPS)
-    write_parquet_atomic(uri, table, compression="zstd")
-
-
-# every occurrence of a repeated `key` after the first in spec order (source, file, record), with the first
-# occurrence's id, source, file and record
-_LATER = """
-    WITH rep AS (SELECT * FROM {table} WHERE {key} IN (SELECT {key} FROM {table} GROUP BY {key} HAVING count(*) > 1))
-    SELECT rank, idx, first_id, first_source, first_file, first_record FROM (
-        SELECT rank, idx, row_number() OVER w AS n, first_value(id) OVER w AS first_id,
-               first_value(source) OVER w AS first_source, first_value(file) OVER w AS first_file,
-               first_value(record) OVER w AS first_record
-        FROM rep WINDOW w AS (PARTITION BY {key} ORDER BY source_order, file, record, rank, idx))
-    WHERE n > 1"""
-
-
 def load_drops(work: str, rank: int, fuzzy_drops: str | None) -> dict[int, tuple[str, str | None]]:
-    """{document index: (reason, detail)} of the prepared file of task `rank`: `find_duplicates`' list, plus the
-    near duplicates `minhash_cluster` listed when fuzzy dedup ran (`fuzzy_drops`, same schema)."""
+    """{document index: (reason, detail)} of the prepared file of task `rank`: what the `duplicate_ids` and
+    `find_duplicates` tasks listed for it (`<work>/drops/<rank>/`), plus the near duplicates `minhash_cluster`
+    listed when fuzzy dedup ran (`<fuzzy_drops>/<rank>.parquet`; same schema, DROPS)."""
+    paths = partition_files(drops_folder(work, rank))
+    if fuzzy_drops:
+        fs, root = fsspec.core.url_to_fs(f"{fuzzy_drops}/{rank:05d}.parquet")
+        fs.invalidate_cache(root.rsplit("/", 1)[0])
+        if fs.exists(root):
+            paths.append(f"{fuzzy_drops}/{rank:05d}.parquet")
     drops: dict[int, tuple[str, str | None]] = {}
-    for path in (f"{work}/drops.parquet", fuzzy_drops):
-        if path:
-            fs, root = fsspec.core.url_to_fs(path)
-            with fs.open(root, "rb") as f:
-                for r in pq.read_table(f, filters=[("rank", "=", rank)]).to_pylist():
-                    drops[r["idx"]] = (r["reason"], r["detail"])
+    for path in paths:
+        fs, root = fsspec.core.url_to_fs(path)
+        with fs.open(root, "rb") as f:
+            for r in pq.read_table(f, schema=DROPS).to_pylist():
+                drops[r["idx"]] = (r["reason"], r["detail"])
     return drops
 
 

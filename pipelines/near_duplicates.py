@@ -1,11 +1,12 @@
 """Near duplicates with evidence: the documents that share an LSH bucket become candidate pairs, each pair is
 checked on its shingles, and a document is dropped only for a kept document it is itself similar to.
 
-`minhash_cluster` runs `ResolveNearDuplicates`: buckets from the bucket stage's pairs → candidate pairs (every
-member of a bucket with the first `ANCHORS` members before it in priority order) → verification (signature
-agreement rules out the clearly dissimilar pairs, the exact Jaccard similarity of the two documents' shingle sets
-decides the others) → a greedy pass over the verified pairs in priority order. Verification is per pair and the
-greedy pass reads the verified pairs sorted, so both can be split by pair and by connected component."""
+Three steps, two of them partitioned: `BucketPairs` (the bucket stage's second step, one task per band) reads the
+band's buckets back and pairs every member with the first `ANCHORS` members before it in spec order, sending each
+pair to the partition of its later document; `VerifyPairs` (stage `minhash_verify`, T tasks) verifies the pairs
+of one partition (signature agreement rules out the clearly dissimilar pairs, the exact Jaccard similarity of the
+two documents' shingle sets decides the others); `ResolveNearDuplicates` (stage `minhash_cluster`, one task) keeps
+greedily in spec order over the verified pairs only."""
 
 from __future__ import annotations
 
@@ -21,7 +22,21 @@ import pyarrow.parquet as pq
 from datatrove.data import DocumentsPipeline
 from datatrove.pipeline.base import PipelineStep
 
-from mixture.pipelines.dedup import prepared_docs, write_drops
+from mixture.pipelines.duplicates import positions, spec_positions
+from mixture.pipelines.readers import read_rows
+from mixture.pipelines.schemas import DROPS
+from mixture.pipelines.shuffle import (
+    PART,
+    duckdb_connection,
+    mix64,
+    partition_files,
+    prefix_partition,
+    read_small,
+    register,
+    sorted_batches,
+    write_partitions,
+    write_rows,
+)
 from mixture.store.formats import NearDuplicateReport, write_model
 from mixture.text.shingles import WordHashes
 
@@ -161,64 +176,116 @@ def _row_groups(pf: pq.ParquetFile, idx: np.ndarray, tags: np.ndarray, column: s
             yield tags[sel][lo:lo + most], col.take(pa.array(rows[lo:lo + most]))
 
 
-class ResolveNearDuplicates(PipelineStep):
-    """One task, in place of datatrove's MinhashDedupCluster (union-find over the bucket pairs, which chains
-    documents through shared boilerplate): candidate pairs from the buckets, each verified on its shingles, then in
-    priority order (source, file, record, as for exact duplicates) a document is dropped when a verified pair joins
-    it to an earlier document that is kept; the detail names that document (the most similar one) and the
-    similarity. Writes the drops (`fuzzy_drops`) and a report (`report`, NearDuplicateReport)."""
+# candidate pairs (positions in spec order of the earlier and the later document, and their addresses), as the
+# bucket stage sends them to the verification task of the later document
+PAIRS = pa.schema([("a", pa.int64()), ("b", pa.int64()), ("rank_a", pa.int32()), ("idx_a", pa.int64()),
+                   ("rank_b", pa.int32()), ("idx_b", pa.int64())])
+MEMBERS = pa.schema([("g", pa.int64())])  # documents in a bucket (spec positions), for the count of distinct ones
+BAND_COUNTS = pa.schema([("band_pairs", pa.int64()), ("buckets", pa.int64())])
+VERIFY_COUNTS = pa.schema([(f, pa.int64()) for f in ("documents", "pairs_considered", "pairs_ruled_out",
+                                                     "pairs_compared", "pairs_verified")])
+# a verified pair with its evidence: the later document's address, the earlier one's id, source, file, record
+VERIFIED = pa.schema([("a", pa.int64()), ("b", pa.int64()), ("sim", pa.float64()), ("rank_b", pa.int32()),
+                      ("idx_b", pa.int64()), ("kept_id", pa.string()), ("kept_source", pa.string()),
+                      ("kept_file", pa.string()), ("kept_record", pa.int64())])
+
+
+class BucketPairs(PipelineStep):
+    """Second step of `minhash_buckets`, task b: band b's buckets read back from the pairs written before it
+    (`<b>_00.dups`) → each member with the first `anchors` members before it in spec order (a document's position
+    over every prepared document, duplicates.spec_positions) → the candidate pairs, to the verification partition
+    of their later document (`<folder>/pairs/<q>/<b>.parquet`, a hash prefix over `partitions`); the members, to
+    their own partition (`members/<q>/<b>.parquet`), and the band's counts (`bands/<b>.parquet`)."""
 
     type = "🫂 - DEDUP"
-    name = "🎯 MinHash near duplicates"
+    name = "🎯 MinHash candidate pairs"
 
-    def __init__(self, pairs_folder: str, prepared: str, output: str, report: str, *, threshold: float, ngram: int,
-                 permutations: int, anchors: int = ANCHORS):
+    def __init__(self, buckets_folder: str, dedup_folder: str, folder: str, partitions: int, anchors: int = ANCHORS,
+                 memory_limit: str | None = None):
         super().__init__()
-        self.pairs_folder, self.prepared, self.output, self.report = pairs_folder, prepared, output, report
-        self.threshold, self.ngram, self.permutations, self.anchors = threshold, ngram, permutations, anchors
+        self.buckets_folder, self.dedup_folder, self.folder = buckets_folder, dedup_folder, folder
+        self.partitions, self.anchors, self.memory_limit = partitions, anchors, memory_limit
 
     def run(self, data: DocumentsPipeline = None, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
-        with prepared_docs(self.prepared) as con, tempfile.TemporaryDirectory(prefix="mixture-neardup-") as tmp:
-            counts = self._candidates(con)
-            counts.update(self._verify(con, tmp))
-            out, kept_similar = self._greedy(con)
-        counts.update(drops=len(out), kept_similar=kept_similar,
-                      pairs_rejected=counts["pairs_considered"] - counts["pairs_verified"])
-        for key in ("pairs_considered", "pairs_verified", "drops"):
-            self.stat_update(key, value=counts[key])
-        write_drops(self.output, out)
-        fs, path = fsspec.core.url_to_fs(self.report)
-        write_model(fs, path, NearDuplicateReport(
-            measure=f"word {self.ngram}-gram Jaccard", threshold=round(self.threshold, 4), anchors=self.anchors,
-            signature_margin=round(signature_margin(self.threshold, self.permutations), 4), **counts))
+        if data:
+            yield from data  # the bucket step before this one has published the band's pairs when its run ends
+        table = spec_positions(self.dedup_folder)
+        fs, root = fsspec.core.url_to_fs(self.buckets_folder)
+        path = f"{root}/{rank:05d}_00.dups"
+        band_pairs = fs.size(path) // 16 if fs.exists(path) else 0
+        with duckdb_connection(self.memory_limit) as con:
+            con.execute("CREATE TABLE members (bucket BIGINT, g BIGINT, rank INTEGER, idx BIGINT, part INTEGER)")
+            for chunk in band_buckets(path, fs, rank) if band_pairs else ():
+                g = positions(table, chunk.column("rank").to_numpy(), chunk.column("idx").to_numpy())
+                part = prefix_partition(mix64(g), self.partitions)
+                con.register("chunk", chunk.append_column("g", pa.array(g)).append_column(PART, pa.array(part)))
+                con.execute("INSERT INTO members SELECT bucket, g, rank, idx, part FROM chunk")
+                con.unregister("chunk")
+            con.execute("""CREATE TABLE ranked AS
+                           SELECT *, row_number() OVER (PARTITION BY bucket ORDER BY g) - 1 AS pos FROM members""")
+            write_partitions(sorted_batches(con, f"""
+                SELECT x.g AS a, y.g AS b, x.rank AS rank_a, x.idx AS idx_a, y.rank AS rank_b, y.idx AS idx_b,
+                       y.part AS {PART}
+                FROM (SELECT * FROM ranked WHERE pos < {int(self.anchors)}) x
+                JOIN ranked y ON x.bucket = y.bucket AND x.pos < y.pos ORDER BY {PART}"""),
+                lambda q: f"{self.folder}/pairs/{q:05d}/{rank:05d}.parquet")
+            write_partitions(sorted_batches(con, f"SELECT g, part AS {PART} FROM members ORDER BY {PART}"),
+                             lambda q: f"{self.folder}/members/{q:05d}/{rank:05d}.parquet")
+            buckets = _scalar(con, "SELECT count(DISTINCT bucket) FROM members")
+        write_rows(f"{self.folder}/bands/{rank:05d}.parquet",
+                   pa.table({"band_pairs": [int(band_pairs)], "buckets": [buckets]}, schema=BAND_COUNTS))
+        self.stat_update("buckets", value=buckets)
+
+
+class VerifyPairs(PipelineStep):
+    """Stage `minhash_verify`, task q: the distinct candidate pairs of partition q (every pair whose later
+    document hashes there, from every band), each verified: signature agreement rules out the clearly dissimilar,
+    the exact Jaccard similarity of the two documents' shingle sets decides the others. Only the documents of
+    these pairs are read (their signatures, then the texts of those not ruled out, from the prepared files). Writes
+    the verified pairs with their evidence (`<folder>/verified/<q>.parquet`) and the task's counts
+    (`verify_counts/<q>.parquet`)."""
+
+    type = "🫂 - DEDUP"
+    name = "🎯 MinHash verify pairs"
+
+    def __init__(self, folder: str, prepared: str, *, threshold: float, ngram: int, permutations: int,
+                 memory_limit: str | None = None):
+        super().__init__()
+        self.folder, self.prepared, self.memory_limit = folder, prepared, memory_limit
+        self.threshold, self.ngram, self.permutations = threshold, ngram, permutations
+
+    def run(self, data: DocumentsPipeline = None, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
         if data:
             yield from data
+        with duckdb_connection(self.memory_limit) as con, tempfile.TemporaryDirectory(prefix="mixture-neardup-") as tmp:
+            register(con, "raw_pairs", partition_files(f"{self.folder}/pairs/{rank:05d}"), PAIRS)
+            register(con, "raw_members", partition_files(f"{self.folder}/members/{rank:05d}"), MEMBERS)
+            counts = {"documents": _scalar(con, "SELECT count(DISTINCT g) FROM raw_members")}
+            counts.update(self._candidates(con))
+            counts.update(self._verify(con, tmp))
+            self._evidence(con)
+            write_partitions(sorted_batches(con, f"""
+                SELECT ca.g AS a, cb.g AS b, v.sim, cb.rank AS rank_b, cb.idx AS idx_b, k.id AS kept_id,
+                       k.source AS kept_source, k.file AS kept_file, k.record AS kept_record, 0 AS {PART}
+                FROM verified v JOIN cand ca ON ca.prio = v.a JOIN cand cb ON cb.prio = v.b JOIN kept k ON k.g = ca.g
+                ORDER BY {PART}, b, a"""), lambda _: f"{self.folder}/verified/{rank:05d}.parquet")
+        fs, root = fsspec.core.url_to_fs(f"{self.folder}/verified/{rank:05d}.parquet")
+        if not fs.exists(root):  # no verified pair: an empty file, so that the resolution sees every task's
+            write_rows(f"{self.folder}/verified/{rank:05d}.parquet", VERIFIED.empty_table())
+        write_rows(f"{self.folder}/verify_counts/{rank:05d}.parquet",
+                   pa.table({k: [int(counts[k])] for k in VERIFY_COUNTS.names}, schema=VERIFY_COUNTS))
+        for key in ("pairs_considered", "pairs_verified"):
+            self.stat_update(key, value=int(counts[key]))
 
     def _candidates(self, con) -> dict[str, int]:
-        """Tables `cand` (rank, idx, prio: position in priority order of the documents in a bucket) and `pairs`
-        (a, b: prio of an earlier and a later member of a bucket, the earlier among the first `anchors`)."""
-        con.sql("CREATE TABLE members (bucket BIGINT, rank INTEGER, idx BIGINT)")
-        fs, root = fsspec.core.url_to_fs(self.pairs_folder)
-        band_pairs = 0
-        for path in sorted(fs.glob(f"{root}/*.dups")):
-            band = int(path.rsplit("/", 1)[-1].split("_")[0])
-            band_pairs += fs.size(path) // 16
-            for chunk in band_buckets(path, fs, band):
-                con.register("chunk", chunk)
-                con.sql("INSERT INTO members SELECT * FROM chunk")
-                con.unregister("chunk")
-        con.sql("""CREATE TABLE cand AS SELECT rank, idx,
-                   row_number() OVER (ORDER BY source_order, file, record, rank, idx) - 1 AS prio
-                   FROM docs SEMI JOIN members USING (rank, idx)""")
-        con.sql("""CREATE TABLE ranked AS SELECT bucket, prio,
-                   row_number() OVER (PARTITION BY bucket ORDER BY prio) - 1 AS pos
-                   FROM members JOIN cand USING (rank, idx)""")
-        con.sql(f"""CREATE TABLE pairs AS SELECT DISTINCT x.prio AS a, y.prio AS b
-                    FROM (SELECT * FROM ranked WHERE pos < {int(self.anchors)}) x
-                    JOIN ranked y ON x.bucket = y.bucket AND x.pos < y.pos""")
-        return {"band_pairs": int(band_pairs), "buckets": _scalar(con, "SELECT count(DISTINCT bucket) FROM members"),
-                "documents": _scalar(con, "SELECT count(*) FROM cand"),
-                "pairs_considered": _scalar(con, "SELECT count(*) FROM pairs")}
+        """Tables `cand` (g, rank, idx, prio: the task's own numbering of its pairs' documents, in spec order) and
+        `pairs` (a, b: prio of the earlier and the later document of each distinct pair)."""
+        con.execute("""CREATE TABLE cand AS SELECT g, rank, idx, row_number() OVER (ORDER BY g) - 1 AS prio FROM (
+                       SELECT a AS g, rank_a AS rank, idx_a AS idx FROM raw_pairs
+                       UNION SELECT b, rank_b, idx_b FROM raw_pairs)""")
+        con.execute("""CREATE TABLE pairs AS SELECT DISTINCT ca.prio AS a, cb.prio AS b FROM raw_pairs p
+                       JOIN cand ca ON ca.g = p.a JOIN cand cb ON cb.g = p.b""")
+        return {"pairs_considered": _scalar(con, "SELECT count(*) FROM pairs")}
 
     def _load(self, con, tmp: str, column: str, docs: np.ndarray | None = None) -> Segments:
         """`column` of the prepared files (`minhash`: the signature; `text`: its distinct shingles) of the candidate
@@ -228,6 +295,7 @@ class ResolveNearDuplicates(PipelineStep):
             mask = np.isin(rows["prio"], docs)
             rows = {k: np.asarray(v)[mask] for k, v in rows.items()}
         n = _scalar(con, "SELECT count(*) FROM cand")
+        self.stat_update("signatures_loaded" if column == "minhash" else "texts_loaded", value=len(rows["prio"]))
         start, length = np.zeros(n, np.int64), np.zeros(n, np.int64)
         fs, root = fsspec.core.url_to_fs(self.prepared)
         written = 0
@@ -258,14 +326,13 @@ class ResolveNearDuplicates(PipelineStep):
         """Table `verified` (a, b, sim): the candidate pairs whose shingle sets have a Jaccard similarity of at
         least the threshold. A pair whose signature agreement is below the threshold by more than the margin is
         ruled out without reading the texts."""
-        con.sql("CREATE TABLE verified (a BIGINT, b BIGINT, sim DOUBLE)")
+        con.execute("CREATE TABLE verified (a BIGINT, b BIGINT, sim DOUBLE)")
         sigs = self._load(con, tmp, "minhash")
         k = self.permutations
         floor = self.threshold - signature_margin(self.threshold, k)
-        con.sql("CREATE TABLE plausible (a BIGINT, b BIGINT)")
+        con.execute("CREATE TABLE plausible (a BIGINT, b BIGINT)")
         ruled_out = 0
-        reader = con.cursor().sql("SELECT a, b FROM pairs").to_arrow_reader(PAIRS_PER_FETCH)
-        for batch in reader:
+        for batch in con.cursor().sql("SELECT a, b FROM pairs").to_arrow_reader(PAIRS_PER_FETCH):
             a, b = batch.column(0).to_numpy(), batch.column(1).to_numpy()
             va, _ = sigs.gather(a)
             vb, _ = sigs.gather(b)
@@ -273,7 +340,7 @@ class ResolveNearDuplicates(PipelineStep):
             keep = agree >= floor
             ruled_out += int((~keep).sum())
             con.register("batch", pa.table({"a": a[keep], "b": b[keep]}))
-            con.sql("INSERT INTO plausible SELECT * FROM batch")
+            con.execute("INSERT INTO plausible SELECT * FROM batch")
             con.unregister("batch")
         needed = con.execute("SELECT a FROM plausible UNION SELECT b FROM plausible").fetchnumpy()["a"]
         shingles = self._load(con, tmp, "text", np.asarray(needed))
@@ -285,36 +352,110 @@ class ResolveNearDuplicates(PipelineStep):
             compared += len(a)
             verified += int(ok.sum())
             con.register("batch", pa.table({"a": a[ok], "b": b[ok], "sim": sim[ok]}))
-            con.sql("INSERT INTO verified SELECT * FROM batch")
+            con.execute("INSERT INTO verified SELECT * FROM batch")
             con.unregister("batch")
         return {"pairs_ruled_out": ruled_out, "pairs_compared": compared, "pairs_verified": verified}
 
-    def _greedy(self, con) -> tuple[list[tuple], int]:
-        """In priority order, each document with a verified pair to an earlier kept document is dropped, naming the
-        most similar such document. Returns the drops (rank, idx, reason, detail) and the number of documents kept
-        although similar to an earlier one (every such one was dropped: a components approach would drop them)."""
-        n = _scalar(con, "SELECT count(*) FROM cand")
-        dropped = np.zeros(n, dtype=bool)
-        decided: list[tuple[int, int, float]] = []
+    def _evidence(self, con) -> None:
+        """Table `kept` (g, id, source, file, record) of the earlier documents of the verified pairs, read from
+        the prepared files (the document a drop will name)."""
+        con.execute("CREATE TABLE kept (g BIGINT, id VARCHAR, source VARCHAR, file VARCHAR, record BIGINT)")
+        rows = con.execute("""SELECT DISTINCT c.rank, c.idx, c.g FROM verified v JOIN cand c ON c.prio = v.a
+                              ORDER BY c.rank, c.idx""").fetchnumpy()
+        ranks = np.asarray(rows["rank"])
+        fs, root = fsspec.core.url_to_fs(self.prepared)
+        for r in np.unique(ranks):
+            sel = ranks == r
+            with fs.open(f"{root}/{int(r):05d}.parquet", "rb") as f:
+                t = read_rows(pq.ParquetFile(f), np.asarray(rows["idx"])[sel], ["id", "source", "origin"])
+            con.register("batch", t.append_column("g", pa.array(np.asarray(rows["g"])[sel], pa.int64())))
+            con.execute("""INSERT INTO kept SELECT g, id, source, regexp_extract(origin, '^(.*):[0-9]+$', 1),
+                           CAST(regexp_extract(origin, ':([0-9]+)$', 1) AS BIGINT) FROM batch""")
+            con.unregister("batch")
+
+
+class ResolveNearDuplicates(PipelineStep):
+    """Stage `minhash_cluster`, one task over the verified pairs only, in place of datatrove's MinhashDedupCluster
+    (union-find over the bucket pairs, which chains documents through shared boilerplate): in spec order (source,
+    file, record, as for exact duplicates) a document is dropped when a verified pair joins it to an earlier
+    document that is kept; the detail names that document (the most similar one) and the similarity. Holds one
+    byte per document of a verified pair; the pairs stream from DuckDB sorted (spilled past `memory_limit`).
+    Writes the drops by prepared file (`<output>/<file>.parquet`) and the report (`report`, NearDuplicateReport,
+    the counts of every task summed)."""
+
+    type = "🫂 - DEDUP"
+    name = "🎯 MinHash near duplicates"
+
+    def __init__(self, folder: str, output: str, report: str, *, threshold: float, ngram: int, permutations: int,
+                 anchors: int = ANCHORS, memory_limit: str | None = None):
+        super().__init__()
+        self.folder, self.output, self.report, self.memory_limit = folder, output, report, memory_limit
+        self.threshold, self.ngram, self.permutations, self.anchors = threshold, ngram, permutations, anchors
+
+    def run(self, data: DocumentsPipeline = None, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
+        if data:
+            yield from data
+        out_fs, out_root = fsspec.core.url_to_fs(self.output)
+        if out_fs.exists(out_root):  # an earlier attempt of this (only) task
+            out_fs.rm(out_root, recursive=True)
+        counts = {k: 0 for k in (*BAND_COUNTS.names, *VERIFY_COUNTS.names)}
+        for kind, schema in (("bands", BAND_COUNTS), ("verify_counts", VERIFY_COUNTS)):
+            for path in partition_files(f"{self.folder}/{kind}"):
+                for k, v in read_small(path, schema).to_pylist()[0].items():
+                    counts[k] += int(v)
+        with duckdb_connection(self.memory_limit) as con:
+            register(con, "raw_verified", partition_files(f"{self.folder}/verified"), VERIFIED)
+            con.execute("CREATE TABLE edges AS SELECT * FROM raw_verified")
+            con.execute("""CREATE TABLE nodes AS SELECT g, row_number() OVER (ORDER BY g) - 1 AS i
+                           FROM (SELECT a AS g FROM edges UNION SELECT b FROM edges)""")
+            drops, kept_similar = self._greedy(con)
+        counts.update(drops=drops, kept_similar=kept_similar,
+                      pairs_rejected=counts["pairs_considered"] - counts["pairs_verified"])
+        for key in ("pairs_considered", "pairs_verified", "drops"):
+            self.stat_update(key, value=counts[key])
+        fs, path = fsspec.core.url_to_fs(self.report)
+        write_model(fs, path, NearDuplicateReport(
+            measure=f"word {self.ngram}-gram Jaccard", threshold=round(self.threshold, 4), anchors=self.anchors,
+            signature_margin=round(signature_margin(self.threshold, self.permutations), 4), **counts))
+
+    def _greedy(self, con) -> tuple[int, int]:
+        """In spec order, each document with a verified pair to an earlier kept document is dropped, naming the most
+        similar such document. Writes the drops; returns their number and the number of documents kept although
+        similar to an earlier one (every such one was dropped: a components approach would drop them)."""
+        dropped = np.zeros(_scalar(con, "SELECT count(*) FROM nodes"), dtype=bool)
+        con.execute("""CREATE TABLE decided (rank INTEGER, idx BIGINT, kept_id VARCHAR, kept_source VARCHAR,
+                       kept_file VARCHAR, kept_record BIGINT, sim DOUBLE)""")
         kept_similar, current, done = 0, -1, False
-        for batch in con.cursor().sql("SELECT a, b, sim FROM verified ORDER BY b, sim DESC, a").to_arrow_reader(
-                PAIRS_PER_FETCH):
-            for a, b, sim in zip(*(batch.column(i).to_pylist() for i in range(3)), strict=True):
+        stream = con.cursor().sql("""
+            SELECT na.i AS ai, nb.i AS bi, e.sim, e.rank_b AS rank, e.idx_b AS idx, e.kept_id, e.kept_source,
+                   e.kept_file, e.kept_record
+            FROM edges e JOIN nodes na ON na.g = e.a JOIN nodes nb ON nb.g = e.b ORDER BY e.b, e.sim DESC, e.a""")
+        for batch in stream.to_arrow_reader(PAIRS_PER_FETCH):
+            taken = []
+            for row, (a, b) in enumerate(zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True)):
                 if b != current:
                     kept_similar += current >= 0 and not done
                     current, done = b, False
                 if not done and not dropped[a]:
                     dropped[b], done = True, True
-                    decided.append((b, a, sim))
+                    taken.append(row)
+            if taken:
+                con.register("batch", batch.take(pa.array(taken, pa.int64())))
+                con.execute("""INSERT INTO decided SELECT rank, idx, kept_id, kept_source, kept_file, kept_record, sim
+                               FROM batch""")
+                con.unregister("batch")
         kept_similar += current >= 0 and not done
-        con.register("decided", pa.table({"b": pa.array([d[0] for d in decided], pa.int64()),
-                                          "a": pa.array([d[1] for d in decided], pa.int64()),
-                                          "sim": pa.array([d[2] for d in decided], pa.float64())}))
-        rows = con.sql("""
-            SELECT l.rank, l.idx, k.id, k.source, k.file, k.record, d.sim FROM decided d
-            JOIN cand lc ON lc.prio = d.b JOIN docs l ON l.rank = lc.rank AND l.idx = lc.idx
-            JOIN cand kc ON kc.prio = d.a JOIN docs k ON k.rank = kc.rank AND k.idx = kc.idx""").fetchall()
         measure = f"word {self.ngram}-gram Jaccard"
-        out = [(r, i, "fuzzy_duplicate", f"near duplicate of {id_!r} ({src}, {file}:{rec}): {measure} {sim:.3f}")
-               for r, i, id_, src, file, rec, sim in rows]
-        return out, int(kept_similar)
+
+        def rows() -> Iterator[pa.RecordBatch]:
+            for batch in sorted_batches(con, "SELECT * FROM decided ORDER BY rank, idx"):
+                cols = [batch.column(c).to_pylist() for c in ("kept_id", "kept_source", "kept_file", "kept_record",
+                                                               "sim")]
+                detail = [f"near duplicate of {i!r} ({s}, {f}:{r}): {measure} {sim:.3f}" for i, s, f, r, sim in zip(
+                    *cols, strict=True)]
+                yield pa.RecordBatch.from_arrays(
+                    [batch.column("rank"), batch.column("idx"), pa.array(["fuzzy_duplicate"] * batch.num_rows),
+                     pa.array(detail, pa.string()), batch.column("rank")], names=[*DROPS.names, PART])
+
+        written = write_partitions(rows(), lambda r: f"{self.output}/{r:05d}.parquet")
+        return sum(written.values()), int(kept_similar)

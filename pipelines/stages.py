@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 from datatrove.utils.logging import logger
 
 from mixture.pipelines import decontaminate as decontaminate_step
-from mixture.pipelines import dedup, near_duplicates, steps, writers
+from mixture.pipelines import dedup, duplicates, near_duplicates, steps, writers
 from mixture.pipelines.readers import RankFilesReader
 from mixture.pipelines.shard_facts import ShardFacts
 from mixture.pipelines.source_records import SourceFiles
@@ -21,7 +21,9 @@ from mixture.spec.inputs import ListedSource, list_source, spec_files
 from mixture.spec.load import resolve_uri
 from mixture.spec.models import Execution, Spec
 from mixture.store import drops, layout
-from mixture.store.formats import InputManifest
+from mixture.store.formats import InputManifest, NearDuplicateReport, read_model
+
+DUCKDB_MEMORY_SHARE = 0.5  # of a task's memory, for DuckDB (the rest: Arrow batches, numpy, Python)
 
 
 class BuildError(RuntimeError):
@@ -93,8 +95,25 @@ class BuildContext:
 
     @property
     def fuzzy_drops(self) -> str | None:
-        """The near duplicates `minhash_cluster` lists (DROPS schema), None without fuzzy dedup."""
-        return f"{self.work}/fuzzy_drops.parquet" if self.spec.processing.dedup.fuzzy.enabled else None
+        """The folder of the near duplicates `minhash_cluster` lists (`<prepared file>.parquet`, DROPS schema), None
+        without fuzzy dedup."""
+        return f"{self.work}/fuzzy_drops" if self.spec.processing.dedup.fuzzy.enabled else None
+
+    @property
+    def dedup_folder(self) -> str:
+        """The exact-dedup shuffle (duplicates.py): keys by id and hash partition, file tables, counts."""
+        return f"{self.work}/dedup"
+
+    @property
+    def near_dups_folder(self) -> str:
+        """The near-duplicate work (near_duplicates.py): candidate pairs by partition, verified pairs, counts."""
+        return f"{self.work}/near_dups"
+
+    def memory_limit(self, stage: str) -> str:
+        """DuckDB's memory limit in a task of `stage`: DUCKDB_MEMORY_SHARE of the memory the task is given
+        (`execution.mem_per_cpu_gb` × `cpus_per_task`, per-stage entries applied); past it DuckDB spills to disk."""
+        ex = self.execution(stage)
+        return f"{max(64, int(ex.mem_per_cpu_gb * ex.cpus_per_task * 1024 * DUCKDB_MEMORY_SHARE))}MB"
 
     @property
     def near_duplicates_report(self) -> str | None:
@@ -134,14 +153,20 @@ def prepare_steps(ctx: BuildContext) -> list:
     lid_model = lang.model if lang.model == "cld2" else f"fasttext:{resolve_uri(lang.model[9:], ctx.spec_dir)}"
     prepare += [steps.Annotate(q.scorer, q.fasttext_model and resolve_uri(q.fasttext_model, ctx.spec_dir), q.fasttext_label,
                                language_model=lid_model, language_min_score=lang.min_score),
-                writers.work_writer(f"{ctx.work}/prepared")]
+                writers.work_writer(f"{ctx.work}/prepared"),
+                duplicates.DedupKeys(f"{ctx.work}/prepared", ctx.dedup_folder, ctx.memory_limit("prepare"))]
     return prepare
 
 
+def duplicate_ids_steps(ctx: BuildContext) -> list:
+    """Repeated ids, one id partition per task (DuckDB)."""
+    return [duplicates.DuplicateIds(ctx.dedup_folder, ctx.work, ctx.memory_limit("duplicate_ids"))]
+
+
 def find_duplicates_steps(ctx: BuildContext) -> list:
-    """Repeated ids and exact duplicates (DuckDB over the prepared files)."""
-    return [dedup.FindDuplicates(f"{ctx.work}/prepared", f"{ctx.work}/drops.parquet",
-                                 ctx.spec.processing.dedup.exact.enabled)]
+    """Exact duplicates, one exact-hash partition per task (DuckDB)."""
+    return [duplicates.ExactDuplicates(ctx.dedup_folder, ctx.work, ctx.spec.processing.dedup.exact.enabled,
+                                       ctx.memory_limit("find_duplicates"))]
 
 
 def minhash_sigs_steps(ctx: BuildContext) -> list:
@@ -151,15 +176,25 @@ def minhash_sigs_steps(ctx: BuildContext) -> list:
 
 
 def minhash_buckets_steps(ctx: BuildContext) -> list:
+    """Per band: the band's collisions, then its candidate pairs sent to the verification partitions (T)."""
     fz = ctx.spec.processing.dedup.fuzzy
-    return [dedup.BandCollisions(f"{ctx.work}/mh_sigs", f"{ctx.work}/mh_buckets", fz.permutations // fz.bands)]
+    return [dedup.BandCollisions(f"{ctx.work}/mh_sigs", f"{ctx.work}/mh_buckets", fz.permutations // fz.bands),
+            near_duplicates.BucketPairs(f"{ctx.work}/mh_buckets", ctx.dedup_folder, ctx.near_dups_folder, ctx.tasks,
+                                        memory_limit=ctx.memory_limit("minhash_buckets"))]
+
+
+def minhash_verify_steps(ctx: BuildContext) -> list:
+    fz = ctx.spec.processing.dedup.fuzzy
+    return [near_duplicates.VerifyPairs(ctx.near_dups_folder, f"{ctx.work}/prepared", threshold=fz.similarity_threshold,
+                                        ngram=fz.ngram, permutations=fz.permutations,
+                                        memory_limit=ctx.memory_limit("minhash_verify"))]
 
 
 def minhash_cluster_steps(ctx: BuildContext) -> list:
     fz = ctx.spec.processing.dedup.fuzzy
     return [near_duplicates.ResolveNearDuplicates(
-        f"{ctx.work}/mh_buckets", f"{ctx.work}/prepared", ctx.fuzzy_drops, ctx.near_duplicates_report,
-        threshold=fz.similarity_threshold, ngram=fz.ngram, permutations=fz.permutations)]
+        ctx.near_dups_folder, ctx.fuzzy_drops, ctx.near_duplicates_report, threshold=fz.similarity_threshold,
+        ngram=fz.ngram, permutations=fz.permutations, memory_limit=ctx.memory_limit("minhash_cluster"))]
 
 
 def steps_reader(ctx: BuildContext):
@@ -169,18 +204,17 @@ def steps_reader(ctx: BuildContext):
 
 
 def count_kept(ctx: BuildContext) -> int:
-    """Documents dedup keeps: prepared rows (Parquet footers) minus the duplicate lists (footers too)."""
+    """Documents dedup keeps: prepared rows (Parquet footers) minus the drops the dedup tasks counted (one small
+    file per task, not a footer per drop file)."""
     fs, root = fsspec.core.url_to_fs(ctx.work)
     fs.invalidate_cache(root)  # written by the stage's workers (other processes)
     total = 0
     for p in fs.glob(f"{root}/prepared/*.parquet"):
         with fs.open(p, "rb") as f:
             total += pq.ParquetFile(f).metadata.num_rows
-    with fs.open(f"{root}/drops.parquet", "rb") as f:
-        total -= pq.ParquetFile(f).metadata.num_rows
-    if ctx.fuzzy_drops:
-        with fs.open(f"{root}/fuzzy_drops.parquet", "rb") as f:
-            total -= pq.ParquetFile(f).metadata.num_rows
+    total -= duplicates.dropped_count(ctx.dedup_folder)
+    if ctx.near_duplicates_report:
+        total -= read_model(NearDuplicateReport, ctx.near_duplicates_report).drops
     return total
 
 

@@ -22,7 +22,8 @@ from tests.executors.fingerprint import assert_same_store
 
 pytestmark = pytest.mark.slow
 
-FIRST_CHAIN = ["prepare", "find_duplicates", "minhash_sigs", "minhash_buckets", "minhash_cluster"]
+FIRST_CHAIN = ["prepare", "duplicate_ids", "find_duplicates", "minhash_sigs", "minhash_buckets", "minhash_verify",
+               "minhash_cluster"]
 DRIVER = """
 import json, sys
 from mixture.pipelines.build import BuildError, build
@@ -88,7 +89,8 @@ def test_real_slurm_cancel_rerun_adopt_and_same_store(tmp_path, demo_corpus, bui
     msg = " ".join(err.split())
     assert "stage 'prepare' failed" in msg and "1 of 2 tasks did not finish on Slurm" in msg, msg
     assert f"(Slurm jobs {first}: failed, cancelled or out of time): tasks 1;" in msg, msg
-    assert "queued behind it (find_duplicates, minhash_sigs, minhash_buckets, minhash_cluster): " in msg, msg
+    assert ("queued behind it (duplicate_ids, find_duplicates, minhash_sigs, minhash_buckets, minhash_verify, "
+            "minhash_cluster): ") in msg, msg
     assert "stage 'minhash_cluster' failed" not in msg and ".." not in msg, msg
     folders = re.search(r"; logs: (.+?)\. Cancelled", msg).group(1).split(", ")
     assert folders and all(Path(f).is_dir() for f in folders), msg
@@ -124,7 +126,8 @@ def test_real_slurm_cancel_rerun_adopt_and_same_store(tmp_path, demo_corpus, bui
     assert {s: rec[s]["depends"] for s in stages} == {
         s: None if s in ("prepare", "sample") else ":".join(rec[stages[i - 1]]["arrays"]) for i, s in enumerate(stages)}
     jobs = {s: _jobs(real_slurm, rec[s]["arrays"][0]) for s in stages}
-    assert [len(jobs[s]) for s in stages] == [1, 1, 2, 2, 1, 2, 1, 2]  # elements (prepare: task 1 only; 14 buckets / 7)
+    # elements (prepare: task 1 only; 14 buckets / 7)
+    assert [len(jobs[s]) for s in stages] == [1, 2, 2, 2, 2, 2, 1, 2, 1, 2]
     assert re.search(r"CPUs/Task=(\d+)", jobs["fit"][0]).group(1) == "2"
     marks = (store / "_build/minhash_cluster/completions").iterdir()
     assert min(_time(j, "SubmitTime") for j in jobs["sample"]) >= int(max(m.stat().st_mtime for m in marks))  # waited

@@ -59,14 +59,14 @@ def test_the_driver_waits_after_the_last_dedup_stage_and_assign():
     raw = {**small_spec("corpus"), "sources": [{"name": "s", "uri": "/nonexistent", "format": "jsonl"}]}
     spec = Spec.model_validate(raw)
     names = [s.name for s in planned(spec)]
-    assert names == ["prepare", "find_duplicates", "minhash_sigs", "minhash_buckets", "minhash_cluster", "sample",
-                     "fit", "assign"]
+    assert names == ["prepare", "duplicate_ids", "find_duplicates", "minhash_sigs", "minhash_buckets",
+                     "minhash_verify", "minhash_cluster", "sample", "fit", "assign"]
     assert [n for n in names if driver_waits_after(spec, n)] == ["minhash_cluster", "assign"]
     raw = copy.deepcopy(raw)
     raw["processing"]["dedup"]["fuzzy"]["enabled"] = False
     no_fuzzy = Spec.model_validate(raw)
     names = [s.name for s in planned(no_fuzzy)]
-    assert names == ["prepare", "find_duplicates", "sample", "fit", "assign"]
+    assert names == ["prepare", "duplicate_ids", "find_duplicates", "sample", "fit", "assign"]
     assert [n for n in names if driver_waits_after(no_fuzzy, n)] == ["find_duplicates", "assign"]
     assert driver_waits_after(spec, "not_a_stage")  # the safe default: wait
 

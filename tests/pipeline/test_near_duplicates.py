@@ -18,6 +18,7 @@ import yaml
 
 from mixture.pipelines import near_duplicates as nd
 from mixture.store.formats import NearDuplicateReport, StoreArtifact, read_model
+from tests.pipeline.dedup_reference import assert_same_as_reference
 
 _WORD = re.compile(r"\w+")
 _ASCII_DIGIT = re.compile(r"[0-9]")
@@ -141,20 +142,40 @@ def _prepared(path, texts: list[str], permutations: int = 112) -> None:
     }, schema=WORK), path)
 
 
-def _resolve(tmp_path, texts: list[str], buckets: list[list[int]], threshold: float = 0.719
+def run_near_duplicates(work, bands: int, partitions: int, threshold: float = 0.719, permutations: int = 112,
+                        anchors: int = nd.ANCHORS) -> None:
+    """The near-duplicate steps of the build over `work` (prepared/, mh_buckets/ holding one `.dups` per band):
+    the dedup keys of each prepared file (DedupKeys: its file table), each band's candidate pairs (BucketPairs),
+    each partition's verification (VerifyPairs), then the greedy pass (ResolveNearDuplicates)."""
+    from mixture.pipelines.duplicates import DedupKeys
+
+    prepared = sorted((work / "prepared").glob("*.parquet"))
+    for path in prepared:
+        list(DedupKeys(str(work / "prepared"), str(work / "dedup")).run(None, int(path.stem), len(prepared)) or ())
+    for band in range(bands):
+        list(nd.BucketPairs(str(work / "mh_buckets"), str(work / "dedup"), str(work / "near_dups"), partitions,
+                            anchors=anchors).run(None, band, bands) or ())
+    for q in range(partitions):
+        list(nd.VerifyPairs(str(work / "near_dups"), str(work / "prepared"), threshold=threshold, ngram=5,
+                            permutations=permutations).run(None, q, partitions) or ())
+    list(nd.ResolveNearDuplicates(str(work / "near_dups"), str(work / "fuzzy_drops"), str(work / "report.json"),
+                                  threshold=threshold, ngram=5, permutations=permutations, anchors=anchors)
+         .run(None, 0, 1) or ())
+
+
+def _resolve(tmp_path, texts: list[str], buckets: list[list[int]], threshold: float = 0.719, partitions: int = 3
              ) -> tuple[dict[str, str], NearDuplicateReport]:
-    """ResolveNearDuplicates over `texts` (one prepared file) whose bucket stage put `buckets` (lists of
+    """The near-duplicate stages over `texts` (one prepared file) whose bucket stage put `buckets` (lists of
     documents, one band each) together: {dropped id: detail}, the report."""
     (tmp_path / "prepared").mkdir()
-    (tmp_path / "buckets").mkdir()
+    (tmp_path / "mh_buckets").mkdir()
     _prepared(tmp_path / "prepared" / "00000.parquet", texts)
     for band, members in enumerate(buckets):
         pairs = [[0, members[i - 1], 0, members[i]] for i in range(1, len(members))]
-        (tmp_path / "buckets" / f"{band:05d}_00.dups").write_bytes(np.array(pairs, dtype="<u4").tobytes())
-    step = nd.ResolveNearDuplicates(str(tmp_path / "buckets"), str(tmp_path / "prepared"), str(tmp_path / "drops.parquet"),
-                                    str(tmp_path / "report.json"), threshold=threshold, ngram=5, permutations=112)
-    list(step.run(None, 0, 1) or ())
-    drops = pq.read_table(tmp_path / "drops.parquet").to_pylist()
+        (tmp_path / "mh_buckets" / f"{band:05d}_00.dups").write_bytes(np.array(pairs, dtype="<u4").tobytes())
+    run_near_duplicates(tmp_path, len(buckets), partitions, threshold)
+    files = sorted((tmp_path / "fuzzy_drops").glob("*.parquet"))
+    drops = [r for f in files for r in pq.read_table(f).to_pylist()]
     return ({f"d{r['idx']}": r["detail"] for r in drops},
             read_model(NearDuplicateReport, str(tmp_path / "report.json")))
 
@@ -224,7 +245,7 @@ def _build_multilingual(root, corpus, tasks: int):
     spec = multilingual_spec(str(corpus), "store")
     spec["execution"]["tasks"] = tasks
     (root / "spec.yaml").write_text(yaml.safe_dump(spec))
-    build(str(root / "spec.yaml"), progress=False)
+    build(str(root / "spec.yaml"), progress=False, keep_work=True)  # the work files: for the reference check
     return root / "store"
 
 
@@ -321,6 +342,21 @@ def test_multilingual_same_decisions_for_2_and_4_tasks(multilingual, multilingua
         return sorted((r["id"], r["detail"]) for r in _fuzzy_drops(store)), art.near_duplicates, _kept(store)
 
     assert decisions(four) == decisions(multilingual_store)
+    from mixture.spec.load import load_spec
+
+    fz = load_spec(str(four.parent / "spec.yaml")).processing.dedup.fuzzy
+    assert_same_as_reference(four / "_build" / "work", fz.similarity_threshold, fz.ngram, fz.permutations)
+
+
+@pytest.mark.slow
+def test_multilingual_drops_equal_the_single_task_stages(multilingual, multilingual_store):
+    """The partitioned stages (2 tasks here, 4 above) list the drops and evidence of the single-task ones
+    (tests/pipeline/dedup_reference.py) on the same prepared files."""
+    from mixture.spec.load import load_spec
+
+    fz = load_spec(str(multilingual_store.parent / "spec.yaml")).processing.dedup.fuzzy
+    assert_same_as_reference(multilingual_store / "_build" / "work", fz.similarity_threshold, fz.ngram,
+                             fz.permutations)
 
 
 # -- the demo corpus -----------------------------------------------------------------------------------------

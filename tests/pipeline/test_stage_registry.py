@@ -65,8 +65,8 @@ def test_the_registry_is_well_formed():
 
     spec = Spec.model_validate(small_spec())
     names = stage_registry.names()
-    assert names == ("prepare", "find_duplicates", "minhash_sigs", "minhash_buckets", "minhash_cluster", "sample",
-                     "fit", "assign")
+    assert names == ("prepare", "duplicate_ids", "find_duplicates", "minhash_sigs", "minhash_buckets", "minhash_verify",
+                     "minhash_cluster", "sample", "fit", "assign")
     assert len(set(names)) == len(names)
     for s in stage_registry.STAGES:
         assert re.fullmatch(r"[a-z][a-z_]*", s.name) and s.name not in ("work", "LOCK"), s.name  # _build/<name>/
@@ -88,15 +88,24 @@ def test_each_stage_is_built_from_its_entry(demo_corpus, tmp_path):
     built = {info.name: stages.build_stage(ctx, info)
              for info in stage_registry.planned(ctx.spec) if info.name != "sample"}  # sample reads dedup's results
     assert {n: s.tasks for n, s in built.items()} == {
-        "prepare": 2, "find_duplicates": 1, "minhash_sigs": 2, "minhash_buckets": 14, "minhash_cluster": 1, "fit": 1,
-        "assign": 2}
+        "prepare": 2, "duplicate_ids": 2, "find_duplicates": 2, "minhash_sigs": 2, "minhash_buckets": 14,
+        "minhash_verify": 2, "minhash_cluster": 1, "fit": 1, "assign": 2}
     assert all(s.name == n for n, s in built.items())
     store = ctx.store
     cleared = {n: s.pipeline[0].patterns for n, s in built.items() if isinstance(s.pipeline[0], ClearTaskFiles)}
+    work = f"{store}/_build/work"
     assert cleared == {  # the files each rerun task removes first (as before the registry)
-        "prepare": [f"{store}/_quarantine/part-{{rank}}.parquet", f"{store}/_build/work/prepared/{{rank}}.parquet",
-                    f"{store}/_build/work/tally/{{rank}}.json", f"{store}/_dropped/filtered/part-{{rank}}.parquet",
-                    f"{store}/_dropped/contaminated/part-{{rank}}.parquet"],
+        "prepare": [f"{store}/_quarantine/part-{{rank}}.parquet", f"{work}/prepared/{{rank}}.parquet",
+                    f"{work}/tally/{{rank}}.json", f"{store}/_dropped/filtered/part-{{rank}}.parquet",
+                    f"{store}/_dropped/contaminated/part-{{rank}}.parquet", f"{work}/dedup/files/{{rank}}.parquet",
+                    f"{work}/dedup/by_id/*/{{rank}}.parquet", f"{work}/dedup/by_hash/*/{{rank}}.parquet"],
+        "duplicate_ids": [f"{work}/drops/*/ids-{{rank}}.parquet", f"{work}/dedup/id_drops/*/{{rank}}.parquet",
+                          f"{work}/dedup/counts/ids-{{rank}}.parquet"],
+        "find_duplicates": [f"{work}/drops/*/exact-{{rank}}.parquet", f"{work}/dedup/counts/exact-{{rank}}.parquet"],
+        "minhash_buckets": [f"{work}/near_dups/pairs/*/{{rank}}.parquet", f"{work}/near_dups/members/*/{{rank}}.parquet",
+                            f"{work}/near_dups/bands/{{rank}}.parquet"],
+        "minhash_verify": [f"{work}/near_dups/verified/{{rank}}.parquet",
+                           f"{work}/near_dups/verify_counts/{{rank}}.parquet"],
         "assign": [f"{store}/cluster=*/quality=*/*part-{{rank}}.parquet", f"{store}/_build/work/samples/{{rank}}.parquet",
                    f"{store}/_build/work/shard_facts/{{rank}}.json", f"{store}/_quarantine/part-ids-{{rank}}.parquet",
                    f"{store}/_dropped/exact_duplicate/part-{{rank}}.parquet",
@@ -110,7 +119,7 @@ def test_adding_or_removing_a_registry_entry_is_the_only_edit(monkeypatch):
     from mixture.spec.models import Spec
 
     over = {"execution": {"stages": {"mark": {"cpus_per_task": 2}}}}
-    with pytest.raises(ValidationError, match="unknown stage.s. mark; stages are prepare, find_duplicates"):
+    with pytest.raises(ValidationError, match="unknown stage.s. mark; stages are prepare, duplicate_ids"):
         Spec.model_validate({**small_spec(), **over})
 
     monkeypatch.setattr(stage_registry, "STAGES", _with(MARK, before="assign"))
