@@ -93,10 +93,13 @@ def merge_counts(parts: Sequence[PartCounts], docs: Sequence[np.ndarray], n_docs
     vocabulary = merged.filter(pc.greater_equal(merged["df"], min_df))["term"].combine_chunks()
     if len(merged) and not len(vocabulary):
         raise ValueError("After pruning, no terms remain. Try a lower min_df or a higher max_df.")
+    # every part's terms looked up at once (one hash table of the vocabulary, whatever the number of parts)
+    every = pa.chunked_array([p.terms for p in parts], pa.string())
+    columns = pc.index_in(every, value_set=vocabulary).fill_null(-1).to_numpy().astype(np.int64)
+    first = np.cumsum([0, *(len(p.terms) for p in parts)])
     rows, cols, vals = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)], [np.zeros(0, np.int32)]
-    for part, doc in zip(parts, docs, strict=True):
-        col = pc.index_in(part.terms, value_set=vocabulary).fill_null(-1).to_numpy(zero_copy_only=False)
-        col = col.astype(np.int64)[part.term_ids]
+    for i, (part, doc) in enumerate(zip(parts, docs, strict=True)):
+        col = columns[first[i]:first[i + 1]][part.term_ids]
         row = np.repeat(doc.astype(np.int64), np.diff(part.indptr))
         keep = (col >= 0) & (row >= 0)
         rows.append(row[keep])
