@@ -185,7 +185,7 @@ def main(argv: list[str] | None = None) -> None:
             results.append(r)
         uname = subprocess.run(["uname", "-a"], capture_output=True, text=True).stdout.strip()
         info = {"uname": uname, "runs": args.runs,
-                "input": f"{args.copies} demo corpus{'' if args.copies == 1 else 'es'} at scale {args.scale:g} "
+                "input": f"{args.copies} demo corp{'us' if args.copies == 1 else 'ora'} at scale {args.scale:g} "
                          f"(seeds 0–{args.copies - 1}, each a distinct copy of the 10 sources), {kept:,} documents "
                          "kept"}
         cmd = "python -m bench.fit_bench" + "".join(f" --{k} {v}" for k, v in (
