@@ -103,10 +103,10 @@ STAGES: tuple[StageDef, ...] = (
              reads=("processing.dedup.fuzzy",),
              outputs=(f"{layout.WORK_DIR}/fuzzy_drops.parquet", f"{layout.WORK_DIR}/near_duplicates.json")),
     # not chained: its sample rate comes from the number of documents dedup kept
-    StageDef("sample", "a seeded sample of the kept documents; its tokens and terms counted for the fit",
+    StageDef("sample", "a seeded sample of the kept documents, its tokens and terms counted",
              "mixture.pipelines.stages:sample_steps", TASKS,
              reads=("partition.clusters.sample_docs", "seed", FUZZY, "tokenizer"), outputs=(f"{layout.WORK_DIR}/sample",)),
-    StageDef("fit", "the sample's term counts merged; embedder, clusters, labels, quality calibration",
+    StageDef("fit", "embedder (merged term counts), clusters, labels, quality calibration",
              "mixture.pipelines.stages:fit_steps", 1, chained=True,
              reads=("partition.clusters", "partition.quality", "seed"),
              outputs=(layout.MODEL_DIR, f"{layout.WORK_DIR}/fit_assignments")),

@@ -41,7 +41,7 @@ def write_part(folder: str, rank: int, rows: pa.Table) -> PartCounts:
 class FitSample:
     """The sample documents, ordered by (draw, id): `rows` holds their columns as lists (`part`: the index of
     the file each comes from, `text` only when asked for); `docs[i][r]` is the document of row r of file
-    `names[i]` (-1: a fill candidate another task's draw made unnecessary)."""
+    `names[i]` (-1: a fill candidate left out: its source was drawn, or another candidate of it drew lower)."""
 
     rows: dict[str, list]
     names: list[str]
