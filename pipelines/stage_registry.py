@@ -119,10 +119,10 @@ STAGES: tuple[StageDef, ...] = (
              reads=("processing.dedup.fuzzy",),
              outputs=(f"{WORK}/fuzzy_drops", f"{WORK}/near_duplicates.json")),
     # not chained: its sample rate comes from the number of documents dedup kept
-    StageDef("sample", "a seeded sample of the kept documents for the fit",
+    StageDef("sample", "a seeded sample of the kept documents, its tokens and terms counted",
              "mixture.pipelines.stages:sample_steps", TASKS,
              reads=("partition.clusters.sample_docs", "seed", FUZZY, "tokenizer"), outputs=(f"{layout.WORK_DIR}/sample",)),
-    StageDef("fit", "embedder, clusters, labels and quality calibration",
+    StageDef("fit", "embedder (merged term counts), clusters, labels, quality calibration",
              "mixture.pipelines.stages:fit_steps", 1, chained=True,
              reads=("partition.clusters", "partition.quality", "seed"),
              outputs=(layout.MODEL_DIR, f"{layout.WORK_DIR}/fit_assignments")),

@@ -129,10 +129,13 @@ def write_parquet_rows(uri: str, rows: list[dict], schema) -> None:
 
 
 class SampleForFit(PipelineStep):
-    """Seeded uniform sample (rate r) of the documents dedup keeps, plus the lowest-draw kept document of every
-    source seen by this task; read column-wise from the prepared file, the text of the picked rows only. Each
-    picked document's tokens are counted here (`n_tokens`, with the build's tokenizer): the fit weighs the sample
-    by them and `assign` takes them for the sample documents instead of counting again."""
+    """Seeded uniform sample (rate r) of the documents dedup keeps, plus fill candidates: the lowest-draw kept
+    document of every source this task drew nothing of (the fit keeps one per source no task drew, so every source
+    is in the sample, the same one for any task count); read column-wise from the prepared file, the text of the
+    picked rows only. Each picked document's tokens are counted here (`n_tokens`, with the build's tokenizer): the
+    fit weighs the sample by them and `assign` takes them for the sample documents instead of counting again. Its
+    terms are counted here too (mixture.fit.sample_files): the fit merges the tasks' counts instead of tokenising
+    the whole sample itself."""
 
     type = "🎲 - SAMPLE"
     name = "sample for the fit"
@@ -149,6 +152,7 @@ class SampleForFit(PipelineStep):
         import pyarrow as pa
         import pyarrow.parquet as pq
 
+        from mixture.fit.sample_files import FILL, write_part
         from mixture.pipelines.dedup import load_drops
         from mixture.pipelines.readers import read_rows
 
@@ -156,13 +160,15 @@ class SampleForFit(PipelineStep):
         fs, root = fsspec.core.url_to_fs(f"{self.work}/prepared/{rank:05d}.parquet")
         schema = pa.schema([("id", pa.string()), ("text", pa.string()), ("source", pa.string()),
                             ("content_type", pa.string()), ("language", pa.string()), ("raw_score", pa.float64()),
-                            ("u", pa.float64()), *([("n_tokens", pa.int64())] if self.tokenizer else [])])
+                            ("u", pa.float64()), *([("n_tokens", pa.int64())] if self.tokenizer else []),
+                            (FILL, pa.bool_())])
         picked: dict[int, float] = {}
+        fill: set[int] = set()
         out = schema.empty_table()
         if fs.exists(root):
             with fs.open(root, "rb") as f:
                 pf = pq.ParquetFile(f)
-                picked = self._pick(pf, drops)
+                picked, fill = self._pick(pf, drops)
                 rows = np.array(sorted(picked), dtype=np.int64)
                 # second pass: only the row groups that hold a picked row (a few at full scale), never the rest's text
                 table = read_rows(pf, rows, self.COLUMNS)
@@ -170,17 +176,22 @@ class SampleForFit(PipelineStep):
                 if self.tokenizer:
                     from mixture.tokenizer import load_tokenizer
 
-                    counts = load_tokenizer(self.tokenizer).count_batch(table.column("text").to_pylist())
+                    with self.track_time("tokens"):
+                        counts = load_tokenizer(self.tokenizer).count_batch(table.column("text").to_pylist())
                     table = table.append_column("n_tokens", pa.array(counts, pa.int64()))
+                table = table.append_column(FILL, pa.array([r in fill for r in rows.tolist()], pa.bool_()))
                 out = table.cast(schema)
-        # a work file bounded by sample_docs, read once by `fit`: not compressed (zstd took longer than the read)
-        write_parquet_atomic(f"{self.output_folder}/{rank:05d}.parquet", out, compression=None)
-        self.stat_update("sampled", value=len(picked))
+        with self.track_time("terms"):
+            counted = write_part(self.output_folder, rank, out)
+        self.stat_update("sampled", value=len(picked) - len(fill))
+        self.stat_update("fill_candidates", value=len(fill))
+        self.stat_update("terms", value=len(counted.terms))
         return
         yield
 
-    def _pick(self, pf, drops: dict) -> dict[int, float]:
-        """{row of the file: draw} of the sample: draws below the rate, plus each unsampled source's lowest draw."""
+    def _pick(self, pf, drops: dict) -> tuple[dict[int, float], set[int]]:
+        """({row of the file: draw} of the picked rows, the fill candidates among them): draws below the rate, plus
+        each source's lowest draw when it has none below the rate here."""
         picked, first_by_source, sampled_sources = {}, {}, set()
         row = -1
         for batch in pf.iter_batches(columns=["idx", "id", "source"], batch_size=8192):
@@ -194,8 +205,9 @@ class SampleForFit(PipelineStep):
                     sampled_sources.add(src)
                 elif src not in first_by_source or u < first_by_source[src][1]:
                     first_by_source[src] = (row, u)
-        picked.update((i, u) for s, (i, u) in first_by_source.items() if s not in sampled_sources)
-        return picked
+        fill = {i: u for s, (i, u) in first_by_source.items() if s not in sampled_sources}
+        picked.update(fill)
+        return picked, set(fill)
 
 
 class Assign(PipelineStep):

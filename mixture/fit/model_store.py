@@ -11,8 +11,9 @@ import numpy as np
 
 from mixture.fit.calibration import fit_calibration, fit_group_calibration, raw_cutoffs
 from mixture.fit.clusters import ClusterModel, fit_clusters, label_counted_clusters, token_estimate
-from mixture.fit.embed import LexicalEmbedder, SentenceEmbedder, TermCounts, embedder_from_bytes
+from mixture.fit.embed import LexicalEmbedder, SentenceEmbedder, embedder_from_bytes, min_df_for
 from mixture.fit.one_thread import one_thread
+from mixture.fit.sample_files import read_sample
 from mixture.store.io import write_atomic, write_parquet_atomic
 from mixture.text.content_type import CONTENT_TYPES
 
@@ -28,28 +29,6 @@ class FrozenModel:
     labels: list[dict]
     fit: dict
     group_calibration: dict[str, dict] = field(default_factory=dict)  # {"prose/fr": {...}}; empty: per type only
-
-
-def _read_sample(sample_folder: str) -> tuple[dict[str, list], list[str]]:
-    """The sample's columns as lists, rows ordered by (u, id), with `part`: the index of the file each row comes
-    from; and those files' names. `n_tokens` is left out unless every file has it."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-
-    fs, root = fsspec.core.url_to_fs(sample_folder)
-    tables, names = [], []
-    for i, path in enumerate(sorted(fs.glob(f"{root}/*.parquet"))):
-        with fs.open(path, "rb") as f:
-            table = pq.read_table(f)
-        tables.append(table.append_column("part", pa.array(np.full(table.num_rows, i, dtype=np.int32))))
-        names.append(path.rsplit("/", 1)[-1])
-    if not all("n_tokens" in t.column_names for t in tables):
-        tables = [t.drop_columns(["n_tokens"]) if "n_tokens" in t.column_names else t for t in tables]
-    table = pa.concat_tables(tables)
-    # the order Table.sort_by gives, applied to the Python lists: sort_by would first copy every text
-    order = pc.sort_indices(table, sort_keys=[("u", "ascending"), ("id", "ascending")]).to_pylist()
-    return {name: [values[i] for i in order] for name, values in table.to_pydict().items()}, names
 
 
 def _write_sample_assignments(folder: str, sample: dict[str, list], names: list[str], assigned: tuple) -> None:
@@ -97,23 +76,25 @@ def _fit_and_save(sample_folder: str, model_dir: str, params: dict, assignments_
     by the sample stage), or, for a sample without them, their UTF-8 bytes (`token_estimate`). With `assignments_folder`, the lexical embedder's
     sample documents' clusters are written there (`ClusterModel.assign` of the embeddings the fit computed, bit
     for bit what `assign` would compute from their text), for `assign` to reuse."""
-    sample, names = _read_sample(sample_folder)
-    texts = sample["text"]
-    if len(texts) < params["k"]:
+    sentence = params.get("embedder") == "sentence"
+    read = read_sample(sample_folder, text=sentence)  # the text only for a sentence model (or a hand-made sample)
+    sample, names, n_docs = read.rows, read.names, len(read)
+    if n_docs < params["k"]:
         raise ValueError(
-            f"the fit sample has {len(texts)} documents, fewer than k={params['k']} clusters; "
+            f"the fit sample has {n_docs} documents, fewer than k={params['k']} clusters; "
             "lower partition.clusters.k or add data"
         )
     seed = params["seed"]
-    counted = TermCounts.of(texts)  # the sample is tokenised once, for the embedder and the cluster labels
-    if params.get("embedder") == "sentence":
+    # the sample tasks' term counts, merged: for the embedder and the cluster labels; no text is tokenised here
+    counted = read.term_counts(min_df_for(n_docs))
+    if sentence:
         embedder = SentenceEmbedder(params["sentence_model"])
-        x = embedder.transform(texts)
+        x = embedder.transform(sample["text"])
     else:
         embedder, x = LexicalEmbedder.fit_counts(counted, params["embedding_dim"], seed)
-    fine_k = min(params["fine_k"], max(params["k"], len(texts) // 5))
+    fine_k = min(params["fine_k"], max(params["k"], n_docs // 5))
     counted_tokens = "n_tokens" in sample
-    tokens = np.asarray(sample["n_tokens"], dtype=np.float64) if counted_tokens else token_estimate(texts)
+    tokens = np.asarray(sample["n_tokens"], dtype=np.float64) if counted_tokens else token_estimate(sample["text"])
     max_share = params.get("max_share", 1.0)
     model, _ = fit_clusters(x, params["k"], fine_k, params["min_share"], seed, tokens, max_share)
     assigned = model.assign(x)
@@ -138,7 +119,7 @@ def _fit_and_save(sample_folder: str, model_dir: str, params: dict, assignments_
         row["sample_share"] = float(shares[c])
         row["sample_token_share"] = round(float(token_shares[c]), 6)
     fit = {
-        "sample_docs": len(texts),
+        "sample_docs": n_docs,
         "sample_by_source": {s: int(n) for s, n in zip(*np.unique(sample["source"], return_counts=True), strict=True)},
         "fine_k": int(len(model.fine_centroids)),
         "k": params["k"],
