@@ -1,5 +1,6 @@
-"""Materialize a plan: decide every draw from the documents' sizes (no text), then write the shards as datatrove
-tasks on the build's executors (local, Ray, Slurm), each task fetching the text of its own shards; manifests last."""
+"""Materialize a plan: decide every draw from the documents' sizes (no text), then write the shards as two rounds
+of datatrove tasks on the build's executors (local, Ray, Slurm): scatter (the store read once), gather (the
+shards); manifests last."""
 
 from __future__ import annotations
 
@@ -137,10 +138,11 @@ def materialize(
 
     `tasks` datatrove tasks (default `workers`; at most one per shard) on `executor` ("local", "ray", "slurm";
     default `execution.executor`) with `workers` at once (default 1; `execution` holds the Ray/Slurm settings);
-    each task holds at most `memory` characters of text (or one shard, when a shard is bigger). A run that was
-    killed resumes: finished tasks are skipped and shards already written are kept. A finished DIR of the same
+    each task holds at most `memory` characters of text (or one shard, when a shard is bigger). Scatter tasks read
+    the store's drawn files once and send every draw to its group of shards; gather tasks write the shards from
+    their groups. A run that was killed resumes: finished tasks are skipped and shards already written are kept. A finished DIR of the same
     plan, store, seed and shard size is left as it is. `keep_work`: keep DIR/_materialize/ (logs, stats, the
-    draw plan) after publishing."""
+    draw plan, the intermediate files) after publishing."""
     uri = store_uri or plan.store_uri
     if not uri:
         raise MaterializeError("the plan names no store; pass --store URI")
