@@ -180,9 +180,10 @@ def markdown(results: list[dict], args, cmd: str) -> str:
         "the scatter tasks read each drawn store file once, in order, and send every draw to its group of shards "
         "(`_materialize/shuffle/`); the gather tasks write the shards from them (docs/planner.md, Materialize). The "
         "wall time over the one-process version, which held the whole text, is starting two rounds of task "
-        "processes (datatrove, Arrow: several seconds each on this loaded machine) and writing the text twice. "
-        "*Before*: the same plans with `--baseline OLD/.venv/bin/mixture`, the previous version's `mixture "
-        "materialize` (one process; its peak grows with the text of the cells drawn).",
+        "processes (datatrove, Arrow: several seconds each on this loaded machine) and writing the text twice."
+        + (" *Before*: the same plans with `--baseline OLD/.venv/bin/mixture`, the previous version's `mixture "
+           "materialize` (one process; its peak grows with the text of the cells drawn)." if any(
+            "baseline" in r for r in results) else ""),
         END,
     ]
     return "\n".join(lines) + "\n"
