@@ -104,13 +104,24 @@ def run(cmd: list[str], interval: float, env: dict) -> dict:
 
 
 def task_stats(out: Path) -> dict:
-    """Over the tasks, from datatrove's stats of the materialize step: rows decoded, the most text held at once,
-    groups of shards (datatrove writes only total and mean for a stat updated once)."""
-    tot = {"decoded": 0, "held_chars_max": 0, "groups": 0}
+    """Over the tasks, from datatrove's stats of the two steps: rows decoded (scatter), the most text a task held
+    at once (scatter buffers, gather groups), groups of shards (gather; datatrove writes only total and mean for a
+    stat updated once)."""
+    tot = {"decoded": 0, "held_chars_max": 0, "scatter_chars_max": 0, "groups": 0, "bucket_files": 0}
+
+    def stat(s: dict, name: str) -> dict:
+        v = s.get(name, {})
+        return v if isinstance(v, dict) else {"total": v, "n": 1, "max": v}
+
+    for p in (out / "_materialize" / "scatter" / "stats").glob("*.json"):
+        s = json.loads(p.read_text())[0]["stats"]
+        tot["decoded"] += stat(s, "rows_decoded").get("total", 0)
+        tot["bucket_files"] += stat(s, "bucket_files").get("total", 0)
+        held = stat(s, "scatter_held_chars")
+        tot["scatter_chars_max"] = max(tot["scatter_chars_max"], held.get("max", held.get("total", 0)))
     for p in (out / "_materialize" / "stats").glob("*.json"):
         s = json.loads(p.read_text())[0]["stats"]
-        tot["decoded"] += s.get("rows_decoded", {}).get("total", 0)
-        held = s.get("held_chars", {})
+        held = stat(s, "held_chars")
         tot["held_chars_max"] = max(tot["held_chars_max"], held.get("max", held.get("total", 0)))
         tot["groups"] += held.get("n", 1 if held else 0)
     return tot
@@ -136,7 +147,7 @@ def markdown(results: list[dict], args, cmd: str) -> str:
         "processes start from a small server process, so their peak is their own). Every "
         f"{args.interval * 1000:.0f} ms the benchmark reads `VmHWM` (peak RSS) of the driver and of every process "
         "under it; *task peak* is the largest of the task processes (each runs one task after another). Rows "
-        "decoded and text held come from the tasks' datatrove stats.",
+        "decoded and text held come from the tasks' datatrove stats (scatter and gather).",
         "",
         f"| | {heads} |",
         "|---|" + "---:|" * len(results),
@@ -147,8 +158,10 @@ def markdown(results: list[dict], args, cmd: str) -> str:
         row("shards written", lambda r: f"{r['shards']:,}"),
         row("wall time", lambda r: f"{r['wall']:.1f} s"),
         row("**task peak RSS**", lambda r: f"**{r['task'] / MIB:,.0f} MiB**"),
-        row("most text a task held (characters)", lambda r: f"{r['held_chars_max'] / MIB:,.1f} Mi"),
+        row("most text a scatter task buffered (characters)", lambda r: f"{r.get('scatter_chars_max', 0) / MIB:,.1f} Mi"),
+        row("most text a gather task held (characters)", lambda r: f"{r['held_chars_max'] / MIB:,.1f} Mi"),
         row("groups of shards (Σ over tasks)", lambda r: f"{r['groups']:,}"),
+        row("intermediate files (Σ over scatter tasks)", lambda r: f"{r.get('bucket_files', 0):,}"),
         row("rows decoded per row written", lambda r: f"{r['decoded'] / max(1, r['docs']):.1f}"),
         row("driver peak RSS (draw plan)", lambda r: f"{r['driver'] / MIB:,.0f} MiB"),
     ]
@@ -163,12 +176,14 @@ def markdown(results: list[dict], args, cmd: str) -> str:
         f"({top['task'] / base['task']:.2f}×) while the mixture grew {top['text'] / base['text']:.0f}×; the driver, "
         f"which holds the index and the draws (integers, no text), {base['driver'] / MIB:,.0f} → "
         f"{top['driver'] / MIB:,.0f} MiB (at these sizes the draw plan is small next to the imports). Rows decoded "
-        "per row written grow with the mixture ÷ `--memory`: each group of shards reads every row group holding one "
-        "of its documents, and random draws spread a group's documents over nearly all of them (docs/storage.md, "
-        "Limits); that, and starting the task processes (datatrove, Arrow: several seconds each on this loaded "
-        "machine), is the wall time over the one-process version, which held the whole text instead. "
-        "*Before*: the same plans with `--baseline OLD/.venv/bin/mixture`, the previous version's `mixture "
-        "materialize` (one process; its peak grows with the text of the cells drawn).",
+        f"per row written {base['decoded'] / max(1, base['docs']):.2f} → {top['decoded'] / max(1, top['docs']):.2f}: "
+        "the scatter tasks read each drawn store file once, in order, and send every draw to its group of shards "
+        "(`_materialize/shuffle/`); the gather tasks write the shards from them (docs/planner.md, Materialize). The "
+        "wall time over the one-process version, which held the whole text, is starting two rounds of task "
+        "processes (datatrove, Arrow: several seconds each on this loaded machine) and writing the text twice."
+        + (" *Before*: the same plans with `--baseline OLD/.venv/bin/mixture`, the previous version's `mixture "
+           "materialize` (one process; its peak grows with the text of the cells drawn)." if any(
+            "baseline" in r for r in results) else ""),
         END,
     ]
     return "\n".join(lines) + "\n"

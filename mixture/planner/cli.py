@@ -138,12 +138,15 @@ MATERIALIZE_HELP = (
     "Draw every cell's planned tokens from the store and write phase-ordered, interleaved Parquet shards, then "
     "DIR/phase=NAME/_manifest.json and DIR/manifest.json (last: its presence means complete).\n\n"
     "First the draw plan is decided from the documents' sizes alone (ids, n_tokens, n_chars; no text): which "
-    "documents each cell gives each phase, their training order and their shard. Then --tasks datatrove tasks, "
-    "run by --executor like the build's stages, each write a range of the shards, fetching only the text of their "
-    "documents from the store, a row group at a time; a task holds at most --memory of text (or one shard, when "
-    "--shard-bytes is bigger). The shards are the same bytes for any task count, worker count or executor.\n\n"
+    "documents each cell gives each phase, their training order and their shard. Then two rounds of --tasks "
+    "datatrove tasks, run by --executor like the build's stages: scatter tasks read the store's drawn files once "
+    "and send every drawn document towards its group of shards (DIR/_materialize/shuffle/), then gather tasks "
+    "each write a range of the shards from their groups; a task holds at most --memory of text (or one shard, "
+    "when --shard-bytes is bigger). The shards are the same bytes for any task count, worker count or executor."
+    "\n\n"
     "Rerunning a killed materialize resumes it: finished tasks are skipped, shards already written are kept "
-    "(DIR/_materialize/ holds the draw plan, datatrove's completions and task logs until the manifest is published). "
+    "(DIR/_materialize/ holds the draw plan, the intermediate files, datatrove's completions and task logs until the "
+    "manifest is published). "
     "A finished DIR of the same plan, store, seed and shard size is left as it is."
 )
 
@@ -166,7 +169,7 @@ def materialize_cmd(
     cpus_per_task: int | None = typer.Option(None, "--cpus-per-task", min=1, help="ray/slurm: CPUs per task"),
     mem_per_cpu_gb: float | None = typer.Option(None, "--mem-per-cpu-gb", help="ray/slurm: memory per CPU in GB (give a task more than --memory)"),
     tasks_per_job: int | None = typer.Option(None, "--tasks-per-job", min=1, help="ray/slurm: tasks per Ray job / Slurm array element"),
-    keep_work: bool = typer.Option(False, "--keep-work", help="keep DIR/_materialize/ (task logs, stats, draw plan) after publishing"),
+    keep_work: bool = typer.Option(False, "--keep-work", help="keep DIR/_materialize/ (task logs, stats, draw plan, intermediate files) after publishing"),
 ) -> None:
     console = Console()
     try:

@@ -24,6 +24,7 @@ SHARD_SCHEMA = pa.schema([("id", pa.string()), ("text", pa.string()), ("n_tokens
 # the draw plan as tables for the tasks: one row per drawn document in training order, one row per shard
 DRAWS_SCHEMA = pa.schema([("shard", pa.int32()), ("cell", pa.int32()), ("file", pa.int32()), ("row", pa.int64()),
                           ("pass", pa.int32()), ("n_tokens", pa.int64())])
+GROUPS_SCHEMA = pa.schema([("shard", pa.int32()), ("group", pa.int32())])
 SHARDS_SCHEMA = pa.schema([("shard", pa.int32()), ("phase", pa.int32()), ("part", pa.int32()), ("rows", pa.int64()),
                            ("tokens", pa.int64()), ("chars", pa.int64())])
 
@@ -74,6 +75,27 @@ class WorkFiles:
 
     def written(self, rank: int) -> str:
         return f"{self.work}/written/{rank:05d}.json"
+
+    @property
+    def groups(self) -> str:
+        """GROUPS_SCHEMA: the group of shards each shard is written in (decided once, kept by a resumed run)."""
+        return f"{self.work}/groups.parquet"
+
+    @property
+    def scatter_logging(self) -> str:
+        """datatrove's logging dir of the scatter tasks (the gather tasks' is `logging`)."""
+        return f"{self.logging}/scatter"
+
+    @property
+    def shuffle(self) -> str:
+        """The scatter's output: shuffle/GGGGG/SSSSS-FFFFF.parquet, flush F of scatter task S for group G."""
+        return f"{self.logging}/shuffle"
+
+    def bucket(self, group: int) -> str:
+        return f"{self.shuffle}/{group:05d}"
+
+    def bucket_file(self, group: int, task: int, flush: int) -> str:
+        return f"{self.bucket(group)}/{task:05d}-{flush:05d}.parquet"
 
 
 @dataclass
@@ -295,3 +317,16 @@ def passes_within(chars: list[int], budget: int) -> Iterator[tuple[int, int]]:
             j += 1
         yield i, j
         i = j
+
+
+def shard_groups(chars: np.ndarray, tasks: int, budget: int) -> np.ndarray:
+    """Group of each shard: task by task (`task_shards`), consecutive shards whose characters add up to at most
+    `budget` (one shard when a shard is bigger); groups numbered 0, 1, … over every task."""
+    out = np.zeros(len(chars), dtype=np.int32)
+    n = 0
+    for rank in range(tasks):
+        mine = task_shards(len(chars), tasks, rank)
+        for a, b in passes_within([int(c) for c in chars[mine.start:mine.stop]], budget):
+            out[mine.start + a:mine.start + b] = n
+            n += 1
+    return out

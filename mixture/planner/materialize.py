@@ -1,5 +1,6 @@
-"""Materialize a plan: decide every draw from the documents' sizes (no text), then write the shards as datatrove
-tasks on the build's executors (local, Ray, Slurm), each task fetching the text of its own shards; manifests last."""
+"""Materialize a plan: decide every draw from the documents' sizes (no text), then write the shards as two rounds
+of datatrove tasks on the build's executors (local, Ray, Slurm): scatter (the store read once), gather (the
+shards); manifests last."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import xxhash
@@ -20,6 +22,7 @@ from mixture.accounting import StoreNotReady, StoreReader
 from mixture.accounting.document_rows import document_index
 from mixture.planner.draws import (  # noqa: F401  (re-exported: the draw's building blocks)
     DRAWS_SCHEMA,
+    GROUPS_SCHEMA,
     SHARD_SCHEMA,
     SHARDS_SCHEMA,
     CellDraw,
@@ -35,6 +38,7 @@ from mixture.planner.draws import (  # noqa: F401  (re-exported: the draw's buil
     interleave,
     phase_dir,
     plan_draws,
+    shard_groups,
     shard_name,
     task_shards,
 )
@@ -51,11 +55,12 @@ from mixture.planner.formats import (
 )
 from mixture.spec.models import Execution
 from mixture.store.formats import FormatError, StoreArtifact, read_model, read_models, write_model
+from mixture.store.io import open_atomic
 
 DEFAULT_SHARD_BYTES = 128 * 2**20
 DEFAULT_MEMORY = 2**30
 SHARD_SCHEMA_COLUMNS = tuple(SHARD_SCHEMA.names)
-DRAWS_FORMAT = 1  # the work tables' layout: a key of another version starts over
+DRAWS_FORMAT = 2  # the work tables' layout: a key of another version starts over
 DRAWS_ROW_GROUP = 65_536  # rows per row group of draws.parquet: a task reads the groups of its shards only
 Progress = Callable[[str, int, int], None]  # (what, done, total): "draw" (cells), "shards" (written)
 
@@ -133,10 +138,11 @@ def materialize(
 
     `tasks` datatrove tasks (default `workers`; at most one per shard) on `executor` ("local", "ray", "slurm";
     default `execution.executor`) with `workers` at once (default 1; `execution` holds the Ray/Slurm settings);
-    each task holds at most `memory` characters of text (or one shard, when a shard is bigger). A run that was
-    killed resumes: finished tasks are skipped and shards already written are kept. A finished DIR of the same
+    each task holds at most `memory` characters of text (or one shard, when a shard is bigger). Scatter tasks read
+    the store's drawn files once and send every draw to its group of shards; gather tasks write the shards from
+    their groups. A run that was killed resumes: finished tasks are skipped and shards already written are kept. A finished DIR of the same
     plan, store, seed and shard size is left as it is. `keep_work`: keep DIR/_materialize/ (logs, stats, the
-    draw plan) after publishing."""
+    draw plan, the intermediate files) after publishing."""
     uri = store_uri or plan.store_uri
     if not uri:
         raise MaterializeError("the plan names no store; pass --store URI")
@@ -281,11 +287,24 @@ def write_draws(t: Target, drawn: DrawPlan) -> None:
         seed=t.seed, shard_bytes=t.shard_bytes, cells=drawn.cell_info, count_mismatch=mismatched, phases=phases))
 
 
+def write_groups(t: Target, work: MaterializeWork, memory: int) -> None:
+    """work/groups.parquet: the group of shards each shard is written in, text of at most `memory` each (or one
+    shard), within one task's range. Written once: a resumed run keeps the groups its scatter wrote towards."""
+    if t.fs.exists(t.work.groups):
+        return
+    chars = pq.read_table(t.work.shards, filesystem=t.fs).column("chars").to_numpy()
+    groups = pa.table({"shard": pa.array(np.arange(len(chars), dtype=np.int32)),
+                       "group": pa.array(shard_groups(chars, work.tasks, memory))}, schema=GROUPS_SCHEMA)
+    with open_atomic(t.fs, t.work.groups) as f:
+        pq.write_table(groups, f)
+
+
 def run_tasks(t: Target, work: MaterializeWork, executor: str, workers: int, ex: Execution, memory: int,
               progress: Progress | None) -> None:
-    """Write the shards as `work.tasks` datatrove tasks (finished ones are skipped), following them on `progress`."""
+    """Scatter the drawn documents to their groups of shards, then write the shards (gather), each as `work.tasks`
+    datatrove tasks (finished ones are skipped), following the shards on `progress`."""
     from mixture.pipelines.datatrove_compat import quiet_datatrove_console
-    from mixture.pipelines.executors import stage_executor
+    from mixture.pipelines.materialize_scatter import ScatterDraws
     from mixture.pipelines.materialize_shards import WriteMixtureShards
 
     for pdir in _phase_dirs(t):  # half-written shards of a killed run
@@ -293,13 +312,23 @@ def run_tasks(t: Target, work: MaterializeWork, executor: str, workers: int, ex:
         tmp = [p for p in t.fs.ls(pdir, detail=False) if p.endswith(".tmp")]
         if tmp:
             t.fs.rm(tmp)
+    write_groups(t, work, memory)
     used = t.plan.used_cells()
-    step = WriteMixtureShards(_local_abs(t.out), _local_abs(t.store_uri), t.plan.phase_names(),
-                              [(c.cell, c.cluster, c.quality) for c in used], memory)
-    logging = _local_abs(t.out).rstrip("/") + "/_materialize"
+    out = _local_abs(t.out).rstrip("/")
     quiet_datatrove_console()
-    runner = stage_executor([step], work.tasks, "materialize", logging, ex, executor, workers,
-                            f"{t.plan.name}.materialize")
+    _run_stage(t, ScatterDraws(out, _local_abs(t.store_uri), memory), work, f"{out}/_materialize/scatter",
+               "materialize-scatter", executor, workers, ex, None)
+    _run_stage(t, WriteMixtureShards(out, t.plan.phase_names(), [(c.cell, c.cluster, c.quality) for c in used]),
+               work, f"{out}/_materialize", "materialize", executor, workers, ex, progress)
+    if progress:
+        progress("shards", work.shards, work.shards)
+
+
+def _run_stage(t: Target, step, work: MaterializeWork, logging: str, name: str, executor: str, workers: int,
+               ex: Execution, progress: Progress | None) -> None:
+    from mixture.pipelines.executors import stage_executor
+
+    runner = stage_executor([step], work.tasks, name, logging, ex, executor, workers, f"{t.plan.name}.{name}")
     stop = threading.Event()
     follower = threading.Thread(target=_follow, args=(t, work, progress, stop), daemon=True)
     if progress:
@@ -307,7 +336,7 @@ def run_tasks(t: Target, work: MaterializeWork, executor: str, workers: int, ex:
     try:
         runner.run()
     except Exception as exc:
-        raise MaterializeError(f"materialize failed: {type(exc).__name__}: {str(exc).rstrip('.')}. Task logs: "
+        raise MaterializeError(f"{name} failed: {type(exc).__name__}: {str(exc).rstrip('.')}. Task logs: "
                                f"{logging}/logs. Fix the cause and rerun the same command: finished tasks are "
                                "skipped.") from exc
     finally:
@@ -316,10 +345,8 @@ def run_tasks(t: Target, work: MaterializeWork, executor: str, workers: int, ex:
             follower.join()
     missing = runner.get_incomplete_ranks()
     if missing:
-        raise MaterializeError(f"materialize: tasks {', '.join(map(str, missing[:10]))} did not finish; task logs: "
+        raise MaterializeError(f"{name}: tasks {', '.join(map(str, missing[:10]))} did not finish; task logs: "
                                f"{logging}/logs. Rerun the same command: finished tasks are skipped.")
-    if progress:
-        progress("shards", work.shards, work.shards)
 
 
 def _follow(t: Target, work: MaterializeWork, progress: Progress, stop: threading.Event) -> None:

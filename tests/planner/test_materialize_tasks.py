@@ -69,10 +69,11 @@ def test_same_bytes_for_any_task_and_worker_count(plan, reference, tmp_path: Pat
     assert stamps(tmp_path / "cli") == before and tree(tmp_path / "cli") == ref
 
 
-def task_stats(out: Path) -> list[dict]:
-    """The step's stats of every task (datatrove's stats/NNNNN.json), each as {name: {total, n, max}} (datatrove
-    writes only the total and mean of a stat updated once)."""
-    tasks = [json.loads(p.read_text())[0]["stats"] for p in sorted((out / "_materialize" / "stats").glob("*.json"))]
+def task_stats(out: Path, stage: str = "") -> list[dict]:
+    """The step's stats of every task (datatrove's stats/NNNNN.json) of the gather (or `stage` "scatter"), each as
+    {name: {total, n, max}} (datatrove writes only the total and mean of a stat updated once)."""
+    tasks = [json.loads(p.read_text())[0]["stats"]
+             for p in sorted((out / "_materialize" / stage / "stats").glob("*.json"))]
     return [{k: {"total": v, "n": 1, "max": v} if not isinstance(v, dict) else
              {"total": v["total"], "n": v.get("n", 1), "max": v.get("max", v["total"])} for k, v in s.items()}
             for s in tasks]
@@ -80,7 +81,7 @@ def task_stats(out: Path) -> list[dict]:
 
 def test_a_task_holds_at_most_the_memory_setting_whatever_the_mixture_size(built_store, tmp_path: Path):
     """The counters are the tasks' own (datatrove stats of the real run): characters of text held at once (counted
-    on the fetched text), rows decoded at a time. A mixture 4× bigger holds no more, in more groups. The bound is
+    on the text read), rows decoded at a time and in all. A mixture 4× bigger holds no more, in more groups. The bound is
     the setting, or one shard where a shard is bigger (a shard ends with the document that crosses its size)."""
     memory = 96 * 1024
     held = {}
@@ -95,8 +96,18 @@ def test_a_task_holds_at_most_the_memory_setting_whatever_the_mixture_size(built
         assert bound < 3 * memory
         for s in stats:
             assert s["held_chars"]["max"] <= bound
-            assert s["rows_decoded"]["max"] <= READ_BATCH_ROWS
             assert s["shards_written"]["total"] > 0
+        scatter = task_stats(out, "scatter")
+        assert len(scatter) == 2
+        for s in scatter:
+            assert s["rows_decoded"]["max"] <= READ_BATCH_ROWS
+            assert s["scatter_held_chars"]["max"] <= max(memory, s["batch_chars"]["max"])
+        # scatter/gather: the store is read once, so rows decoded per row written stays a small constant as the
+        # mixture grows (before, every group of shards read nearly every row group of its cells)
+        written, decoded = sum(p.docs for p in manifest.phases), sum(s["rows_decoded"]["total"] for s in scatter)
+        assert sum(s["rows_scattered"]["total"] for s in scatter) == written
+        assert decoded <= sum(c.docs_in_store for c in manifest.cells.values())  # each stored row at most once
+        assert decoded <= 3 * written, (scale, decoded, written)
         assert sum(s["held_rows"]["total"] for s in stats) >= sum(p.docs for p in manifest.phases) // 8  # distinct docs
         held[scale] = (max(s["held_chars"]["max"] for s in stats), sum(s["held_chars"]["n"] for s in stats))
         assert realised_ledger(out, plan)["ok"]
@@ -140,3 +151,4 @@ def test_help_explains_the_task_options():
     for option in ("--tasks", "--workers", "--executor", "--memory", "--keep-work", "--shard-bytes"):
         assert option in text, option
     assert "same bytes for any task count" in text and "resumes" in text
+
