@@ -37,7 +37,8 @@ MIB = 2**20
 # ------------------------------------------------------------------------------------------------- the build
 
 
-def child_build(spec_path: str, workers: int, out_json: str, executor: str = "local") -> None:
+def child_build(spec_path: str, workers: int, out_json: str, executor: str = "local",
+                overrides: dict | None = None) -> None:
     """Run in a fresh process: build `spec_path`, timing every stage (wall, and CPU of this process and of the worker
     processes it reaped: a stage's pool ends with the stage) and this driver's own peak memory while it ran."""
     import mixture.pipelines.build as pb
@@ -65,7 +66,7 @@ def child_build(spec_path: str, workers: int, out_json: str, executor: str = "lo
     pb.run_stage = timed(pb.run_stage, lambda a: a[1].name)
     pf.finalize = timed(pf.finalize, lambda a: "finalize")
     w0, c0 = clock()
-    artifact = pb.build(spec_path, workers=workers, executor=executor, progress=False)
+    artifact = pb.build(spec_path, workers=workers, executor=executor, progress=False, overrides=overrides)
     w1, c1 = clock()
     Path(out_json).write_text(json.dumps({"wall": w1 - w0, "cpu": c1 - c0, "stages": stages,
                                           "artifact": artifact.model_dump(mode="json")}))
@@ -91,8 +92,13 @@ def run_build(folder: Path, spec: dict, workers: int, executor: str = "local") -
     spec_path = folder / "spec.yaml"
     spec_path.write_text(yaml.safe_dump(spec, sort_keys=False))
     out, log = folder / "build.json", folder / "build.log"
+    overrides = None
+    if executor == "ray":  # every Ray job (one actor process each) runs its share of a stage's tasks in turn
+        bands = spec["processing"]["dedup"]["fuzzy"]["bands"]
+        overrides = {"tasks_per_job": -(-spec["execution"]["tasks"] // workers),
+                     "stages": {"minhash_buckets": {"tasks_per_job": -(-bands // workers)}}}
     code = (f"from bench.growth_bench import child_build; child_build({str(spec_path)!r}, {workers}, {str(out)!r}, "
-            f"{executor!r})")
+            f"{executor!r}, {overrides!r})")
     before = load()
     with log.open("w") as f:
         proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, stdout=f, stderr=subprocess.STDOUT,

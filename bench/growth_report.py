@@ -146,10 +146,11 @@ class Report:
             if bw is None or bc is None:
                 continue
             ok = all(abs(b - 1) <= LINEAR for b in (bw, bc))
-            how = "" if ok else (" (superlinear)" if max(bw, bc) > 1 + LINEAR else
-                                 " (sublinear: fixed costs still weigh at these sizes)")
+            how = "" if ok else ("; superlinear" if max(bw, bc) > 1 + LINEAR else
+                                 "; sublinear: fixed costs still weigh at these sizes")
+            share = self.stage(self.series[-1], name)["wall"] / self.series[-1]["wall"]
             out.append(Goal(f"`{name}` grows linearly (exponent 1.0 ± {LINEAR})", ok,
-                            f"wall {bw:.2f}, CPU {bc:.2f}{how}"))
+                            f"wall {bw:.2f}, CPU {bc:.2f}{how} ({share:.1%} of the largest build's wall time)"))
         first, last = self.series[0], self.series[-1]
         for name in self.names:
             a, b = self.stage(first, name)["peak_rss"], self.stage(last, name)["peak_rss"]
@@ -206,9 +207,9 @@ class Report:
             "table). One spec over all of them (specs/demo.yaml's sources, k = "
             f"{a['k']}, fine_k = {a['fine_k']}, `sample_docs` = {a['sample_docs']:,} at every size), "
             f"{a['tasks_per_variant']} tasks per variant for every per-file stage (every task reads the same input "
-            f"at every size). Every size is built with {self.series_w} workers, the largest also with "
-            + ", ".join(str(w) for w in self.by_workers() if w != self.series_w)
-            + " worker(s), each build from an empty store in a fresh process. Per stage: wall seconds, CPU seconds "
+            f"at every size). Every size is built with {self.series_w} workers"
+            + "".join(f", the largest also with {w} worker{'s' * (w > 1)}" for w in self.by_workers() if w != self.series_w)
+            + "; each build from an empty store in a fresh process. Per stage: wall seconds, CPU seconds "
             "(the driver and the worker processes of the stage), and the peak resident memory of the largest task "
             "(each task's own `VmHWM`, reset as it starts, from `_build/<stage>/usage/`; the driver's for "
             "`finalize`). Exponents: slope of log time against log kept tokens, least squares over the sizes.",
@@ -276,7 +277,8 @@ class Report:
         lines = ["", f"The largest size ({self.largest['variants']}×, {_fmt_tokens(self.kept[-1])} kept tokens) on "
                  + " and ".join(str(w) for w in ws) + " workers, and the bare tokenizer (bench/build_bench.py's "
                  "fastest call on as many cores, on the input of the first "
-                 f"{self.r['args']['tokenizer_variants']} variant(s) and on a like share of the store's kept text; "
+                 f"{self.r['args']['tokenizer_variants']} variant{'s' * (self.r['args']['tokenizer_variants'] > 1)} "
+                 "and on a like share of the store's kept text; "
                  "its rate applies to all):", "",
                  f"| | {heads} |", "|---|" + "---:|" * len(ws)]
         lines.append("| build wall time | " + " | ".join(f"{b['wall']:.1f} s" for b in ws.values()) + " |")
@@ -339,6 +341,7 @@ class Report:
         single = [r for r in rows if r["tasks"] == 1]
         lines = [
             PROJECTION_BEGIN,
+            *[x for x in self._reduced() if x],
             f"Projected by `bench/growth_bench.py` from its largest size ({self.largest['variants']} variants, "
             f"{_fmt_tokens(self.largest['input_tokens'])} input tokens, {_fmt_tokens(self.kept[-1])} kept, "
             f"{kept_share:.0%}; CPU seconds of the build on {w} worker{'s' * (w > 1)}; {self.r['machine']['machine']}) to "
@@ -368,8 +371,12 @@ class Report:
                 f"`{worst['stage']}`). A single task runs on one core as measured (more `cpus_per_task` help only "
                 "where its own code uses threads: DuckDB); the per-token stages with T ≥ cores use every core; "
                 "`minhash_buckets` runs one task per band.")
-        if any(r["exponent"] is not None and r["exponent"] > 1 + LINEAR for r in rows):
-            lines.append("Superlinear stages dominate the projection: their exponent is applied over "
-                         f"{math.log10(RAW_POOL / self.largest['input_tokens']):.1f} orders of magnitude.")
+        superlinear = [r["stage"] for r in rows if r["exponent"] is not None and r["exponent"] > 1 + LINEAR]
+        if superlinear:
+            lines.append(f"{', '.join(f'`{n}`' for n in superlinear)} grew faster than linearly over the measured "
+                         f"sizes: the exponent is applied over {math.log10(RAW_POOL / self.largest['input_tokens']):.1f} "
+                         f"orders of magnitude ({_hours(total_core)} core-hours against "
+                         f"{_hours(sum(r['linear_hours'] for r in rows))} if linear), so a few hundredths of exponent "
+                         "(or a noisy fit on a shared machine) move it a lot.")
         lines.append(PROJECTION_END)
         return "\n".join(lines) + "\n"
