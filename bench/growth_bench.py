@@ -2,7 +2,7 @@
 and CPU seconds and peak memory per task, growth exponents, 1 against 2 workers, throughput against the bare
 tokenizer; goals printed as PASS/FAIL; figures into docs/performance.md, the 25.6T projection into docs/scaling.md.
 
-Full run (the docs' figures; ~25 min on a quiet 2-core machine, ~12 min more the first time for the corpora):
+Full run (the docs' figures; ~15–20 min on a quiet 2-core machine, ~12 min more the first time for the corpora):
 `python -m bench.growth_bench`. Smoke run, nothing published: `python -m bench.growth_bench --quick`."""
 
 from __future__ import annotations

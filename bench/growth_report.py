@@ -242,8 +242,12 @@ class Report:
             peaks = " | ".join(f"{x / MIB:,.0f}" for x in self.values(name, "peak_rss"))
             note = " ¹" if name in NOT_PER_TOKEN else ""
             lines.append(f"| `{name}`{note} | {walls} | {cpus} | {_exp(ew)} / {_exp(ec)} | {peaks} |")
+        docs_1x = self.series[0]["counters"]["records_out"]
         lines += ["", "Seconds, and MiB for the peaks. ¹ Not per token by design: "
-                  + "; ".join(f"`{k}` grows with {v}" for k, v in NOT_PER_TOKEN.items()) + "."]
+                  + "; ".join(f"`{k}` grows with {v}" for k, v in NOT_PER_TOKEN.items()) + ". `sample` tokenizes "
+                  "the fit sample's documents and `assign` all others, so with the sample fixed `sample` grows less "
+                  "than linearly and `assign` more, the more so the larger the sample against the smallest size's "
+                  f"documents (here {self.r['args']['sample_docs']:,} of {docs_1x:,}); together they are linear."]
         lines += self._workers_rows()
         lines += ["", "Goals (issue 15):", ""] + [f"- {g.line()}" for g in self.goals()] + [END]
         return "\n".join(lines) + "\n"
@@ -341,7 +345,7 @@ class Report:
         single = [r for r in rows if r["tasks"] == 1]
         lines = [
             PROJECTION_BEGIN,
-            *[x for x in self._reduced() if x],
+            *[x for x in self._reduced() if x], *([""] if self._reduced() else []),
             f"Projected by `bench/growth_bench.py` from its largest size ({self.largest['variants']} variants, "
             f"{_fmt_tokens(self.largest['input_tokens'])} input tokens, {_fmt_tokens(self.kept[-1])} kept, "
             f"{kept_share:.0%}; CPU seconds of the build on {w} worker{'s' * (w > 1)}; {self.r['machine']['machine']}) to "
