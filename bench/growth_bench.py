@@ -1,8 +1,9 @@
-"""Growth benchmark: the build of 1 … n variants of the demo corpus (the largest ≥ 500M kept tokens), per stage wall
-and CPU seconds and peak memory per task, growth exponents, 1 against 2 workers, throughput against the bare
-tokenizer; goals printed as PASS/FAIL; figures into docs/performance.md, the 25.6T projection into docs/scaling.md.
+"""Growth benchmark: the build of 1 … n variants of the demo corpus (by default 1, 4 and 20: the largest ~570M kept
+tokens), per stage wall and CPU seconds and peak memory per task, growth exponents, 1 against 2 workers, throughput
+against the bare tokenizer; goals printed as PASS/FAIL; figures into docs/performance.md, the 25.6T projection into
+docs/scaling.md.
 
-Full run (the docs' figures; ~15–20 min on a quiet 2-core machine, ~12 min more the first time for the corpora):
+Full run (the docs' figures; ~15–20 min on a quiet 2-core machine, ~13 min more the first time for the corpora):
 `python -m bench.growth_bench`. Smoke run, nothing published: `python -m bench.growth_bench --quick`."""
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from bench.common import DOC, machine, publish
 RESULTS = "growth.json"
 # sample_docs well under one variant's kept documents (12.8k at scale 1): `sample` tokenizes the sample, `assign` the
 # rest, so a sample near the smallest size's documents would move work between them from size to size
-DEFAULTS = {"scales": "1,4,18", "base_scale": 1.0, "workers": "1,2", "tasks_per_variant": 4, "sample_docs": 1000,
+DEFAULTS = {"scales": "1,4,20", "base_scale": 1.0, "workers": "1,2", "tasks_per_variant": 4, "sample_docs": 1000,
             "k": 40, "fine_k": 200, "tokenizer_variants": 2, "seed": 0}
 QUICK = {"scales": "1,2,4", "base_scale": 0.05, "tasks_per_variant": 2, "sample_docs": 100, "k": 8, "fine_k": 32,
          "tokenizer_variants": 1}
@@ -158,8 +159,14 @@ def measure(args, out: Path, log=print) -> dict:
     workers = sorted({int(x) for x in args.workers.split(",")})
     series_w, largest = max(workers), max(scales)
     cache = Path(args.cache)
-    log(f"  disk free: {growth_corpus.disk_free(cache) / 2**30:.1f} GiB under {cache}, "
-        f"{growth_corpus.disk_free(out) / 2**30:.1f} GiB under {out}")
+    corpora, builds = growth_corpus.disk_needed(largest, args.base_scale, len(workers) + 1)
+    free_cache, free_out = growth_corpus.disk_free(cache), growth_corpus.disk_free(out)
+    log(f"  disk free: {free_cache / 2**30:.1f} GiB under {cache} (the corpora need ~{corpora / 2**30:.1f} GiB), "
+        f"{free_out / 2**30:.1f} GiB under {out} (the builds ~{builds / 2**30:.1f} GiB)")
+    same = os.stat(cache).st_dev == os.stat(out).st_dev
+    if (free_cache < corpora + (builds if same else 0)) or free_out < builds:
+        raise SystemExit(f"not enough free disk for {largest} variants at scale {args.base_scale:g}: choose --cache "
+                         "and --out on a larger filesystem, or smaller --scales")
     variants = growth_corpus.ensure_variants(cache, args.seed, args.base_scale, list(range(1, largest + 1)), log)
     results = {"args": {k: getattr(args, k) for k in DEFAULTS}, "machine": machine_info(), "load_start": load(),
                "single_task": [], "scales": []}

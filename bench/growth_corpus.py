@@ -87,6 +87,16 @@ def assemble(out: Path, variants: list[Path]) -> Path:
     return out
 
 
+# disk per variant at demo scale 1 (measured): its files ~40 MB; a store ~35 MB; the build's work files ~50 MB
+VARIANT_BYTES, STORE_BYTES, WORK_BYTES = 45e6, 35e6, 50e6
+
+
+def disk_needed(variants: int, scale: float, stores: int) -> tuple[float, float]:
+    """(bytes for the cached corpora, bytes for the builds at the largest size: `stores` stores kept side by side
+    and one build's work files)."""
+    return variants * scale * VARIANT_BYTES, variants * scale * (stores * STORE_BYTES + WORK_BYTES)
+
+
 def disk_free(path: Path) -> int:
     path.mkdir(parents=True, exist_ok=True)
     with contextlib.suppress(OSError):

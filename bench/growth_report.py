@@ -82,6 +82,11 @@ def _fmt_tokens(n: float) -> str:
     return f"{n / 1e9:.2f}B" if n >= 1e9 else f"{n / 1e6:.1f}M"
 
 
+def _row(label: str, cells) -> str:
+    """A markdown table row."""
+    return f"| {label} | " + " | ".join(cells) + " |"
+
+
 def _hours(h: float) -> str:
     return f"{h:,.1f}" if h < 100 else f"{h:,.0f}"
 
@@ -216,16 +221,16 @@ class Report:
             *self._reduced(),
             "",
             f"| | {heads} |", cols,
-            "| input records | " + " | ".join(f"{s['input_records']:,}" for s in self.scales) + " |",
-            "| input tokens (every well-formed record) | " + " | ".join(f"{s['input_tokens']:,}" for s in self.scales) + " |",
-            "| tasks per per-file stage | " + " | ".join(str(s["tasks"]) for s in self.scales) + " |",
-            "| documents kept | " + " | ".join(f"{b['counters']['records_out']:,}" for b in self.series) + " |",
-            "| **tokens kept** | " + " | ".join(f"**{_fmt_tokens(k)}**" for k in self.kept) + " |",
-            "| kept tokens per variant | " + " | ".join(f"{k / s['variants'] / 1e6:.2f}M" for k, s in zip(self.kept, self.scales, strict=True)) + " |",
-            "| build wall time | " + " | ".join(f"{b['wall']:.1f} s" for b in self.series) + " |",
-            "| build CPU time | " + " | ".join(f"{b['cpu']:.1f} s" for b in self.series) + " |",
-            "| kept tokens per wall second | " + " | ".join(f"{k / b['wall'] / 1e6:.2f}M" for k, b in zip(self.kept, self.series, strict=True)) + " |",
-            "| load average before → after | " + " | ".join(f"{b['load_before'].split(' /')[0]} → {b['load_after'].split(' /')[0]}" for b in self.series) + " |",
+            _row("input records", (f"{s['input_records']:,}" for s in self.scales)),
+            _row("input tokens (every well-formed record)", (f"{s['input_tokens']:,}" for s in self.scales)),
+            _row("tasks per per-file stage", (str(s["tasks"]) for s in self.scales)),
+            _row("documents kept", (f"{b['counters']['records_out']:,}" for b in self.series)),
+            _row("**tokens kept**", (f"**{_fmt_tokens(k)}**" for k in self.kept)),
+            _row("kept tokens per variant", (f"{k / s['variants'] / 1e6:.2f}M" for k, s in zip(self.kept, self.scales, strict=True))),
+            _row("build wall time", (f"{b['wall']:.1f} s" for b in self.series)),
+            _row("build CPU time", (f"{b['cpu']:.1f} s" for b in self.series)),
+            _row("kept tokens per wall second", (f"{k / b['wall'] / 1e6:.2f}M" for k, b in zip(self.kept, self.series, strict=True))),
+            _row("load average before → after", (f"{b['load_before'].split(' /')[0]} → {b['load_after'].split(' /')[0]}" for b in self.series)),
             "", "The mix at every size (shares of the records read, of the kept tokens):", "",
             f"| | {heads} |", cols,
         ]
@@ -265,10 +270,10 @@ class Report:
             rows.append(f"| dropped: {key.removesuffix('_dropped').replace('_', ' ')} | "
                         + " | ".join(f"{x['drops'].get(key, 0):.2%}" for x in mixes) + " |")
         for cat in sorted(mixes[-1]["categories"], key=lambda c: -mixes[-1]["categories"][c]):
-            rows.append(f"| tokens: {cat} | " + " | ".join(f"{x['categories'].get(cat, 0):.1%}" for x in mixes) + " |")
+            rows.append(_row(f"tokens: {cat}", (f"{x['categories'].get(cat, 0):.1%}" for x in mixes)))
         langs = sorted(mixes[-1]["languages"], key=lambda c: -mixes[-1]["languages"][c])[:4]
         for lang in langs:
-            rows.append(f"| tokens: language {lang} | " + " | ".join(f"{x['languages'].get(lang, 0):.1%}" for x in mixes) + " |")
+            rows.append(_row(f"tokens: language {lang}", (f"{x['languages'].get(lang, 0):.1%}" for x in mixes)))
         rows.append("| near-duplicate candidate pairs per kept document | "
                     + " | ".join(f"{x['pairs_per_doc']:.3f}" for x in mixes) + " |")
         return rows
@@ -285,19 +290,19 @@ class Report:
                  "and on a like share of the store's kept text; "
                  "its rate applies to all):", "",
                  f"| | {heads} |", "|---|" + "---:|" * len(ws)]
-        lines.append("| build wall time | " + " | ".join(f"{b['wall']:.1f} s" for b in ws.values()) + " |")
+        lines.append(_row("build wall time", (f"{b['wall']:.1f} s" for b in ws.values())))
         for name in self.names:
-            lines.append(f"| `{name}` | " + " | ".join(f"{self.stage(b, name)['wall']:.2f} s" for b in ws.values()) + " |")
+            lines.append(_row(f"`{name}`", (f"{self.stage(b, name)['wall']:.2f} s" for b in ws.values())))
         tps = {w: self.throughput(w) for w in ws}
         if all(tps.values()):
             lines += [
-                "| build: input tokens per second | " + " | ".join(f"{t['build_in']:,.0f}" for t in tps.values()) + " |",
-                "| bare tokenizer on the input, tokens per second | " + " | ".join(f"{t['bare_in']:,.0f}" for t in tps.values()) + " |",
-                "| **ratio on the input** | " + " | ".join(f"**{t['ratio_in']:.3f}×**" for t in tps.values()) + " |",
-                "| build: kept tokens per second | " + " | ".join(f"{t['build_kept']:,.0f}" for t in tps.values()) + " |",
-                "| bare tokenizer on kept text, tokens per second | " + " | ".join(f"{t['bare_kept']:,.0f}" for t in tps.values()) + " |",
-                "| ratio on the kept text | " + " | ".join(f"{t['ratio_kept']:.3f}×" for t in tps.values()) + " |",
-                "| fastest bare tokenizer call | " + " | ".join(f"`{t['calls'][0]}`" for t in tps.values()) + " |",
+                _row("build: input tokens per second", (f"{t['build_in']:,.0f}" for t in tps.values())),
+                _row("bare tokenizer on the input, tokens per second", (f"{t['bare_in']:,.0f}" for t in tps.values())),
+                _row("**ratio on the input**", (f"**{t['ratio_in']:.3f}×**" for t in tps.values())),
+                _row("build: kept tokens per second", (f"{t['build_kept']:,.0f}" for t in tps.values())),
+                _row("bare tokenizer on kept text, tokens per second", (f"{t['bare_kept']:,.0f}" for t in tps.values())),
+                _row("ratio on the kept text", (f"{t['ratio_kept']:.3f}×" for t in tps.values())),
+                _row("fastest bare tokenizer call", (f"`{t['calls'][0]}`" for t in tps.values())),
             ]
         if 1 in ws and 2 in ws:
             sp = ws[1]["wall"] / ws[2]["wall"]
