@@ -28,6 +28,7 @@ from datatrove.utils.stats import PipelineStats
 from datatrove.utils.typeshelper import StatHints
 
 from mixture.pipelines.memory import configure_memory
+from mixture.pipelines.task_usage import record_usage
 from mixture.pipelines.threads import task_threads
 
 DATATROVE_VERSION = "0.10.1"  # the version pyproject pins and the tests check this module against
@@ -232,12 +233,14 @@ class ParquetWriterBase(ParquetWriter):
 
 class TaskSetup:
     """Mixin for datatrove's executors: every task runs through their private `_run_for_rank(rank, local_rank,
-    node_rank)`; around it, the task's memory settings and native thread pools sized to its `cpus_per_task`."""
+    node_rank)`; around it, the task's memory settings, native thread pools sized to its `cpus_per_task` and its
+    usage record (pipelines/task_usage.py)."""
 
     def _run_for_rank(self, rank: int, local_rank: int = 0, node_rank: int = -1):
         configure_memory()
         with task_threads(self.cpus_per_task):
-            return super()._run_for_rank(rank, local_rank, node_rank)
+            run = functools.partial(super()._run_for_rank, rank, local_rank, node_rank)
+            return record_usage(self.logging_dir, rank, run)
 
 
 @dataclass
@@ -263,7 +266,8 @@ class LocalExecutor(LocalPipelineExecutor):
         try:
             with task_threads(1):  # a local worker is one core
                 # datatrove logs a task to the console at INFO only when its local_rank is 0: never here
-                return super()._run_for_rank(rank, local_rank + 1, node_rank)
+                run = functools.partial(super()._run_for_rank, rank, local_rank + 1, node_rank)
+                return record_usage(self.logging_dir, rank, run)
         finally:
             quiet_datatrove_console()
 

@@ -18,6 +18,10 @@ def demo_corpus(
     scale: float = typer.Option(
         1.0, "--scale", help="Fraction of the full corpus (1.0 is about 26 M cl100k tokens; 0.05 about 1.5 M)."
     ),
+    variant: int = typer.Option(
+        0, "--variant", min=0, help="0: the corpus as drawn; n > 0: the same documents with their words swapped "
+                                    "(variant n), distinct from every other variant: n variants hold n times the text."
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
     """Write a corpus of real text found on this machine (Python stdlib, installed packages) with planted
@@ -30,14 +34,14 @@ def demo_corpus(
 
     started = time.perf_counter()
     try:
-        manifest = write_demo_corpus(out, seed=seed, scale=scale, progress=not quiet)
+        manifest = write_demo_corpus(out, seed=seed, scale=scale, progress=not quiet, variant=variant)
     except FileExistsError as exc:
         console.print(f"[red]{exc}[/red]", soft_wrap=True)
         raise typer.Exit(2) from exc
     except OSError as exc:
         console.print(f"[red]could not write {out}: {exc}[/red]")
         raise typer.Exit(1) from exc
-    table = Table(title=f"demo corpus in {out} (seed {seed}, scale {scale:g})")
+    table = Table(title=f"demo corpus in {out} (seed {seed}, scale {scale:g}{f', variant {variant}' if variant else ''})")
     table.add_column("source", no_wrap=True)
     for col in ("format", "files", "docs", "approx tokens"):
         table.add_column(col, justify="left" if col == "format" else "right")

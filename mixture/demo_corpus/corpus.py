@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import platform
 import random
 import re
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from . import benchmark as bm
-from .assemble import dialogue_modules, paragraph_pool, vocabulary
+from .assemble import Group, dialogue_modules, paragraph_pool, vocabulary
 from .code_sources import (
     is_test_module,
     package_code,
@@ -23,7 +25,7 @@ from .code_sources import (
     stdlib_docstrings,
     stdlib_py_files,
 )
-from .docstrings import extract, module_name
+from .docstrings import Docstring, extract, module_name
 from .local_files import list_files, rel, site_dirs, stdlib_root
 from .model import RawLine, Source
 from .multilingual import multilingual
@@ -31,8 +33,9 @@ from .names import BENCHMARK, GROUND_TRUTH, MANIFEST
 from .plant import Planted, synthetic_dialogues, web_like
 from .shards import write_source
 from .text_sources import licenses, package_docs, python_reference, structured_data
-from .textutil import dumps_line
+from .textutil import dumps_line, jaccard
 from .tokens import ENCODING, approx_tokens
+from .variants import DEFAULT_GROUP, Rewriter
 
 TRUTH_KEYS = ("exact_duplicates", "near_duplicates", "exempt_near_duplicates", "contaminated", "malformed",
               "large_documents")
@@ -78,22 +81,42 @@ def _check_target(out: Path) -> None:
             f"{out} exists and is not a demo corpus (no {MANIFEST}); choose an empty or new folder")
 
 
-def write_demo_corpus(out: str | os.PathLike, *, seed: int = 0, scale: float = 1.0, progress: bool = True) -> dict:
+def write_demo_corpus(out: str | os.PathLike, *, seed: int = 0, scale: float = 1.0, progress: bool = True,
+                      variant: int = 0) -> dict:
     """Write the demo corpus to `out` (replacing an earlier demo corpus there) and return its manifest.
 
-    Deterministic for a given seed, scale, Python version and set of installed packages.
+    Deterministic for a given seed, scale, variant, Python version and set of installed packages. `variant` > 0
+    writes the same documents with their words swapped (variants.py): n variants hold n times the distinct text.
     """
+    return write_demo_variants({variant: out}, seed=seed, scale=scale, progress=progress)[variant]
+
+
+def write_demo_variants(outs: Mapping[int, str | os.PathLike], *, seed: int = 0, scale: float = 1.0,
+                        progress: bool = True) -> dict[int, dict]:
+    """Write variant v of the demo corpus to `outs[v]` for every v, drawing the documents once; the manifests."""
     if not 0 < scale <= 10:
         raise ValueError(f"scale must be in (0, 10], got {scale}")
-    out = Path(out)
-    _check_target(out)
+    if any(int(v) != v or v < 0 for v in outs):
+        raise ValueError(f"variants are whole numbers >= 0, got {sorted(outs)}")
+    targets = {int(v): Path(o) for v, o in sorted(outs.items())}
+    for out in targets.values():
+        _check_target(out)
+    manifests = {}
+    with _steps(progress, 9 + 13 * len(targets)) as steps:
+        drawn = _draw(int(seed), float(scale), steps)
+        for variant, out in targets.items():
+            manifests[variant] = _publish(out, lambda staging, v=variant: _write(staging, drawn, v, steps))
+    return manifests
+
+
+def _publish(out: Path, write: Callable[[Path], dict]) -> dict:
+    """`write` into a staging folder beside `out`, then swap it in (an earlier corpus there is replaced)."""
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = out.parent / f".{out.name}.partial-{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir()
     try:
-        with _steps(progress, 16) as steps:
-            manifest = _write(staging, int(seed), float(scale), steps)
+        manifest = write(staging)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -105,9 +128,28 @@ def write_demo_corpus(out: str | os.PathLike, *, seed: int = 0, scale: float = 1
     return manifest
 
 
-def _write(out: Path, seed: int, scale: float, steps: _Steps) -> dict:
+@dataclass
+class _Drawn:
+    """The documents of one seed and scale, before the planted sources are assembled and anything is written."""
+
+    seed: int
+    scale: float
+    sources: list[Source]  # the eight sources of real files, in manifest order
+    groups: list[Group]  # paragraphs the web-like pages are assembled from
+    vocab: list[str]
+    modules: list[list[Docstring]]  # docstrings the dialogues are assembled from
+    bench: list[dict]
+    held: list[Path]
+    site_listing: list[tuple[str, Path]]
+    rewriter: Rewriter | None = None  # learnt from the first variant > 0 written
+
+    def rng(self, name: str) -> random.Random:
+        return random.Random(f"{self.seed}:{name}")  # str seeds hash with SHA-512: stable across processes
+
+
+def _draw(seed: int, scale: float, steps: _Steps) -> _Drawn:
     def rng(name: str) -> random.Random:
-        return random.Random(f"{seed}:{name}")  # str seeds hash with SHA-512: stable across processes
+        return random.Random(f"{seed}:{name}")
 
     steps.step("listing files")
     root = stdlib_root()
@@ -143,14 +185,30 @@ def _write(out: Path, seed: int, scale: float, steps: _Steps) -> dict:
     code = stdlib_code([(r, t) for r, t in stdlib_texts if not holds(t)])
     pkg_code = package_code(package_code_files(site_listing), scale, rng("package-code"), holds)
 
-    steps.step("web-like pages")
     groups = paragraph_pool(docstrings, {r["topic"]: r["text"] for r in reference.records}, pkg_docs.records)
-    vocab = vocabulary(groups)
-    web = web_like(groups, vocab, bench, scale, rng("web-like"))
-    steps.step("synthetic dialogues")
-    synth = synthetic_dialogues(dialogue_modules(docstrings), vocab, scale, rng("synthetic-dialogues"))
+    return _Drawn(seed, scale, [code, pkg_code, doc_src, reference, pkg_docs, lic, multi, structured], groups,
+                  vocabulary(groups), dialogue_modules(docstrings), bench, held, site_listing)
 
-    sources = [code, pkg_code, doc_src, reference, pkg_docs, lic, multi, structured, synth.source, web.source]
+
+def _write(out: Path, drawn: _Drawn, variant: int, steps: _Steps) -> dict:
+    prefix = f"v{variant}/" if variant else ""
+    steps.step("web-like pages")
+    web = web_like(drawn.groups, drawn.vocab, drawn.bench, drawn.scale, drawn.rng("web-like"), id_prefix=prefix)
+    steps.step("synthetic dialogues")
+    synth = synthetic_dialogues(drawn.modules, drawn.vocab, drawn.scale, drawn.rng("synthetic-dialogues"),
+                                id_prefix=prefix)
+    sources = [*drawn.sources, synth.source, web.source]
+    if variant:
+        if drawn.rewriter is None:
+            steps.step("learning word swaps")
+            drawn.rewriter = Rewriter((_group(r), r["text"]) for src in sources for r in src.records
+                                      if isinstance(r, dict))
+        steps.step(f"variant {variant}: swapping words")
+        sources = _variant_sources(sources, drawn.rewriter, variant, prefix, _pasted(web, drawn.bench))
+        web.source, synth.source = sources[-1], sources[-2]
+        for planted in (web, synth):
+            _rejaccard(planted)
+
     truth: dict[str, list[dict]] = {k: [] for k in TRUTH_KEYS}
     entries = []
     for src in sources:
@@ -164,26 +222,29 @@ def _write(out: Path, seed: int, scale: float, steps: _Steps) -> dict:
         entries.append(_entry(src, shards))
 
     (out / "benchmarks").mkdir()
-    (out / BENCHMARK).write_text("".join(dumps_line(r) + "\n" for r in bench), encoding="utf-8")
+    (out / BENCHMARK).write_text("".join(dumps_line(r) + "\n" for r in drawn.bench), encoding="utf-8")
     manifest = {
         "format": 1,
         "name": "mixture-demo-corpus",
-        "seed": seed,
-        "scale": scale,
+        "seed": drawn.seed,
+        "scale": drawn.scale,
+        **({"variant": variant} if variant else {}),
         "python_version": platform.python_version(),
         "tokenizer": f"tiktoken:{ENCODING}",
         "sources": entries,
         "benchmarks": [{"name": "demo-bench", "path": BENCHMARK, "format": "jsonl", "id_field": "id",
-                        "question_field": "question", "answer_field": "answer", "records": len(bench),
-                        "held_out_modules": sorted(module_name(h) for h in held)}],
+                        "question_field": "question", "answer_field": "answer", "records": len(drawn.bench),
+                        "held_out_modules": sorted(module_name(h) for h in drawn.held)}],
         "ground_truth": GROUND_TRUTH,
         "totals": {"files": sum(e["files"] for e in entries), "docs": sum(e["docs"] for e in entries),
                    "approx_tokens": sum(e["approx_tokens"] for e in entries)},
-        "packages": sorted(f"{m.group(1)}=={m.group(2)}" for r, _ in site_listing if (m := _DIST_RE.match(r))),
+        "packages": sorted(f"{m.group(1)}=={m.group(2)}" for r, _ in drawn.site_listing
+                           if (m := _DIST_RE.match(r))),
     }
     ground_truth = {
-        "seed": seed,
-        "scale": scale,
+        "seed": drawn.seed,
+        "scale": drawn.scale,
+        **({"variant": variant} if variant else {}),
         "normalisation": "NFC; CRLF and CR to LF; trailing spaces and tabs stripped per line; outer whitespace "
                          "stripped",
         "shingles": "5-word shingles of lower-cased \\w+ words; Jaccard of the shingle sets",
@@ -192,6 +253,43 @@ def _write(out: Path, seed: int, scale: float, steps: _Steps) -> dict:
     (out / GROUND_TRUTH).write_text(json.dumps(ground_truth, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     (out / MANIFEST).write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return manifest
+
+
+def _group(record: dict) -> str:
+    """The language group a record's words are swapped within: its `lang` label (multilingual), else the default."""
+    return str(record.get("lang") or DEFAULT_GROUP)
+
+
+def _pasted(web: Planted, bench: list[dict]) -> dict[str, list[str]]:
+    """{id: [the benchmark text pasted into it]} of the contaminated pages (kept verbatim in every variant)."""
+    items = {b["id"]: f"{b['question']}\n{b['answer']}" for b in bench}
+    return {t["id"]: [items[t["benchmark_id"]]] for t in web.truth["contaminated"]}
+
+
+def _variant_sources(sources: list[Source], rewriter: Rewriter, variant: int, prefix: str,
+                     keep: dict[str, list[str]]) -> list[Source]:
+    """Copies of `sources` with every text swapped for `variant` and every id prefixed (planted ones already are)."""
+    out = []
+    for src in sources:
+        copy = dataclasses.replace(src, records=[])
+        for r in src.records:
+            if isinstance(r, dict):
+                r = dict(r)
+                if "id" in r and not str(r["id"]).startswith(prefix):
+                    r["id"] = prefix + r["id"]
+                if isinstance(r.get("text"), str):
+                    r["text"] = rewriter.document(variant, _group(r), r["text"], keep.get(r.get("id", ""), ()))
+            copy.records.append(r)
+        out.append(copy)
+    return out
+
+
+def _rejaccard(planted: Planted) -> None:
+    """The near-duplicate Jaccard values of the ground truth, measured again on the variant's texts."""
+    text = {r["id"]: r["text"] for r in planted.source.records if isinstance(r, dict)}
+    for key in ("near_duplicates", "exempt_near_duplicates"):
+        for item in planted.truth.get(key, []):
+            item["jaccard"] = round(jaccard(text[item["id"]], text[item["duplicate_of"]]), 4)
 
 
 def _resolve(planted: Planted, shards: list[tuple[str, int, int]], truth: dict[str, list[dict]]) -> None:

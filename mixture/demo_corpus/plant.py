@@ -132,7 +132,8 @@ def _near_candidates(texts: list[str], need: int) -> list[int]:
     return mid
 
 
-def web_like(groups: list[Group], vocab: list[str], bench: list[dict], scale: float, rng: random.Random) -> Planted:
+def web_like(groups: list[Group], vocab: list[str], bench: list[dict], scale: float, rng: random.Random,
+             id_prefix: str = "") -> Planted:
     src = Source(
         name="web-like", category="web", license="PSF-2.0 and package licenses (assembled real paragraphs)",
         fmt="jsonl",
@@ -177,11 +178,11 @@ def web_like(groups: list[Group], vocab: list[str], bench: list[dict], scale: fl
     big = long_document(groups, rng, c.large_chars)
     assert len(big) > MAX_CHARS_FILTER
     items.append(_Item(rng.uniform(n * 0.2, n * 0.8), _doc(big), truth={"kind": "large_documents", "chars": len(big)}))
-    return Planted(src, _arrange(items, "web", src))
+    return Planted(src, _arrange(items, f"{id_prefix}web", src))
 
 
 def synthetic_dialogues(modules: list[list[Docstring]], vocab: list[str], scale: float,
-                        rng: random.Random) -> Planted:
+                        rng: random.Random, id_prefix: str = "") -> Planted:
     src = Source(
         name="synthetic-dialogues", category="synthetic",
         license="PSF-2.0 (assembled from stdlib docstrings)", fmt="jsonl.gz", exempt_from_fuzzy_dedup=True,
@@ -204,5 +205,5 @@ def synthetic_dialogues(modules: list[list[Docstring]], vocab: list[str], scale:
         variant = ("identical", "crlf")[j % 2]
         items.append(_Item(rng.uniform(o + 0.5, n), _doc(exact_copy(texts[o], variant, rng)), copy_of=o,
                            truth={"kind": "exact_duplicates", "variant": variant}))
-    return Planted(src, _arrange(items, "dialogue", src))
+    return Planted(src, _arrange(items, f"{id_prefix}dialogue", src))
 

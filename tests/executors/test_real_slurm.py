@@ -47,6 +47,8 @@ def real_slurm(tmp_path_factory):
 
 
 def _wait(what: str, check, timeout: float = 120):
+    """Poll `check` until it returns something; `timeout` is a deadline only to stop waiting for the cluster,
+    not a timing assertion."""
     end = time.monotonic() + timeout
     while not (found := check()):
         assert time.monotonic() < end, f"timed out waiting for {what}"

@@ -43,7 +43,7 @@ def server(store, plan_file):
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/"
     try:
-        deadline = time.time() + 60
+        deadline = time.time() + 60  # only to stop waiting for the server, not a timing assertion
         while True:
             try:
                 urllib.request.urlopen(url + "_stcore/health", timeout=2)

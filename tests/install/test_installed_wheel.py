@@ -161,6 +161,7 @@ def _explore_stops_its_server(mixture: str, demo: Path, work: Path, sig: signal.
                 break
             except OSError:
                 assert proc.poll() is None, f"mixture explore exited {proc.returncode}"
+                # a deadline only to stop waiting for the server, not a timing assertion
                 assert time.monotonic() < deadline, "the explorer did not answer on its health endpoint"
                 time.sleep(0.3)
         servers = _children(proc.pid)

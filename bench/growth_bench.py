@@ -1,0 +1,283 @@
+"""Growth benchmark: the build of 1 … n variants of the demo corpus (by default 1, 4 and 20: the largest ~570M kept
+tokens), per stage wall and CPU seconds and peak memory per task, growth exponents, 1 against 2 workers, throughput
+against the bare tokenizer; goals printed as PASS/FAIL; figures into docs/performance.md, the 25.6T projection into
+docs/scaling.md.
+
+Full run (the docs' figures; ~15–20 min on a quiet 2-core machine, ~13 min more the first time for the corpora):
+`python -m bench.growth_bench`. Smoke run, nothing published: `python -m bench.growth_bench --quick`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow.dataset as ds
+import yaml
+
+from bench import growth_corpus, growth_report
+from bench.build_bench import REPO, bare_tokenizer, demo_spec, input_texts, load
+from bench.common import DOC, machine, publish
+
+RESULTS = "growth.json"
+# sample_docs well under one variant's kept documents (12.8k at scale 1): `sample` tokenizes the sample, `assign` the
+# rest, so a sample near the smallest size's documents would move work between them from size to size
+DEFAULTS = {"scales": "1,4,20", "base_scale": 1.0, "workers": "1,2", "tasks_per_variant": 4, "sample_docs": 1000,
+            "k": 40, "fine_k": 200, "tokenizer_variants": 2, "seed": 0}
+QUICK = {"scales": "1,2,4", "base_scale": 0.05, "tasks_per_variant": 2, "sample_docs": 100, "k": 8, "fine_k": 32,
+         "tokenizer_variants": 1}
+MIB = 2**20
+
+
+# ------------------------------------------------------------------------------------------------- the build
+
+
+def child_build(spec_path: str, workers: int, out_json: str, executor: str = "local",
+                overrides: dict | None = None) -> None:
+    """Run in a fresh process: build `spec_path`, timing every stage (wall, and CPU of this process and of the worker
+    processes it reaped: a stage's pool ends with the stage) and this driver's own peak memory while it ran."""
+    import mixture.pipelines.build as pb
+    import mixture.pipelines.finalize as pf
+    from mixture.pipelines.task_usage import peak_rss, reset_peak
+
+    stages: list[dict] = []
+
+    def clock() -> tuple[float, float]:
+        t = os.times()
+        return time.perf_counter(), t.user + t.system + t.children_user + t.children_system
+
+    def timed(fn, name_of):
+        def run(*a, **kw):
+            reset_peak()
+            (w0, c0), started = clock(), time.time()
+            try:
+                return fn(*a, **kw)
+            finally:
+                w1, c1 = clock()
+                stages.append({"stage": name_of(a), "wall": w1 - w0, "cpu": c1 - c0, "driver_peak": peak_rss(),
+                               "start": started})
+        return run
+
+    pb.run_stage = timed(pb.run_stage, lambda a: a[1].name)
+    pf.finalize = timed(pf.finalize, lambda a: "finalize")
+    w0, c0 = clock()
+    artifact = pb.build(spec_path, workers=workers, executor=executor, progress=False, overrides=overrides)
+    w1, c1 = clock()
+    Path(out_json).write_text(json.dumps({"wall": w1 - w0, "cpu": c1 - c0, "stages": stages,
+                                          "artifact": artifact.model_dump(mode="json")}))
+
+
+def task_usage(store: Path) -> dict[str, dict]:
+    """Per stage, from its tasks' `_build/<stage>/usage/*.json`: tasks, Σ CPU, longest task, largest peak RSS."""
+    out = {}
+    for d in sorted(p for p in (store / "_build").iterdir() if (p / "usage").is_dir()):
+        recs = [json.loads(p.read_text()) for p in sorted((d / "usage").glob("*.json"))]
+        out[d.name] = {"tasks": len(recs), "task_cpu": sum(r["cpu_seconds"] for r in recs),
+                       "longest_task": max(r["wall_seconds"] for r in recs),
+                       "peak_rss": max(r["peak_rss_bytes"] for r in recs),
+                       "scope": sorted({r["peak_rss_scope"] for r in recs})}
+    return out
+
+
+def run_build(folder: Path, spec: dict, workers: int, executor: str = "local") -> dict:
+    """Build `spec` from an empty store in a fresh process; its timings, per-task usage and store counts."""
+    store = folder / "store"
+    shutil.rmtree(store, ignore_errors=True)
+    folder.mkdir(parents=True, exist_ok=True)
+    spec_path = folder / "spec.yaml"
+    spec_path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    out, log = folder / "build.json", folder / "build.log"
+    overrides = None
+    if executor == "ray":  # every Ray job (one actor process each) runs its share of a stage's tasks in turn
+        bands = spec["processing"]["dedup"]["fuzzy"]["bands"]
+        overrides = {"tasks_per_job": -(-spec["execution"]["tasks"] // workers),
+                     "stages": {"minhash_buckets": {"tasks_per_job": -(-bands // workers)}}}
+    code = (f"from bench.growth_bench import child_build; child_build({str(spec_path)!r}, {workers}, {str(out)!r}, "
+            f"{executor!r}, {overrides!r})")
+    before = load()
+    with log.open("w") as f:
+        proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, stdout=f, stderr=subprocess.STDOUT,
+                              env={**os.environ, "COLUMNS": "120"})
+    if proc.returncode != 0:
+        raise RuntimeError(f"the build of {spec_path} ({workers} workers, {executor}) failed with exit code "
+                           f"{proc.returncode}; see {log}")
+    res = json.loads(out.read_text())
+    artifact = res.pop("artifact")
+    usage = task_usage(store)
+    for s in res["stages"]:
+        u = usage.get(s["stage"])
+        s.update(u if u else {"tasks": 1, "task_cpu": s["cpu"], "longest_task": s["wall"],
+                              "peak_rss": s["driver_peak"], "scope": ["driver"]})
+    return {**res, "workers": workers, "executor": executor, "load_before": before, "load_after": load(),
+            "counters": artifact["counters"], "mix": growth_report.mix(artifact)}
+
+
+# --------------------------------------------------------------------------------------------- the baseline
+
+
+def kept_sample(store: Path, share: float) -> tuple[list[str], int]:
+    """The text of a strided `share` of the store's shard files and the Σ n_tokens of their documents."""
+    files = sorted(str(p) for p in store.glob("cluster=*/quality=*/*.parquet"))
+    step = max(1, round(1 / share))
+    table = ds.dataset(files[::step], format="parquet").to_table(columns=["text", "n_tokens"])
+    return table.column("text").to_pylist(), int(table.column("n_tokens").to_numpy().sum())
+
+
+def tokenizer_baseline(variants: list[Path], store: Path, n_variants: int, workers: int) -> dict:
+    """The bare tokenizer (bench/build_bench.py's fastest call on `workers` cores) on the input of the first
+    variants (every well-formed record: what the build is given) and on a like share of the store's kept text."""
+    texts = [t for v in variants for t in input_texts(v)]
+    expected = sum(growth_corpus.input_counts(v)["tokens"] for v in variants)
+    t_in, n_in, call_in = bare_tokenizer(texts, workers)
+    assert n_in == expected, f"bare tokenizer counted {n_in:,} input tokens, the corpus cache {expected:,}"
+    del texts
+    kept, kept_tokens = kept_sample(store, len(variants) / n_variants)
+    t_kept, n_kept, call_kept = bare_tokenizer(kept, workers)
+    assert n_kept == kept_tokens, f"bare tokenizer counted {n_kept:,} kept tokens, the store {kept_tokens:,}"
+    return {"workers": workers, "input_tokens": n_in, "input_seconds": t_in, "input_call": call_in,
+            "kept_tokens": n_kept, "kept_seconds": t_kept, "kept_call": call_kept}
+
+
+# ------------------------------------------------------------------------------------------------------ main
+
+
+def growth_spec(corpus: Path, n: int, workers: int, args) -> dict:
+    spec = demo_spec([corpus], "store", k=args.k, fine_k=args.fine_k, tasks=args.tasks_per_variant * n,
+                     workers=workers)
+    spec["partition"]["clusters"]["sample_docs"] = args.sample_docs
+    return spec
+
+
+def measure(args, out: Path, log=print) -> dict:
+    scales = sorted({int(x) for x in args.scales.split(",")})
+    workers = sorted({int(x) for x in args.workers.split(",")})
+    series_w, largest = max(workers), max(scales)
+    cache = Path(args.cache)
+    corpora, builds = growth_corpus.disk_needed(largest, args.base_scale, len(workers) + 1)
+    free_cache, free_out = growth_corpus.disk_free(cache), growth_corpus.disk_free(out)
+    log(f"  disk free: {free_cache / 2**30:.1f} GiB under {cache} (the corpora need ~{corpora / 2**30:.1f} GiB), "
+        f"{free_out / 2**30:.1f} GiB under {out} (the builds ~{builds / 2**30:.1f} GiB)")
+    same = os.stat(cache).st_dev == os.stat(out).st_dev
+    if (free_cache < corpora + (builds if same else 0)) or free_out < builds:
+        raise SystemExit(f"not enough free disk for {largest} variants at scale {args.base_scale:g}: choose --cache "
+                         "and --out on a larger filesystem, or smaller --scales")
+    variants = growth_corpus.ensure_variants(cache, args.seed, args.base_scale, list(range(1, largest + 1)), log)
+    results = {"args": {k: getattr(args, k) for k in DEFAULTS}, "machine": machine_info(), "load_start": load(),
+               "single_task": [], "scales": []}
+    for n in scales:
+        corpus = growth_corpus.assemble(out / "corpora" / f"n{n:03d}", [variants[v] for v in range(1, n + 1)])
+        counts = [growth_corpus.input_counts(variants[v]) for v in range(1, n + 1)]
+        entry = {"variants": n, "input_records": sum(c["records"] for c in counts),
+                 "input_tokens": sum(c["tokens"] for c in counts), "tasks": args.tasks_per_variant * n, "builds": {}}
+        runs = [series_w] + ([w for w in workers if w != series_w] if n == largest else [])
+        for w in runs:
+            folder = out / "builds" / f"n{n:03d}-w{w}"
+            b = run_build(folder, growth_spec(corpus, n, w, args), w)
+            entry["builds"][str(w)] = b
+            log(f"  {n} variant(s), {w} worker(s): {b['counters']['records_in']:,} records → "
+                f"{b['counters']['records_out']:,} kept, {b['counters']['tokens_out'] / 1e6:,.1f}M kept tokens; "
+                f"{b['wall']:.1f} s wall, {b['cpu']:.1f} s CPU (load {b['load_before']} → {b['load_after']})")
+            if n == largest:
+                entry.setdefault("tokenizer", {})[str(w)] = t = tokenizer_baseline(
+                    [variants[v] for v in range(1, min(n, args.tokenizer_variants) + 1)], folder / "store", n, w)
+                log(f"    bare tokenizer on {w} core(s): input {t['input_tokens'] / t['input_seconds'] / 1e6:.2f}M "
+                    f"tok/s, kept text {t['kept_tokens'] / t['kept_seconds'] / 1e6:.2f}M tok/s")
+            if n == largest and not results["single_task"]:
+                results["single_task"] = growth_report.single_task_stages(folder / "spec.yaml", entry["tasks"])
+                results["pool_tasks"] = growth_report.pool_tasks(folder / "spec.yaml")
+        results["scales"].append(entry)
+        if args.ray and n == scales[len(scales) // 2]:
+            results["ray"] = ray_check(out, n, corpus, series_w, args, log)
+        if not args.keep_stores:  # the middle scale's local store is compared with Ray's above
+            for w in entry["builds"]:
+                shutil.rmtree(out / "builds" / f"n{n:03d}-w{w}" / "store", ignore_errors=True)
+    results["load_end"] = load()
+    return results
+
+
+def ray_check(out: Path, n: int, corpus: Path, workers: int, args, log=print) -> dict:
+    """The same spec built on a local Ray cluster gives the local executor's store (tests/executors/fingerprint.py,
+    as tests/executors/test_ray.py compares them)."""
+    from tests.executors.fingerprint import assert_same_store
+
+    folder = out / "builds" / f"n{n:03d}-ray"
+    local = out / "builds" / f"n{n:03d}-w{workers}" / "store"
+    b = run_build(folder, growth_spec(corpus, n, workers, args), workers, executor="ray")
+    try:
+        fp = assert_same_store(folder / "store", local)
+        same, detail = True, f"{sum(len(ids) for ids in fp['cells'].values()):,} documents in the same cells"
+    except AssertionError as exc:
+        same, detail = False, str(exc).splitlines()[0][:300]
+    log(f"  Ray, {n} variants: {b['wall']:.1f} s; store {'equal to' if same else 'DIFFERENT from'} the local one: {detail}")
+    shutil.rmtree(folder / "store", ignore_errors=True)
+    return {"variants": n, "wall": b["wall"], "same": same, "detail": detail}
+
+
+def machine_info() -> dict:
+    uname = subprocess.run(["uname", "-a"], capture_output=True, text=True).stdout.strip() or " ".join(platform.uname())
+    return {"uname": uname, "machine": machine(), "nproc": os.cpu_count()}
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--scales", help=f"variants per size, comma-separated (default {DEFAULTS['scales']})")
+    p.add_argument("--base-scale", type=float, help=f"demo corpus scale of every variant (default {DEFAULTS['base_scale']})")
+    p.add_argument("--workers", help="worker counts: every size is built with the largest, the largest size with "
+                                     f"each (default {DEFAULTS['workers']})")
+    p.add_argument("--tasks-per-variant", type=int, help="tasks of a per-file stage per variant: every task gets "
+                                                         f"the same input at every size (default {DEFAULTS['tasks_per_variant']})")
+    p.add_argument("--sample-docs", type=int, help="fit sample (partition.clusters.sample_docs), the same at every "
+                                                   f"size (default {DEFAULTS['sample_docs']:,})")
+    p.add_argument("--k", type=int)
+    p.add_argument("--fine-k", type=int)
+    p.add_argument("--tokenizer-variants", type=int, help="variants whose input the bare tokenizer reads (default 2)")
+    p.add_argument("--seed", type=int)
+    p.add_argument("--quick", action="store_true", help="tiny sizes, a smoke run of the harness (publishes nothing)")
+    p.add_argument("--ray", action="store_true", help="also build the middle size on a local Ray cluster and compare")
+    p.add_argument("--out", help="where the corpora of each size (hard links), the stores and growth.json go "
+                                 "(default: run/ or run-quick/ beside the cache)")
+    p.add_argument("--cache", default=str(growth_corpus.default_cache()), help="cached corpus variants (default "
+                                                                              "%(default)s)")
+    p.add_argument("--keep-stores", action="store_true", help="keep every store (default: removed once measured)")
+    p.add_argument("--skip-build", action="store_true", help="re-render the docs from --out's growth.json")
+    p.add_argument("--no-publish", action="store_true", help="print, do not write docs/performance.md, docs/scaling.md")
+    args = p.parse_args(argv)
+    for k, v in {**DEFAULTS, **(QUICK if args.quick else {})}.items():
+        if getattr(args, k) is None:
+            setattr(args, k, v)
+    publish_docs = not args.no_publish and not args.quick
+    out = Path(args.out or Path(args.cache) / ("run-quick" if args.quick else "run")).resolve()
+    if args.skip_build:
+        results = json.loads((out / RESULTS).read_text())
+    else:
+        out.mkdir(parents=True, exist_ok=True)
+        results = measure(args, out)
+        results["cmd"] = command(args)
+        (out / RESULTS).write_text(json.dumps(results, indent=1))
+        print(f"  results: {out / RESULTS}")
+    report = growth_report.Report(results)
+    for line in report.goal_lines():
+        print(line)
+    section, projection = report.performance_section(), report.projection_section()
+    print(section)
+    print(projection)
+    if publish_docs:
+        publish(section, growth_report.BEGIN, growth_report.END)
+        publish(projection, growth_report.PROJECTION_BEGIN, growth_report.PROJECTION_END, growth_report.SCALING_DOC)
+        print(f"  wrote {DOC} and {growth_report.SCALING_DOC}")
+
+
+def command(args) -> str:
+    flags = "".join(f" --{k.replace('_', '-')} {getattr(args, k)}" for k, v in DEFAULTS.items()
+                    if getattr(args, k) != v)
+    return "python -m bench.growth_bench" + flags + (" --ray" if args.ray else "")
+
+
+if __name__ == "__main__":
+    main()

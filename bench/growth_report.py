@@ -1,0 +1,391 @@
+"""The growth benchmark's analysis and its docs sections: growth exponents, the goals (PASS/FAIL), the tables of
+docs/performance.md and the projection to the reference 25.6T-token pool in docs/scaling.md."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+SCALING_DOC = REPO / "docs" / "scaling.md"
+BEGIN, END = "<!-- growth-bench:begin -->", "<!-- growth-bench:end -->"
+PROJECTION_BEGIN, PROJECTION_END = "<!-- growth-projection:begin -->", "<!-- growth-projection:end -->"
+RAW_POOL = 25.6e12  # raw tokens of the reference pool (docs/scaling.md)
+CORES, POOL_TASKS, FIT_SAMPLE = 1000, 8000, 50_000  # cluster, execution.tasks and the default fit sample there
+# stages whose work does not grow with the tokens by design, and what it grows with
+NOT_PER_TOKEN = {"fit": "the fit sample (`partition.clusters.sample_docs`, the same at every size)",
+                 "finalize": "tasks and cells (it merges every task's shard facts and writes every cell's ledger)"}
+DRIVER_STAGES = ("finalize",)  # run by the driver alone: a single task, whatever the registry holds
+LINEAR, FLAT, SINGLE_SHARE, SPEEDUP, VS_TOKENIZER = 0.1, 1.2, 0.10, 1.8, 0.5  # the goals of issue 15
+MIB = 2**20
+FULL_KEPT = 500e6  # kept tokens at the largest size of a full run
+
+
+def exponent(xs: list[float], ys: list[float]) -> float | None:
+    """Slope of the least-squares line through (log x, log y): y ∝ x^slope. None under two distinct sizes or
+    with a zero."""
+    if len(set(xs)) < 2 or min(ys) <= 0:
+        return None
+    return float(np.polyfit(np.log(xs), np.log(ys), 1)[0])
+
+
+def mix(artifact: dict) -> dict:
+    """What a store's input was made of, as shares: records dropped per reason (of the records read), kept tokens
+    per source category and per language, near-duplicate candidate pairs per kept document."""
+    c = artifact["counters"]
+    read = max(1, c["records_in"])
+    drops = {k: v / read for k, v in c.items() if k not in ("records_in", "records_out", "tokens_out")}
+    tokens = max(1, c["tokens_out"])
+    categories: dict[str, float] = defaultdict(float)
+    for s in artifact["sources"]:
+        categories[s["category"]] += s["tokens_kept"] / tokens
+    languages = {x["language"]: x["tokens"] / tokens for x in (artifact.get("language") or {}).get("languages", [])}
+    nd = artifact.get("near_duplicates") or {}
+    return {"drops": drops, "categories": dict(categories), "languages": languages,
+            "pairs_per_doc": nd.get("pairs_considered", 0) / max(1, c["records_out"])}
+
+
+def single_task_stages(spec_path: Path, tasks: int) -> list[str]:
+    """Stages the registry runs as one task for this spec and task count (pipelines/stage_registry.py), then the
+    driver's own stages."""
+    from mixture.pipelines import stage_registry
+    from mixture.spec.load import load_spec
+
+    spec = load_spec(str(spec_path))
+    return [s.name for s in stage_registry.planned(spec) if s.task_count(spec, tasks) == 1] + list(DRIVER_STAGES)
+
+
+def pool_tasks(spec_path: Path) -> dict[str, int]:
+    """Tasks of every stage with `execution.tasks` = POOL_TASKS (docs/scaling.md's T for the reference pool)."""
+    from mixture.pipelines import stage_registry
+    from mixture.spec.load import load_spec
+
+    spec = load_spec(str(spec_path))
+    return {s.name: s.task_count(spec, POOL_TASKS) for s in stage_registry.planned(spec)} | dict.fromkeys(DRIVER_STAGES, 1)
+
+
+@dataclass
+class Goal:
+    name: str
+    passed: bool
+    detail: str
+
+    def line(self) -> str:
+        return f"{'PASS' if self.passed else 'FAIL'} {self.name}: {self.detail}"
+
+
+def _fmt_tokens(n: float) -> str:
+    return f"{n / 1e9:.2f}B" if n >= 1e9 else f"{n / 1e6:.1f}M"
+
+
+def _row(label: str, cells) -> str:
+    """A markdown table row."""
+    return f"| {label} | " + " | ".join(cells) + " |"
+
+
+def _hours(h: float) -> str:
+    return f"{h:,.1f}" if h < 100 else f"{h:,.0f}"
+
+
+def _exp(b: float | None) -> str:
+    return "–" if b is None else f"{b:.2f}"
+
+
+class Report:
+    """The figures of one run (growth.json) and what they say."""
+
+    def __init__(self, results: dict):
+        self.r = results
+        self.scales = results["scales"]
+        self.series_w = max(int(w) for w in self.scales[0]["builds"])
+        self.series = [s["builds"][str(self.series_w)] for s in self.scales]
+        self.largest = self.scales[-1]
+        self.kept = [b["counters"]["tokens_out"] for b in self.series]
+        self.names = [s["stage"] for s in self.series[-1]["stages"]]
+
+    # ---------------------------------------------------------------------------------------------- figures
+
+    def stage(self, build: dict, name: str) -> dict:
+        return next((s for s in build["stages"] if s["stage"] == name), {"wall": 0.0, "cpu": 0.0, "peak_rss": 0})
+
+    def values(self, name: str, key: str) -> list[float]:
+        return [self.stage(b, name)[key] for b in self.series]
+
+    def exponents(self, name: str) -> tuple[float | None, float | None]:
+        return exponent(self.kept, self.values(name, "wall")), exponent(self.kept, self.values(name, "cpu"))
+
+    def build_exponents(self) -> tuple[float | None, float | None]:
+        return (exponent(self.kept, [b["wall"] for b in self.series]),
+                exponent(self.kept, [b["cpu"] for b in self.series]))
+
+    def single_share(self, build: dict) -> float:
+        return sum(self.stage(build, n)["wall"] for n in self.r["single_task"]) / build["wall"]
+
+    def by_workers(self) -> dict[int, dict]:
+        return {int(w): b for w, b in sorted(self.largest["builds"].items(), key=lambda x: int(x[0]))}
+
+    def throughput(self, w: int) -> dict | None:
+        """Build against the bare tokenizer on `w` cores at the largest size: input tokens (every well-formed
+        record) per second for both, and kept tokens per second against the tokenizer on kept text."""
+        t = self.largest.get("tokenizer", {}).get(str(w))
+        if t is None:
+            return None
+        b = self.largest["builds"][str(w)]
+        build_in, bare_in = self.largest["input_tokens"] / b["wall"], t["input_tokens"] / t["input_seconds"]
+        build_kept, bare_kept = b["counters"]["tokens_out"] / b["wall"], t["kept_tokens"] / t["kept_seconds"]
+        return {"build_in": build_in, "bare_in": bare_in, "ratio_in": build_in / bare_in, "build_kept": build_kept,
+                "bare_kept": bare_kept, "ratio_kept": build_kept / bare_kept, "calls": (t["input_call"], t["kept_call"])}
+
+    # ------------------------------------------------------------------------------------------------ goals
+
+    def goals(self) -> list[Goal]:
+        out = []
+        for name in self.names:
+            if name in NOT_PER_TOKEN:
+                continue
+            bw, bc = self.exponents(name)
+            if bw is None or bc is None:
+                continue
+            ok = all(abs(b - 1) <= LINEAR for b in (bw, bc))
+            how = "" if ok else ("; superlinear" if max(bw, bc) > 1 + LINEAR else
+                                 "; sublinear: fixed costs still weigh at these sizes")
+            share = self.stage(self.series[-1], name)["wall"] / self.series[-1]["wall"]
+            out.append(Goal(f"`{name}` grows linearly (exponent 1.0 ± {LINEAR})", ok,
+                            f"wall {bw:.2f}, CPU {bc:.2f}{how} ({share:.1%} of the largest build's wall time)"))
+        first, last = self.series[0], self.series[-1]
+        for name in self.names:
+            a, b = self.stage(first, name)["peak_rss"], self.stage(last, name)["peak_rss"]
+            if a and b:
+                out.append(Goal(f"`{name}` peak memory per task flat (within {FLAT - 1:.0%})", b / a <= FLAT,
+                                f"{a / MIB:,.0f} → {b / MIB:,.0f} MiB ({b / a:.2f}×) from {self.scales[0]['variants']} to "
+                                f"{self.largest['variants']} variants"))
+        shares = [self.single_share(b) for b in self.series]
+        falling = all(y <= x for x, y in zip(shares, shares[1:], strict=False))
+        out.append(Goal(f"single-task stages under {SINGLE_SHARE:.0%} of the wall time at the largest size and falling",
+                        shares[-1] < SINGLE_SHARE and falling,
+                        f"{', '.join(f'`{n}`' for n in self.r['single_task'])}: "
+                        + " → ".join(f"{s:.1%}" for s in shares)))
+        ws = self.by_workers()
+        if 1 in ws and 2 in ws:
+            sp = ws[1]["wall"] / ws[2]["wall"]
+            out.append(Goal(f"two workers ≥ {SPEEDUP}× one at the largest size", sp >= SPEEDUP,
+                            f"{ws[1]['wall']:.1f} s / {ws[2]['wall']:.1f} s = {sp:.2f}×"))
+        for w in ws:
+            t = self.throughput(w)
+            if t:
+                out.append(Goal(f"throughput ≥ {VS_TOKENIZER}× the bare tokenizer on {w} worker{'s' * (w > 1)}",
+                                t["ratio_in"] >= VS_TOKENIZER,
+                                f"{t['ratio_in']:.3f}× on the input ({t['build_in'] / 1e6:.2f}M against "
+                                f"{t['bare_in'] / 1e6:.2f}M tok/s); on the kept text {t['ratio_kept']:.3f}×"))
+        if "ray" in self.r:
+            ray = self.r["ray"]
+            out.append(Goal(f"Ray store equals the local one ({ray['variants']} variants)", ray["same"], ray["detail"]))
+        return out
+
+    def goal_lines(self) -> list[str]:
+        return [g.line() for g in self.goals()]
+
+    # ------------------------------------------------------------------------------------------ performance
+
+    def performance_section(self) -> str:
+        a, m = self.r["args"], self.r["machine"]
+        heads = " | ".join(f"{s['variants']}×" for s in self.scales)
+        cols = "|---|" + "---:|" * len(self.scales)
+        lines = [
+            BEGIN, "## Growth: the build from 1 to n variants of the demo corpus (`bench/growth_bench.py`)", "",
+            f"Machine: {m['machine']}; `uname -a`: {m['uname']}. Load average (1/5/15 min) before the run: "
+            f"{self.r['load_start']}, after: {self.r['load_end']}; before and after each build in the rows below.",
+            "",
+            f"Reproduce: `{self.r.get('cmd', 'python -m bench.growth_bench')}` (one command; the corpora are cached "
+            "under `~/.cache/mixture/growth-bench`, so a rerun skips writing them; `--skip-build --out DIR` "
+            "re-renders these sections from `DIR/growth.json`; `--quick` is a smoke run that publishes nothing).",
+            "",
+            f"Input n× = variants 1 … n of the demo corpus at scale {a['base_scale']:g} (seed {a['seed']}; "
+            "`mixture demo-corpus --variant`, mixture/demo_corpus/README.md): the same documents in every "
+            "variant with their words consistently swapped for words of the same language, script, length and "
+            "frequency, so each variant keeps its own exact and near duplicates, contamination, malformed records "
+            "and languages, and no variant duplicates another: kept tokens grow n× and the mix stays put (second "
+            "table). One spec over all of them (specs/demo.yaml's sources, k = "
+            f"{a['k']}, fine_k = {a['fine_k']}, `sample_docs` = {a['sample_docs']:,} at every size), "
+            f"{a['tasks_per_variant']} tasks per variant for every per-file stage (every task reads the same input "
+            f"at every size). Every size is built with {self.series_w} workers"
+            + "".join(f", the largest also with {w} worker{'s' * (w > 1)}" for w in self.by_workers() if w != self.series_w)
+            + "; each build from an empty store in a fresh process. Per stage: wall seconds, CPU seconds "
+            "(the driver and the worker processes of the stage), and the peak resident memory of the largest task "
+            "(each task's own `VmHWM`, reset as it starts, from `_build/<stage>/usage/`; the driver's for "
+            "`finalize`). Exponents: slope of log time against log kept tokens, least squares over the sizes.",
+            *self._reduced(),
+            "",
+            f"| | {heads} |", cols,
+            _row("input records", (f"{s['input_records']:,}" for s in self.scales)),
+            _row("input tokens (every well-formed record)", (f"{s['input_tokens']:,}" for s in self.scales)),
+            _row("tasks per per-file stage", (str(s["tasks"]) for s in self.scales)),
+            _row("documents kept", (f"{b['counters']['records_out']:,}" for b in self.series)),
+            _row("**tokens kept**", (f"**{_fmt_tokens(k)}**" for k in self.kept)),
+            _row("kept tokens per variant", (f"{k / s['variants'] / 1e6:.2f}M" for k, s in zip(self.kept, self.scales, strict=True))),
+            _row("build wall time", (f"{b['wall']:.1f} s" for b in self.series)),
+            _row("build CPU time", (f"{b['cpu']:.1f} s" for b in self.series)),
+            _row("kept tokens per wall second", (f"{k / b['wall'] / 1e6:.2f}M" for k, b in zip(self.kept, self.series, strict=True))),
+            _row("load average before → after", (f"{b['load_before'].split(' /')[0]} → {b['load_after'].split(' /')[0]}" for b in self.series)),
+            "", "The mix at every size (shares of the records read, of the kept tokens):", "",
+            f"| | {heads} |", cols,
+        ]
+        lines += self._mix_rows()
+        bw, bc = self.build_exponents()
+        lines += ["", f"Per stage ({self.series_w} workers; exponents over the sizes; the whole build: wall "
+                  f"{_exp(bw)}, CPU {_exp(bc)}):", "",
+                  f"| stage | wall {heads} | CPU {heads} | exponent wall / CPU | peak per task {heads} |",
+                  "|---|" + "---:|" * (2 * len(self.scales) + 1 + len(self.scales))]
+        for name in self.names:
+            ew, ec = self.exponents(name)
+            walls = " | ".join(f"{x:.2f}" for x in self.values(name, "wall"))
+            cpus = " | ".join(f"{x:.2f}" for x in self.values(name, "cpu"))
+            peaks = " | ".join(f"{x / MIB:,.0f}" for x in self.values(name, "peak_rss"))
+            note = " ¹" if name in NOT_PER_TOKEN else ""
+            lines.append(f"| `{name}`{note} | {walls} | {cpus} | {_exp(ew)} / {_exp(ec)} | {peaks} |")
+        docs_1x = self.series[0]["counters"]["records_out"]
+        lines += ["", "Seconds, and MiB for the peaks. ¹ Not per token by design: "
+                  + "; ".join(f"`{k}` grows with {v}" for k, v in NOT_PER_TOKEN.items()) + ". `sample` tokenizes "
+                  "the fit sample's documents and `assign` all others, so with the sample fixed `sample` grows less "
+                  "than linearly and `assign` more, the more so the larger the sample against the smallest size's "
+                  f"documents (here {self.r['args']['sample_docs']:,} of {docs_1x:,}); together they are linear."]
+        lines += self._workers_rows()
+        lines += ["", "Goals (issue 15):", ""] + [f"- {g.line()}" for g in self.goals()] + [END]
+        return "\n".join(lines) + "\n"
+
+    def _reduced(self) -> list[str]:
+        if self.kept[-1] >= FULL_KEPT:
+            return []
+        return ["", f"**A reduced run**: its largest size keeps {_fmt_tokens(self.kept[-1])} tokens, under the "
+                f"{FULL_KEPT / 1e6:.0f}M of the full run (`python -m bench.growth_bench`), whose figures replace these."]
+
+    def _mix_rows(self) -> list[str]:
+        mixes = [b["mix"] for b in self.series]
+        rows = []
+        for key in mixes[-1]["drops"]:
+            rows.append(f"| dropped: {key.removesuffix('_dropped').replace('_', ' ')} | "
+                        + " | ".join(f"{x['drops'].get(key, 0):.2%}" for x in mixes) + " |")
+        for cat in sorted(mixes[-1]["categories"], key=lambda c: -mixes[-1]["categories"][c]):
+            rows.append(_row(f"tokens: {cat}", (f"{x['categories'].get(cat, 0):.1%}" for x in mixes)))
+        langs = sorted(mixes[-1]["languages"], key=lambda c: -mixes[-1]["languages"][c])[:4]
+        for lang in langs:
+            rows.append(_row(f"tokens: language {lang}", (f"{x['languages'].get(lang, 0):.1%}" for x in mixes)))
+        rows.append("| near-duplicate candidate pairs per kept document | "
+                    + " | ".join(f"{x['pairs_per_doc']:.3f}" for x in mixes) + " |")
+        return rows
+
+    def _workers_rows(self) -> list[str]:
+        ws = self.by_workers()
+        if len(ws) < 2:
+            return []
+        heads = " | ".join(f"{w} worker{'s' * (w > 1)}" for w in ws)
+        lines = ["", f"The largest size ({self.largest['variants']}×, {_fmt_tokens(self.kept[-1])} kept tokens) on "
+                 + " and ".join(str(w) for w in ws) + " workers, and the bare tokenizer (bench/build_bench.py's "
+                 "fastest call on as many cores, on the input of the first "
+                 f"{self.r['args']['tokenizer_variants']} variant{'s' * (self.r['args']['tokenizer_variants'] > 1)} "
+                 "and on a like share of the store's kept text; "
+                 "its rate applies to all):", "",
+                 f"| | {heads} |", "|---|" + "---:|" * len(ws)]
+        lines.append(_row("build wall time", (f"{b['wall']:.1f} s" for b in ws.values())))
+        for name in self.names:
+            lines.append(_row(f"`{name}`", (f"{self.stage(b, name)['wall']:.2f} s" for b in ws.values())))
+        tps = {w: self.throughput(w) for w in ws}
+        if all(tps.values()):
+            lines += [
+                _row("build: input tokens per second", (f"{t['build_in']:,.0f}" for t in tps.values())),
+                _row("bare tokenizer on the input, tokens per second", (f"{t['bare_in']:,.0f}" for t in tps.values())),
+                _row("**ratio on the input**", (f"**{t['ratio_in']:.3f}×**" for t in tps.values())),
+                _row("build: kept tokens per second", (f"{t['build_kept']:,.0f}" for t in tps.values())),
+                _row("bare tokenizer on kept text, tokens per second", (f"{t['bare_kept']:,.0f}" for t in tps.values())),
+                _row("ratio on the kept text", (f"{t['ratio_kept']:.3f}×" for t in tps.values())),
+                _row("fastest bare tokenizer call", (f"`{t['calls'][0]}`" for t in tps.values())),
+            ]
+        if 1 in ws and 2 in ws:
+            sp = ws[1]["wall"] / ws[2]["wall"]
+            lines += ["", f"Speed-up of 2 workers over 1 at the largest size: {sp:.2f}× (per stage: "
+                      + ", ".join(f"`{n}` {self.stage(ws[1], n)['wall'] / max(1e-9, self.stage(ws[2], n)['wall']):.2f}×"
+                                  for n in self.names) + ")."]
+        return lines
+
+    # ------------------------------------------------------------------------------------------- projection
+
+    def projection_rows(self) -> list[dict]:
+        """Per stage: CPU seconds at the largest size (1 worker if measured), its CPU exponent, and core-hours and
+        wall hours on CORES cores for RAW_POOL raw tokens. A stage grows by (pool / measured)^max(exponent, 1): a
+        sublinear fit is never extrapolated below linear; beside it the linear figure. `fit` grows with its sample
+        (FIT_SAMPLE against sample_docs, linearly), `finalize` with the tasks (POOL_TASKS against the measured)."""
+        ws = self.by_workers()
+        build = ws.get(1, self.series[-1])
+        tasks = self.r.get("pool_tasks", {})
+        rows = []
+        for name in self.names:
+            cpu = self.stage(build, name)["cpu"]
+            b = self.exponents(name)[1]
+            if name == "fit":
+                ratio, what, e = FIT_SAMPLE / self.r["args"]["sample_docs"], "sample", 1.0
+            elif name == "finalize":
+                ratio, what = POOL_TASKS / self.largest["tasks"], "tasks"
+                e = 1.0 if b is None else max(b, 1.0)
+            else:
+                ratio, what = RAW_POOL / self.largest["input_tokens"], "tokens"
+                e = 1.0 if b is None else max(b, 1.0)
+            n = tasks.get(name, 1 if name in self.r["single_task"] else POOL_TASKS)
+            core_s = cpu * ratio**e
+            rows.append({"stage": name, "cpu": cpu, "exponent": b, "how": f"{what} ×{ratio:,.0f}" + (
+                f" ^{e:.2f}" if e != 1 else ""), "core_hours": core_s / 3600, "linear_hours": cpu * ratio / 3600,
+                         "tasks": n, "wall_hours": core_s / min(CORES, n) / 3600})
+        return rows
+
+    def projection_section(self) -> str:
+        rows = self.projection_rows()
+        ws = self.by_workers()
+        w = 1 if 1 in ws else self.series_w
+        kept_share = self.kept[-1] / self.largest["input_tokens"]
+        total_core = sum(r["core_hours"] for r in rows)
+        total_wall = sum(r["wall_hours"] for r in rows)
+        single = [r for r in rows if r["tasks"] == 1]
+        lines = [
+            PROJECTION_BEGIN,
+            *[x for x in self._reduced() if x], *([""] if self._reduced() else []),
+            f"Projected by `bench/growth_bench.py` from its largest size ({self.largest['variants']} variants, "
+            f"{_fmt_tokens(self.largest['input_tokens'])} input tokens, {_fmt_tokens(self.kept[-1])} kept, "
+            f"{kept_share:.0%}; CPU seconds of the build on {w} worker{'s' * (w > 1)}; {self.r['machine']['machine']}) to "
+            f"{RAW_POOL / 1e12:.1f}T raw tokens ({RAW_POOL * kept_share / 1e12:.1f}T kept at the same share): a "
+            "stage's CPU seconds times (pool tokens / measured tokens)^e, e its CPU growth exponent over the sizes, "
+            f"never under 1 (the linear figure beside); `finalize` by the tasks ({POOL_TASKS:,} against "
+            f"{self.largest['tasks']}), `fit` by its sample ({FIT_SAMPLE:,} documents, the default, against "
+            f"{self.r['args']['sample_docs']:,}). Wall on {CORES:,} cores: core-hours / min({CORES:,}, tasks), tasks "
+            f"as the stage registry gives them for `execution.tasks: {POOL_TASKS:,}`; the stages run one after "
+            "another, so their walls add up to the critical path.",
+            "",
+            "| stage | CPU s measured | exponent (CPU) | scaled by | tasks | core-hours (linear) | core-hours | "
+            f"wall hours on {CORES:,} cores |",
+            "|---|---:|---:|---|---:|---:|---:|---:|",
+        ]
+        for r in rows:
+            lines.append(f"| `{r['stage']}` | {r['cpu']:.2f} | {_exp(r['exponent'])} | {r['how']} | {r['tasks']:,} | "
+                         f"{_hours(r['linear_hours'])} | {_hours(r['core_hours'])} | {_hours(r['wall_hours'])} |")
+        lines += [f"| **total** | {sum(r['cpu'] for r in rows):.1f} | | | | {_hours(sum(r['linear_hours'] for r in rows))} | "
+                  f"**{_hours(total_core)}** | **{_hours(total_wall)}** |", ""]
+        if single:
+            worst = max(single, key=lambda r: r["wall_hours"])
+            lines.append(
+                f"Critical path on {CORES:,} cores: {_hours(total_wall)} h, of which the single-task stages "
+                + ", ".join(f"`{r['stage']}` {_hours(r['wall_hours'])} h" for r in single)
+                + f" ({sum(r['wall_hours'] for r in single) / max(total_wall, 1e-9):.0%}; the longest is "
+                f"`{worst['stage']}`). A single task runs on one core as measured (more `cpus_per_task` help only "
+                "where its own code uses threads: DuckDB); the per-token stages with T ≥ cores use every core; "
+                "`minhash_buckets` runs one task per band.")
+        superlinear = [r["stage"] for r in rows if r["exponent"] is not None and r["exponent"] > 1 + LINEAR]
+        if superlinear:
+            lines.append(f"{', '.join(f'`{n}`' for n in superlinear)} grew faster than linearly over the measured "
+                         f"sizes: the exponent is applied over {math.log10(RAW_POOL / self.largest['input_tokens']):.1f} "
+                         f"orders of magnitude ({_hours(total_core)} core-hours against "
+                         f"{_hours(sum(r['linear_hours'] for r in rows))} if linear), so a few hundredths of exponent "
+                         "(or a noisy fit on a shared machine) move it a lot.")
+        lines.append(PROJECTION_END)
+        return "\n".join(lines) + "\n"

@@ -1,0 +1,134 @@
+"""The growth benchmark's harness (bench/growth_bench.py) cannot rot: its corpus of variants at a tiny size, and its
+exponents, goals and docs sections on the figures a real `--quick` run measured (tests/benchmarks/data/)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bench import growth_bench, growth_corpus, growth_report
+from mixture.pipelines import stage_registry
+from mixture.spec.load import load_spec
+
+DATA = Path(__file__).parent / "data" / "growth_quick.json"
+
+
+@pytest.fixture(scope="module")
+def measured() -> dict:
+    return json.loads(DATA.read_text())
+
+
+def test_variants_are_cached_and_joined_into_one_corpus_per_size(tmp_path):
+    cache = tmp_path / "cache"
+    folders = growth_corpus.ensure_variants(cache, 0, 0.02, [1, 2], log=lambda _: None)
+    counts = [growth_corpus.input_counts(folders[v]) for v in (1, 2)]
+    assert counts[0]["records"] == counts[1]["records"] > 100 and counts[0]["tokens"] > 10_000
+    stamp = (folders[1] / "MANIFEST.json").stat().st_mtime_ns
+    assert growth_corpus.ensure_variants(cache, 0, 0.02, [1, 2], log=lambda _: None) == folders
+    assert (folders[1] / "MANIFEST.json").stat().st_mtime_ns == stamp  # cached: not written again
+
+    corpus = growth_corpus.assemble(tmp_path / "n002", [folders[1], folders[2]])
+    code = sorted(p.name for p in (corpus / "stdlib-code").iterdir())
+    assert code and all(n.startswith(("v001-part-", "v002-part-")) for n in code)
+    assert len(code) == 2 * len(list((folders[1] / "stdlib-code").iterdir()))
+    linked = corpus / "stdlib-code" / code[0]
+    assert os.path.samefile(linked, folders[1] / "stdlib-code" / code[0].removeprefix("v001-"))
+
+    args = growth_bench.argparse.Namespace(k=8, fine_k=32, tasks_per_variant=2, sample_docs=100)
+    spec_path = tmp_path / "spec.yaml"
+    spec_path.write_text(yaml.safe_dump(growth_bench.growth_spec(corpus, 2, 2, args)))
+    spec = load_spec(str(spec_path))
+    assert spec.execution.tasks == 4 and spec.partition.clusters.sample_docs == 100
+    single = growth_report.single_task_stages(spec_path, 4)
+    assert single[-1] == "finalize"
+    assert all(stage_registry.get(n).task_count(spec, 4) == 1 for n in single[:-1])
+    assert set(growth_report.pool_tasks(spec_path)) == {s.name for s in stage_registry.planned(spec)} | {"finalize"}
+
+
+def test_exponent_is_the_log_log_slope():
+    xs = [1e6, 4e6, 18e6]
+    assert growth_report.exponent(xs, [3 * x**1.5 for x in xs]) == pytest.approx(1.5)
+    assert growth_report.exponent(xs, [7.0] * 3) == pytest.approx(0.0, abs=1e-12)
+    assert growth_report.exponent([1e6], [2.0]) is None and growth_report.exponent(xs, [0.0, 1.0, 2.0]) is None
+
+
+def test_goals_on_measured_figures(measured):
+    report = growth_report.Report(measured)
+    lines = report.goal_lines()
+    assert lines and all(line.startswith(("PASS ", "FAIL ")) for line in lines)
+    stages = [s["stage"] for s in measured["scales"][-1]["builds"]["2"]["stages"]]
+    for name in stages:
+        assert any(f"`{name}` peak memory per task" in line for line in lines), name
+        assert any(f"`{name}` grows linearly" in line for line in lines) == (name not in growth_report.NOT_PER_TOKEN)
+    ws = report.by_workers()
+    speedup = ws[1]["wall"] / ws[2]["wall"]
+    assert any(line.startswith("PASS" if speedup >= 1.8 else "FAIL") and "two workers" in line for line in lines)
+    assert sum("the bare tokenizer" in line for line in lines) == 2
+
+
+def test_goals_pass_and_fail_as_the_figures_say(measured):
+    """The same figures made exactly linear in the kept tokens, memory flat, 2 workers twice as fast: every goal
+    of those passes; memory doubled: the memory goals fail."""
+    fixed = copy.deepcopy(measured)
+    base = fixed["scales"][0]["builds"]["2"]["counters"]["tokens_out"]
+    for scale in fixed["scales"]:
+        for build in scale["builds"].values():
+            f = build["counters"]["tokens_out"] / base
+            for s in build["stages"]:
+                s["wall"], s["cpu"] = 10.0 * f, 10.0 * f
+            build["wall"] = sum(s["wall"] for s in build["stages"])
+    fixed["scales"][-1]["builds"]["1"]["wall"] = 2 * fixed["scales"][-1]["builds"]["2"]["wall"]
+    goals = growth_report.Report(fixed).goals()
+    assert all(g.passed for g in goals if "grows linearly" in g.name or "peak memory" in g.name)
+    assert next(g for g in goals if "two workers" in g.name).passed
+    for build in fixed["scales"][-1]["builds"].values():
+        for s in build["stages"]:
+            s["peak_rss"] *= 2
+    assert not any(g.passed for g in growth_report.Report(fixed).goals() if "peak memory" in g.name)
+
+
+def _tables_are_rectangular(section: str) -> None:
+    rows = [line for line in section.splitlines() if line.startswith("|")]
+    assert rows
+    block: list[int] = []
+    for line in section.splitlines() + [""]:
+        if line.startswith("|"):
+            block.append(line.count("|"))
+        elif block:
+            assert len(set(block)) == 1, block
+            block = []
+
+
+def test_sections_render_every_stage_and_the_projection(measured):
+    report = growth_report.Report(measured)
+    section = report.performance_section()
+    assert section.startswith(growth_report.BEGIN) and section.rstrip().endswith(growth_report.END)
+    _tables_are_rectangular(section)
+    for s in measured["scales"][-1]["builds"]["2"]["stages"]:
+        assert f"| `{s['stage']}`" in section
+    assert measured["machine"]["uname"] in section and measured["load_start"] in section
+    projection = report.projection_section()
+    assert projection.startswith(growth_report.PROJECTION_BEGIN)
+    _tables_are_rectangular(projection)
+    rows = report.projection_rows()
+    assert {r["stage"] for r in rows} == {s["stage"] for s in measured["scales"][-1]["builds"]["1"]["stages"]}
+    assert all(r["core_hours"] > 0 and r["wall_hours"] > 0 for r in rows)
+    for r in rows:  # never extrapolated below linear; one task means the whole time is on the path
+        if r["stage"] not in ("fit", "finalize"):  # those grow with the sample and the tasks
+            assert r["core_hours"] * 3600 >= r["cpu"] * growth_report.RAW_POOL / measured["scales"][-1]["input_tokens"] * 0.999
+        if r["tasks"] == 1:
+            assert r["wall_hours"] == pytest.approx(r["core_hours"])
+    assert f"**{sum(r['core_hours'] for r in rows):,.0f}**" in projection
+
+
+def test_skip_build_renders_from_a_results_file(measured, tmp_path, capsys):
+    (tmp_path / growth_bench.RESULTS).write_text(json.dumps(measured))
+    growth_bench.main(["--skip-build", "--out", str(tmp_path), "--no-publish"])
+    out = capsys.readouterr().out
+    assert growth_report.BEGIN in out and growth_report.PROJECTION_END in out
+    assert ("PASS " in out or "FAIL " in out) and "two workers" in out
