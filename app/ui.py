@@ -7,7 +7,7 @@ import json
 import streamlit as st
 
 from mixture.accounting import DocumentScan, ScanBudget
-from mixture.explorer import config, queries
+from mixture.explorer import charts, config, queries
 from mixture.explorer.fmt import code, cut_text, md
 from mixture.explorer.plan_view import PlanError, PlanView, load_plan
 from mixture.explorer.sharing import NO_PLAN
@@ -196,3 +196,8 @@ def left_aligned_buttons(key: str) -> None:
     """Buttons inside the container made with `key=key` read as a list: text aligned left, not centred."""
     st.html(f"<style>.st-key-{key} button {{ justify-content: flex-start; text-align: left; }}"
             f" .st-key-{key} button p {{ text-align: left; }}</style>")
+
+
+def text_color() -> str:
+    """The text colour of the browser's current theme, for the text marks of charts."""
+    return charts.text_color(st.context.theme.type)

@@ -22,8 +22,10 @@ def show(df, value: str) -> None:
     if not plotted.empty:
         st.altair_chart(charts.diverging_heatmap(plotted, "delta", title=f"{value}: B − A"),
                         width="stretch")
+    counts_cols = [f"{value} A", f"{value} B", "delta"] if value in ("tokens", "docs") else []
     st.dataframe(df.drop(columns=["cluster", "quality"]), hide_index=True, width="stretch",
-                 column_config={"delta %": st.column_config.NumberColumn(format="%.2f")})
+                 column_config={"delta %": st.column_config.NumberColumn(format="%.2f"),
+                                **{c: st.column_config.NumberColumn(format="localized") for c in counts_cols}})
 
 
 def pick(col, label: str, options: list[str], default: str, param: str, key: str) -> str:

@@ -9,8 +9,9 @@ from mixture.explorer import charts, composition, projection, queries, ui
 
 uri, info = ui.require_complete_store()
 names = composition.quality_names(info)
-cells = composition.cells_frame(queries.cell_table(uri), info)
-domains = composition.domains_frame(cells, info)
+labels = queries.domain_labels(uri)
+cells = composition.cells_frame(queries.cell_table(uri), info, labels)
+domains = composition.domains_frame(cells, info, labels)
 st.header("Map")
 
 
@@ -27,7 +28,7 @@ points = points.merge(domains[["id", "label", "tokens", "docs", "share"]], on="i
 points["mean_quality"] = [float(sum(q * mix.loc[i, q] for q in mix.columns)) for i in points.id]
 points["share %"] = 100 * points.share
 points["quality mix"] = [" · ".join(f"Q{q} {100 * mix.loc[i, q]:.0f}%" for q in mix.columns) for i in points.id]
-chart = charts.domain_map(points)
+chart = charts.domain_map(points, ui.text_color())
 show_docs = not docs.empty and st.toggle("show sampled documents", key="map_docs")
 if show_docs:
     chart = alt.layer(alt.Chart(docs).mark_point(size=12, opacity=0.35, color="#888").encode(

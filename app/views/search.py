@@ -13,7 +13,7 @@ uri, info = ui.require_complete_store()
 plan = ui.current_plan()
 k = info.partition.k
 names = composition.quality_names(info)
-labels = composition.cluster_labels(info)
+labels = composition.cluster_labels(info, queries.domain_labels(uri))
 st.header("Search")
 
 sampled = pd.concat([queries.samples(uri, "uniform").assign(sample="uniform"),

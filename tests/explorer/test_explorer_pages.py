@@ -37,13 +37,16 @@ def test_store_page_heatmap_funnel_sources(app_env, artifact):
     sources = at.dataframe[0].value
     assert set(sources.name) == {s["name"] for s in artifact["sources"]}
     assert sorted(sources.tokens_kept) == sorted(numbers.tokens(s["tokens_kept"]) for s in artifact["sources"])
-    # a column per drop reason of the registry, labelled by it
-    assert [col for col in sources.columns if col in drops.BY_COUNTER] == list(drops.COUNTERS)
-    labels = {k: v["label"] for k, v in json.loads(at.dataframe[0].proto.columns).items() if "label" in v}
+    # the drops per source in a table of their own (one table with every column did not fit the page), a column
+    # per drop reason of the registry, labelled by it
+    dropped = at.dataframe[1].value
+    assert list(dropped.name) == list(sources.name)
+    assert [col for col in dropped.columns if col in drops.BY_COUNTER] == list(drops.COUNTERS)
+    labels = {k: v["label"] for k, v in json.loads(at.dataframe[1].proto.columns).items() if "label" in v}
     assert labels == {r.counter: r.label for r in drops.REASONS}
     assert [s for s in funnel.stage if s.startswith("after ")] == [
         f"after {r.label}" for r in drops.REASONS]
-    by_reason = at.dataframe[1].value  # every by-reason breakdown store.json holds
+    by_reason = at.dataframe[2].value  # every by-reason breakdown store.json holds
     assert {(r.counter, r.reason): r.records for r in by_reason.itertuples()} == {
         (r.counter, k): v for r in drops.REASONS if r.breakdown for k, v in artifact[r.breakdown[1]].items()}
     mix = chart_frames(at)[-1][0]  # estimated content-type mix spreads every cell's tokens
