@@ -114,22 +114,25 @@ def cell_details(cluster: int, quality: int, sources: pd.DataFrame, examples: li
 
 
 def bucket_key(domain_id: int) -> str:
-    """Session key of a panel's bucket picker (`?cell=` sets it)."""
+    """Session key of a panel's bucket picker (`?cell=` sets it and scrolls to it)."""
     return f"bucket_{domain_id}"
 
 
-def cells_key(domain_id: int) -> str:
-    """Key of the container of a panel's bucket picker and the picked bucket (a `?cell=` link scrolls to it)."""
-    return f"cells_{domain_id}"
+def panels_md(domains: pd.DataFrame, cells: pd.DataFrame, names: list[str], plan: PlanView | None,
+              languages: pd.DataFrame) -> dict[int, str]:
+    """`panel_md` of every domain (the overview caches them: opening all panels then costs no computing)."""
+    by_cells = dict(tuple(cells.groupby("cluster")))
+    by_language = dict(tuple(languages.groupby("cluster"))) if not languages.empty else {}
+    return {int(d["id"]): panel_md(d, by_cells[int(d["id"])], names, plan, by_language.get(int(d["id"])))
+            for d in domains.to_dict("records")}
 
 
-def domain_panel(domain: dict, cells: pd.DataFrame, names: list[str], sources: pd.DataFrame,
-                 examples: dict[tuple[int, int], list[dict]], plan: PlanView | None, key: str,
-                 languages: pd.DataFrame | None = None) -> None:
-    d = int(domain["id"])
-    st.markdown(panel_md(domain, cells, names, plan, languages))
-    with st.container(key=cells_key(d)):
-        picked = st.pills("Sources and example documents of a bucket", list(range(len(names))), key=bucket_key(d),
-                          format_func=lambda q: f"Q{q} {md(names[q])}")
-        if picked is not None:
-            cell_details(d, int(picked), sources, examples.get((d, int(picked)), []), key=f"{key}_q{picked}")
+def domain_panel(text: str, domain_id: int, names: list[str], sources: pd.DataFrame,
+                 examples: dict[tuple[int, int], list[dict]], key: str) -> None:
+    """A panel: its Markdown block (`panel_md`), the bucket picker and the picked bucket's sources and examples."""
+    d = domain_id
+    st.markdown(text)
+    picked = st.pills("Sources and example documents of a bucket", list(range(len(names))), key=bucket_key(d),
+                      format_func=lambda q: f"Q{q} {md(names[q])}")
+    if picked is not None:
+        cell_details(d, int(picked), sources, examples.get((d, int(picked)), []), key=f"{key}_q{picked}")

@@ -6,7 +6,7 @@ import streamlit as st
 
 from mixture.explorer import composition, queries, ui
 from mixture.explorer.fmt import code, humanize, md, terms_md
-from mixture.explorer.panel import bucket_key, cells_key, domain_panel
+from mixture.explorer.panel import bucket_key, domain_panel, panels_md
 from mixture.overview import numbers
 
 uri, info = ui.require_complete_store()
@@ -30,7 +30,7 @@ if link.domain is not None and st.session_state.get("_link_seen") != link.params
     st.session_state[f"dom_{link.domain}"] = True
     if link.quality is not None:
         st.session_state[bucket_key(link.domain)] = link.quality
-    st.session_state["_scroll_to"] = cells_key(link.domain) if link.quality is not None else f"dom_{link.domain}"
+    st.session_state["_scroll_to"] = bucket_key(link.domain) if link.quality is not None else f"dom_{link.domain}"
 if "q" not in st.session_state:
     st.session_state["q"] = ui.param("q")
 
@@ -99,17 +99,24 @@ with st.grid("auto", min_column_width=250, gap=None, key="domain_index"):  # row
         st.button(_entry(row), key=f"idx_{row['id']}", on_click=_select, args=(int(row["id"]),), type="tertiary",
                   wrap=True)
 
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def _panel_texts(uri: str, stamp: str, plan_key: str, _plan) -> dict[int, str]:
+    """Every panel's Markdown block, once per store version and plan."""
+    return panels_md(domains, cells, names, _plan, queries.language_mix(uri))
+
+
 st.divider()
 sources = queries.source_mix(uri)
-languages = queries.language_mix(uri)
 examples = queries.examples_by_cell(uri, sample_kind, per_cell=2)
+texts = _panel_texts(uri, queries.store_state(uri)[1], f"{ui.plan_path()}:{plan.plan.plan_id if plan else ''}", plan)
 for row in shown.to_dict("records"):
     d = int(row["id"])
     exp = st.expander(_entry(row), key=f"dom_{d}", on_change="rerun")
     if exp.open:  # a closed panel renders nothing
         with exp:
-            domain_panel(row, cells[cells.cluster == d], names, sources, examples, plan, key=f"d{d}",
-                         languages=languages[languages.cluster == d])
+            domain_panel(texts[d], d, names, sources, examples, key=f"d{d}")
 target = st.session_state.pop("_scroll_to", None)
 if target:
     ui.scroll_into_view(target)

@@ -114,9 +114,9 @@ def test_links_and_index_clicks_scroll_to_the_open_panel(browser, server):
     assert page.locator(".st-key-dom_33 details").get_attribute("open") is not None
     page.close()
     page = visit(browser, server + "?cell=c31q2")
-    assert 0 <= scrolled_to(page, "cells_31") < 120
-    page.locator(".st-key-cells_31 [data-testid='stCode']").nth(1).wait_for(timeout=20000)  # its two examples
-    assert page.locator(".st-key-cells_31 [data-testid='stCode']").count() == 2
+    assert 0 <= scrolled_to(page, "bucket_31") < 120  # the bucket picker, with Q2 picked, and the cell below it
+    page.locator(".st-key-dom_31 [data-testid='stCode']").nth(1).wait_for(timeout=20000)  # its two examples
+    assert page.locator(".st-key-dom_31 [data-testid='stCode']").count() == 2
     page.close()
     page = visit(browser, server)
     assert top_of(page, "dom_29") > 800  # below the fold
