@@ -8,6 +8,7 @@ import pandas as pd
 TEXT_COLORS = {"light": "#31333f", "dark": "#fafafa"}  # Streamlit's body text in its light and dark themes
 EMPTY_COLOR = "#9e9e9e"  # a cell without documents: grey in either theme, with its own legend entry
 ROW = 20  # pixels per domain row of a heatmap: every domain gets its label
+_SHORT_ON_NARROW = "width < 360 ? split(datum.label, ' ')[0] : datum.label"  # 'Q0 junk' -> 'Q0' on a phone
 
 
 def text_color(theme: str | None) -> str:
@@ -15,19 +16,21 @@ def text_color(theme: str | None) -> str:
     return TEXT_COLORS.get(theme or "light", TEXT_COLORS["light"])
 
 
-def _legend_values(top: float) -> list[float]:
-    """Legend ticks of a symlog token scale, evenly spaced on it: 0, 1k, 10k, … up to the largest value."""
-    values, v = [0.0], 1000.0
+def _legend_values(low: float, top: float) -> list[float] | None:
+    """Legend ticks of a symlog token scale, evenly spaced on it: the powers of ten from 1k within the values
+    (None: let Vega choose, for values under a thousand)."""
+    values, v = [], 1000.0
     while v <= top:
-        values.append(v)
+        if v >= low:
+            values.append(v)
         v *= 10
-    return values
+    return values or None
 
 
 def _empty_layer(df: pd.DataFrame, x: alt.X, y: alt.Y, label: str) -> alt.Chart:
     return alt.Chart(df).mark_rect(color=EMPTY_COLOR).encode(
         x=x, y=y, color=alt.Color("what:N", scale=alt.Scale(domain=[label], range=[EMPTY_COLOR]), title=None,
-                                  legend=alt.Legend(orient="right", symbolType="square")),
+                                  legend=alt.Legend(orient="bottom", symbolType="square")),
         tooltip=[c for c in ("cell:N", "domain:N", "bucket:N", "what:N") if c.split(":")[0] in df])
 
 
@@ -39,14 +42,15 @@ def cell_heatmap(cells: pd.DataFrame, names: list[str], value: str = "tokens", t
     df["bucket"] = [f"Q{q} {names[q]}" for q in df.quality]
     df["share %"] = (100 * df.share_of_corpus).round(3)
     x = alt.X("bucket:O", title="quality", sort=[f"Q{q} {n}" for q, n in enumerate(names)],
-              axis=alt.Axis(labelAngle=0, orient="top", labelLimit=160))
-    y = alt.Y("domain:O", title=None, sort=sorted(set(df.domain)), axis=alt.Axis(labelOverlap=False, labelLimit=260))
+              axis=alt.Axis(labelAngle=0, orient="top", labelLimit=160, labelExpr=_SHORT_ON_NARROW))
+    y = alt.Y("domain:O", title=None, sort=sorted(set(df.domain)),
+              axis=alt.Axis(labelOverlap=False, labelLimit=200, labelFlush=False))
     full = df[df[value] > 0]
+    ticks = _legend_values(float(full[value].min() or 0), float(full[value].max() or 0))
     rect = alt.Chart(full, title=title).mark_rect().encode(
         x=x, y=y,
         color=alt.Color(f"{value}:Q", scale=alt.Scale(scheme="viridis", type="symlog"), title=value,
-                        legend=alt.Legend(values=_legend_values(float(full[value].max() or 0)), gradientLength=220,
-                                          labelExpr="datum.value == 0 ? '0' : format(datum.value, '~s')")),
+                        legend=alt.Legend(values=ticks, gradientLength=220, orient="bottom", format="~s")),
         tooltip=["cell:N", "domain:N", "bucket:N", alt.Tooltip("tokens:Q", format=","),
                  alt.Tooltip("docs:Q", format=","), "share %:Q"],
     )
@@ -68,11 +72,11 @@ def diverging_heatmap(df: pd.DataFrame, value: str, title: str = "", levels: int
     empty["cell"] = [f"c{c:02d}q{q}" for c, q in zip(empty.cluster, empty.quality, strict=True)]
     empty["what"] = "empty in both"
     x = alt.X("quality:O", title="quality", axis=alt.Axis(labelAngle=0, orient="top"))
-    y = alt.Y("cluster:O", title="cluster", axis=alt.Axis(labelOverlap=False))
+    y = alt.Y("cluster:O", title="cluster", axis=alt.Axis(labelOverlap=False, labelFlush=False))
     rect = alt.Chart(df, title=title).mark_rect().encode(
         x=x, y=y,
         color=alt.Color(f"{value}:Q", scale=alt.Scale(scheme="redblue", domain=[-lim, lim], domainMid=0),
-                        title=value, legend=alt.Legend(format="~s", tickCount=5, gradientLength=220)),
+                        title=value, legend=alt.Legend(format="~s", tickCount=5, gradientLength=220, orient="bottom")),
         tooltip=[c for c in df.columns if c not in ("cluster", "quality")],
     )
     chart = alt.layer(rect, _empty_layer(empty, x, y, "empty in both")) if len(empty) else rect

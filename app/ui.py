@@ -192,10 +192,13 @@ def scroll_into_view(key: str) -> None:
     st.html(_SCROLL.format(cls=json.dumps(f"st-key-{key}"), nonce=n), unsafe_allow_javascript=True)
 
 
-def left_aligned_buttons(key: str) -> None:
-    """Buttons inside the container made with `key=key` read as a list: text aligned left, not centred."""
-    st.html(f"<style>.st-key-{key} button {{ justify-content: flex-start; text-align: left; }}"
-            f" .st-key-{key} button p {{ text-align: left; }}</style>")
+def overview_style(index_key: str) -> None:
+    """Two rules of layout Streamlit has no option for: the index's buttons read as a list (text aligned left, not
+    centred), and a Markdown table wider than its panel (the quality grid on a phone) scrolls inside it."""
+    st.html(f"<style>.st-key-{index_key} button {{ justify-content: flex-start; text-align: left; }}"
+            f" .st-key-{index_key} button p {{ text-align: left; }}"
+            " [data-testid='stExpanderDetails'] [data-testid='stMarkdownContainer'] table"
+            " { display: block; max-width: 100%; overflow-x: auto; }</style>")
 
 
 def text_color() -> str:

@@ -15,9 +15,9 @@ mode = st.segmented_control("Compare", ["two stores", "two plans"], default="two
 
 def show(df, value: str) -> None:
     counts = df.status.value_counts().to_dict()
-    cols = st.columns(4)
-    for col, s in zip(cols, ("added", "removed", "changed", "same"), strict=True):
-        col.metric(f"cells {s}", int(counts.get(s, 0)))
+    with st.grid("auto", min_column_width=120, gap="xsmall"):  # side by side, two to a row on a phone
+        for s in ("added", "removed", "changed", "same"):
+            st.metric(f"cells {s}", int(counts.get(s, 0)))
     plotted = df[df.cluster >= 0]
     if not plotted.empty:
         st.altair_chart(charts.diverging_heatmap(plotted, "delta", title=f"{value}: B − A"),

@@ -6,6 +6,8 @@ import altair as alt
 import streamlit as st
 
 from mixture.explorer import charts, composition, projection, queries, ui
+from mixture.explorer.fmt import display
+from mixture.overview import numbers
 
 uri, info = ui.require_complete_store()
 names = composition.quality_names(info)
@@ -39,5 +41,6 @@ if event is not None and hasattr(event, "selection"):
     selected = [p.get("id") for p in (event.selection.get("domain") or []) if p.get("id") is not None]
 if selected:
     st.switch_page("views/overview.py", query_params={"domain": str(int(selected[0]))})
-st.dataframe(points[["id", "label", "tokens", "docs", "share %", "mean_quality", "quality mix"]], hide_index=True,
-             width="stretch")
+st.dataframe(display(points[["id", "label", "tokens", "docs", "share %", "mean_quality", "quality mix"]],
+                     tokens=numbers.tokens, docs=numbers.count, mean_quality=lambda v: f"{v:.2f}",
+                     **{"share %": lambda v: numbers.pct(v / 100)}), hide_index=True, width="stretch")

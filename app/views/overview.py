@@ -93,7 +93,7 @@ with st.container(horizontal=True, vertical_alignment="center"):
     st.button("Close all", on_click=_open_all, args=(ids, False))
     st.caption(f"{len(shown)} of {len(domains)} domains" + (f" match “{md(query)}”" if query else ""))
 
-ui.left_aligned_buttons("domain_index")
+ui.overview_style("domain_index")
 with st.grid("auto", min_column_width=250, gap=None, key="domain_index"):  # row by row: 0, 1, 2 … at any width
     for row in shown.to_dict("records"):
         st.button(_entry(row), key=f"idx_{row['id']}", on_click=_select, args=(int(row["id"]),), type="tertiary",
