@@ -197,7 +197,10 @@ _METRICS_CUT = """() => [...document.querySelectorAll('[data-testid="stMetricVal
   .filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.textContent)"""
 _GRIDS = """() => [...document.querySelectorAll('[data-testid="stDataFrame"] .dvn-scroller')].map(s =>
   ({w: s.scrollWidth - s.clientWidth, h: s.scrollHeight - s.clientHeight}))"""
-_PAGE_FITS = "document.querySelector('.stMain').scrollWidth <= document.querySelector('.stMain').clientWidth"
+_PAGE_FITS = """() => { const m = document.querySelector('.stMain');
+  return m.scrollWidth <= m.clientWidth || [m.scrollWidth, m.clientWidth, [...m.querySelectorAll('*')]
+    .filter(e => e.getBoundingClientRect().right > m.clientWidth + 1).slice(0, 6)
+    .map(e => e.tagName + '.' + String(e.className).slice(0, 50) + ' ' + e.textContent.slice(0, 40))]; }"""
 
 
 @pytest.mark.parametrize("width", [1280, 390])
@@ -205,14 +208,16 @@ def test_nothing_is_cut_off(browser, server, big, width):
     """Issue 16: '197 non-e…' (cards), 'tokens so far 28.0…' (Live build), the Sources table's last column, the
     lineage grid hiding cell/domain/bucket below its fold; at 390 px tables wider than the screen."""
     page = visit(browser, server + "?domain=3", width=width)  # an open panel: its grid scrolls inside it
+    page.wait_for_function("[...document.querySelectorAll('style')].some(s => s.textContent.includes("
+                           "'overflow-x: auto'))", timeout=20000)  # the overview's style (an st.html: it loads late)
     assert page.evaluate(_METRICS_CUT) == []
-    assert page.evaluate(_PAGE_FITS)
+    assert page.evaluate(_PAGE_FITS) is True
     page.close()
     page = visit(browser, server + "store", width=width, height=1400, wait="Where records went")
     page.wait_for_function("document.querySelectorAll('[data-testid=\"stDataFrame\"] .dvn-scroller').length >= 2")
     if width == 1280:
         assert page.evaluate(_GRIDS)[:2] == [{"w": 0, "h": 0}, {"w": 0, "h": 0}]  # both source tables fit
-    assert page.evaluate(_PAGE_FITS)  # a table wider than the screen scrolls inside itself, not the page
+    assert page.evaluate(_PAGE_FITS) is True  # a table wider than the screen scrolls inside itself, not the page
     page.close()
     page = visit(browser, server + "live", width=width, wait="rows so far")
     assert page.evaluate(_METRICS_CUT) == []
