@@ -9,9 +9,10 @@ import pandas as pd
 
 from mixture.explorer.fmt import humanize
 from mixture.overview import numbers
+from mixture.overview.labels import DomainLabel, domain_label
 from mixture.store.drops import REASONS
 from mixture.store.formats import StoreArtifact
-from mixture.store.layout import cell_name
+from mixture.store.layout import cell_name, parse_cell
 
 DEFAULT_QUALITY_NAMES = ["junk", "poor", "usable", "good", "excellent"]
 
@@ -37,11 +38,22 @@ def headline(info: StoreArtifact) -> str:
             f"and {len(quality_names(info))} calibrated quality buckets")
 
 
-def cluster_labels(info: StoreArtifact) -> dict[int, str]:
-    return {c.id: c.label or f"cluster {c.id}" for c in info.clusters}
+Labels = dict[int, DomainLabel]
 
 
-def cells_frame(cells: pd.DataFrame, info: StoreArtifact) -> pd.DataFrame:
+def readable_labels(info: StoreArtifact, labels: Labels | None = None) -> Labels:
+    """Every domain's readable label: `labels` (queries.domain_labels: code style told from the sampled documents)
+    where given, else made from store.json's label and top terms alone."""
+    labels = labels or {}
+    return {c.id: labels.get(c.id) or domain_label(c.label, list(c.top_terms)) for c in info.clusters}
+
+
+def cluster_labels(info: StoreArtifact, labels: Labels | None = None) -> dict[int, str]:
+    """{domain: its readable label as plain text} ('self, assertEqual, def')."""
+    return {c: lab.text for c, lab in readable_labels(info, labels).items()}
+
+
+def cells_frame(cells: pd.DataFrame, info: StoreArtifact, labels: Labels | None = None) -> pd.DataFrame:
     """The accounting cell table (`mixture.accounting.published_cell_table`) on the full grid of domains and
     quality buckets (missing cells filled with zero), with shares and enrichment.
 
@@ -63,24 +75,30 @@ def cells_frame(cells: pd.DataFrame, info: StoreArtifact) -> pd.DataFrame:
     df["corpus_share"] = bucket / total if total else 0.0
     df["enrichment"] = df.share_in_domain / df.corpus_share.where(df.corpus_share > 0)
     df["share_of_corpus"] = df.tokens / total if total else 0.0
-    labels = cluster_labels(info)
-    df["label"] = df.cluster.map(lambda c: labels.get(c, f"cluster {c}"))
+    names = cluster_labels(info, labels)
+    df["label"] = df.cluster.map(lambda c: names.get(c, f"cluster {c}"))
     return df
 
 
-def domains_frame(cells: pd.DataFrame, info: StoreArtifact) -> pd.DataFrame:
-    """One row per domain of `cells_frame(...)`: id, label, summary, top terms, confidence, docs, tokens, share of
-    the corpus (a domain with cells but no store.json cluster entry gets a placeholder label)."""
+def domains_frame(cells: pd.DataFrame, info: StoreArtifact, labels: Labels | None = None) -> pd.DataFrame:
+    """One row per domain of `cells_frame(...)`: id, label (plain text) and name (its DomainLabel: the label's
+    terms and the other top terms), summary (only one that is more than the top terms joined), top terms,
+    confidence, docs, tokens, share of the corpus (a domain with cells but no store.json cluster entry gets a
+    placeholder label)."""
     agg = cells.groupby("cluster").agg(tokens=("tokens", "sum"), docs=("docs", "sum")).reset_index()
     meta = {c.id: c for c in info.clusters}
+    readable = readable_labels(info, labels)
     total = agg.tokens.sum()
     rows = []
     for r in agg.itertuples():
         m = meta.get(int(r.cluster))
         terms = list(m.top_terms) if m else []
+        name = readable.get(int(r.cluster)) or domain_label(f"cluster {r.cluster}", [])
+        summary = (m.summary if m else "") or ""
         rows.append({
-            "id": int(r.cluster), "label": (m.label if m else "") or f"cluster {r.cluster}",
-            "summary": (m.summary if m else "") or " · ".join(terms), "top_terms": terms,
+            "id": int(r.cluster), "label": name.text, "name": name,
+            "summary": "" if summary.strip() in ("", " · ".join(terms), ", ".join(terms)) else summary,
+            "top_terms": terms,
             "confidence": m.confidence if m else None, "confidence_tag": m.confidence_tag if m else None,
             "docs": int(r.docs), "tokens": int(r.tokens), "share": (r.tokens / total) if total else 0.0,
         })
@@ -90,6 +108,49 @@ def domains_frame(cells: pd.DataFrame, info: StoreArtifact) -> pd.DataFrame:
 def index_entry(row: dict | pd.Series) -> str:
     """'26 · Council and Board Meeting Records · 7.52% · 1.74T'."""
     return f"{row['id']} · {row['label']} · {100 * row['share']:.2f}% · {humanize(row['tokens'])}"
+
+
+@dataclass(frozen=True)
+class Link:
+    """What a shared link's `?domain=` / `?cell=` asks for: the domain to open (None: none), the bucket to pick,
+    or the problem to tell when it names nothing in this store."""
+
+    domain: int | None
+    quality: int | None
+    problem: str | None
+    params: tuple[str, str]  # (domain, cell) as given: a link is applied once per value
+
+
+def resolve_link(domain: str, cell: str, ids: list[int], levels: int, k: int) -> Link:
+    """The domain and bucket `?domain=NN` or `?cell=cNNqQ` names (cell wins), checked against this store's
+    domains `ids` and its `levels` quality buckets; an unknown one gives a message saying what the store has."""
+    params = (domain or "", cell or "")
+    has = (f"its domains are {min(ids)}–{max(ids)}" if ids else "it has no domains") + \
+        f" and its quality buckets Q0–Q{levels - 1}"
+
+    def problem(text: str) -> Link:
+        return Link(None, None, text, params)
+
+    if cell:
+        try:
+            d, q = parse_cell(cell.strip())
+        except ValueError:
+            example = cell_name(ids[0] if ids else 0, levels - 1, k)
+            return problem(f"The link's `cell={code_text(cell)}` is not a cell name: expected cNNqQ, e.g. {example}.")
+        if d not in ids or q >= levels:
+            return problem(f"The link's `cell={code_text(cell)}` names no cell of this store: {has}.")
+        return Link(d, q, None, params)
+    if domain:
+        d = int(domain.strip()) if domain.strip().isdigit() else None
+        if d is None or d not in ids:
+            return problem(f"The link's `domain={code_text(domain)}` names no domain of this store: {has}.")
+        return Link(d, None, None, params)
+    return Link(None, None, None, params)
+
+
+def code_text(text: str) -> str:
+    """User text for inside a Markdown code span."""
+    return str(text).replace("`", "'").replace("\n", " ")[:80]
 
 
 def filter_domains(domains: pd.DataFrame, query: str, sample_text: dict[int, str] | None = None) -> pd.DataFrame:
@@ -111,6 +172,8 @@ def filter_domains(domains: pd.DataFrame, query: str, sample_text: dict[int, str
 class Cards:
     documents: int
     tokens: int
+    domains: int
+    buckets: int
     sources: int
     cells: int
     drops: dict[str, int]
@@ -121,7 +184,8 @@ DROP_KEYS = {r.counter: r.label for r in REASONS}  # store.json counter -> label
 
 def cards(info: StoreArtifact) -> Cards:
     dropped = info.counters.dropped()
-    return Cards(documents=info.counters.records_out, tokens=total_tokens(info), sources=len(info.sources),
+    return Cards(documents=info.counters.records_out, tokens=total_tokens(info), domains=n_domains(info),
+                 buckets=len(quality_names(info)), sources=len(info.sources),
                  cells=sum(1 for c in info.cells if c.docs or c.tokens),
                  drops={label: dropped[key] for key, label in DROP_KEYS.items()})
 

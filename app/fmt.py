@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
+from collections.abc import Iterable
 
 import pandas as pd
 
 from mixture.overview import numbers
+from mixture.overview.labels import Term
 from mixture.spec.amounts import humanize
 
-__all__ = ["code", "cut_text", "display", "enrichment_text", "humanize", "md", "pct", "score"]
+__all__ = ["code", "cut_text", "display", "enrichment_text", "humanize", "md", "pct", "score", "terms_md"]
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=])")
 CUT_CHARS = 900
@@ -57,3 +60,15 @@ def cut_text(text: str, limit: int = CUT_CHARS) -> tuple[str, bool]:
 def code(text: object) -> str:
     """Text for inside a Markdown code span (`…`): no escapes needed, only backticks removed."""
     return str(text).replace("`", "'").replace("\n", " ")
+
+
+def isolate(text: str) -> str:
+    """Right-to-left text (Arabic, Hebrew) wrapped in a Unicode isolate, so the numbers around it keep their order."""
+    if any(unicodedata.bidirectional(c) in ("R", "AL") for c in text):
+        return f"\u2068{text}\u2069"
+    return text
+
+
+def terms_md(terms: Iterable[Term], sep: str = ", ") -> str:
+    """Label terms as Markdown: code tokens as code spans (`assertEqual`), words escaped."""
+    return sep.join(f"`{code(t.text)}`" if t.code else isolate(md(t.text)) for t in terms)

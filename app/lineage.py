@@ -1,6 +1,9 @@
-"""Where one document came from and what happened to it: row fields, decisions, and the phases that draw it."""
+"""Where one document came from and what happened to it: row fields, decisions, the checks a kept document passed
+(with the evidence the store holds), the documents a dropped one duplicates, and the phases that draw it."""
 
 from __future__ import annotations
+
+import re
 
 import pandas as pd
 
@@ -11,6 +14,7 @@ from mixture.overview import numbers
 from mixture.store.formats import StoreArtifact
 from mixture.store.layout import cell_name
 
+TWIN = re.compile(r"'([^']+)'")  # the kept document a duplicate's detail names: "same text as 'id' (…)"
 FIELDS = ["id", "source", "category", "origin", "content_type", "language", "language_score", "raw_score",
           "quality_score", "n_tokens", "n_chars", "cluster", "quality", "fine_cluster", "cluster_distance"]
 
@@ -36,16 +40,103 @@ def decisions(doc: dict | None, doc_id: str, dropped: pd.DataFrame, quarantine: 
     return out
 
 
-def fields(doc: dict, info: StoreArtifact) -> pd.DataFrame:
-    """The document's lineage fields as a two-column table, with its cell and domain label."""
+def fields(doc: dict, info: StoreArtifact, labels: dict | None = None) -> pd.DataFrame:
+    """The document's lineage fields as a two-column table: its cell, domain and bucket first, then its row."""
     k = info.partition.k
     names = quality_names(info)
-    rows = [(f, _field_text(f, doc.get(f))) for f in FIELDS if f in doc]
     c, q = int(doc["cluster"]), int(doc["quality"])
-    rows.append(("cell", cell_name(c, q, k)))
-    rows.append(("domain", f"{c} · {cluster_labels(info).get(c, '?')}"))
-    rows.append(("quality bucket", f"Q{q} {names[q] if q < len(names) else ''}"))
+    rows = [("cell", cell_name(c, q, k)), ("domain", f"{c} · {cluster_labels(info, labels).get(c, '?')}"),
+            ("quality bucket", f"Q{q} {names[q] if q < len(names) else ''}")]
+    rows += [(f, _field_text(f, doc.get(f))) for f in FIELDS if f in doc]
     return pd.DataFrame({"field": [r[0] for r in rows], "value": [str(r[1]) for r in rows]})
+
+
+def twin(reason: str, detail: str) -> str | None:
+    """The kept document a dropped duplicate's detail names ("same text as 'X' (…)", "near duplicate of 'X' …")."""
+    if reason not in ("exact_duplicate", "fuzzy_duplicate"):
+        return None
+    m = TWIN.search(detail or "")
+    return m.group(1) if m else None
+
+
+def duplicates_of(doc_id: str, dropped: pd.DataFrame) -> dict[str, list[str]]:
+    """{reason: ids} of the dropped documents whose detail names `doc_id` as the kept one they duplicate."""
+    if dropped.empty or "detail" not in dropped:
+        return {}
+    out: dict[str, list[str]] = {}
+    for r in dropped[dropped.detail.astype(str).str.contains(f"'{doc_id}'", regex=False)].itertuples():
+        if twin(str(r.reason), str(r.detail)) == doc_id:
+            out.setdefault(str(r.reason), []).append(str(r.id))
+    return out
+
+
+def _spec_filters(info: StoreArtifact) -> dict[str, object]:
+    """The quality gates' settings from the spec the store was built from (store.json provenance), flattened."""
+    spec = info.provenance.spec if info.provenance is not None else {}
+    filters = (spec.get("processing") or {}).get("filters") or {}
+    flat: dict[str, object] = {}
+    for group, settings in filters.items():
+        if isinstance(settings, dict):
+            flat |= {k: v for k, v in settings.items() if v is not None and not isinstance(v, dict | list)}
+        elif settings is not None:
+            flat[group] = settings
+    return flat
+
+
+def _setting(v: object) -> str:
+    return numbers.count(v) if isinstance(v, int) and not isinstance(v, bool) else str(v)
+
+
+def checks(doc: dict, info: StoreArtifact, dropped: pd.DataFrame) -> list[dict]:
+    """The checks a kept document passed, each with the evidence store.json and `_dropped/` hold: quality gates,
+    exact dedup, near dedup, decontamination. `evidence` is Markdown (escaped by the caller's data: numbers,
+    settings and names from store.json)."""
+    out = []
+    gates = _spec_filters(info)
+    n_chars = doc.get("n_chars")
+    evidence = " · ".join(f"{k} {_setting(v)}" for k, v in gates.items()) or "the spec's gates"
+    if n_chars is not None:
+        evidence += f"; its length: {numbers.count(n_chars)} characters"
+    dropped_by = sum(info.filtered_by_reason.values())
+    evidence += f"; the gates dropped {numbers.count(dropped_by)} documents of this build" + (
+        f" ({', '.join(f'{k} {numbers.count(v)}' for k, v in sorted(info.filtered_by_reason.items()))})"
+        if info.filtered_by_reason else "")
+    out.append({"check": "quality gates", "result": "passed", "evidence": evidence})
+    dups = duplicates_of(str(doc.get("id")), dropped)
+    dedup = info.dedup
+    if dedup is None or dedup.exact:
+        n = len(dups.get("exact_duplicate", []))
+        out.append({"check": "exact dedup", "result": "passed",
+                    "evidence": "no earlier document had its normalised text; "
+                                + (f"{n} later copies of it were dropped" if n else "no copy of it was dropped")})
+    else:
+        out.append({"check": "exact dedup", "result": "not run", "evidence": "exact dedup is off in this build"})
+    source = next((s for s in info.sources if s.name == doc.get("source")), None)
+    fuzzy = dedup.fuzzy if dedup is not None else {}
+    if source is not None and source.exempt_from_fuzzy_dedup:
+        out.append({"check": "near dedup", "result": "exempt",
+                    "evidence": f"its source {source.name} is exempt from fuzzy dedup (exact dedup still applies)"})
+    elif dedup is not None and fuzzy.get("enabled", True):
+        n = len(dups.get("fuzzy_duplicate", []))
+        out.append({"check": "near dedup", "result": "passed",
+                    "evidence": f"MinHash LSH ({fuzzy.get('permutations', '?')} permutations, "
+                                f"{fuzzy.get('bands', '?')} bands) found no earlier kept document at word "
+                                f"{fuzzy.get('ngram', '?')}-gram Jaccard ≥ {dedup.fuzzy_threshold:.3f}; "
+                                + (f"{n} near duplicates of it were dropped" if n else "no near duplicate of it "
+                                   "was dropped")})
+    else:
+        out.append({"check": "near dedup", "result": "not run", "evidence": "fuzzy dedup is off in this build"})
+    dec = info.decontamination
+    if dec is not None and dec.benchmarks:
+        names = ", ".join(f"{b.name} ({numbers.count(b.items)} items)" for b in dec.benchmarks)
+        out.append({"check": "decontamination", "result": "passed",
+                    "evidence": ("none" if dec.min_matches == 1 else f"fewer than {dec.min_matches}")
+                                + f" of its {dec.ngram}-grams match {names}; "
+                                f"{numbers.count(info.counters.contaminated_dropped)} documents of this build "
+                                "were dropped as contaminated"})
+    else:
+        out.append({"check": "decontamination", "result": "not run", "evidence": "no benchmark in this build's spec"})
+    return out
 
 
 def _field_text(name: str, value: object) -> object:

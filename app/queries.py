@@ -15,11 +15,12 @@ import streamlit as st
 
 from mixture import accounting
 from mixture.accounting import StoreNotReady, StoreReader
+from mixture.overview.labels import DomainLabel, domain_label
 from mixture.store import layout
 from mixture.store.formats import StoreArtifact
 
 __all__ = ["StoreNotReady", "calibration_groups", "cell_table", "centroids",
-           "content_type_exact", "content_type_mix", "dropped", "examples_by_cell", "language_mix", "lookup_id",
+           "content_type_exact", "content_type_mix", "domain_labels", "dropped", "examples_by_cell", "language_mix", "lookup_id",
            "quarantine", "reader", "sample_vectors", "samples", "scan_documents", "source_mix", "store_info", "store_state"]
 
 
@@ -99,6 +100,19 @@ def examples_by_cell(uri: str, kind: str = "uniform", per_cell: int = 2) -> dict
 def _sample_text(uri: str, stamp: str) -> dict[int, str]:
     df = samples(uri, "uniform")
     return {int(c): " ".join(g.text.str.slice(0, 2000)) for c, g in df.groupby("cluster")}
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _domain_labels(uri: str, stamp: str) -> dict[int, DomainLabel]:
+    df = samples(uri, "uniform")
+    texts = {int(c): list(g.text) for c, g in df.groupby("cluster")} if not df.empty else {}
+    return {c.id: domain_label(c.label, list(c.top_terms), texts.get(c.id, ())) for c in store_info(uri).clusters}
+
+
+def domain_labels(uri: str) -> dict[int, DomainLabel]:
+    """The readable label of every domain (`mixture.overview.labels.domain_label`: its distinct top terms, code
+    tokens in code style as its sampled documents spell them), the same the static overview page shows."""
+    return _domain_labels(uri, store_state(uri)[1])
 
 
 def sample_text_by_cluster(uri: str) -> dict[int, str]:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import streamlit as st
 
 from mixture.accounting import DocumentScan, ScanBudget
-from mixture.explorer import config, queries
+from mixture.explorer import charts, config, queries
 from mixture.explorer.fmt import code, cut_text, md
 from mixture.explorer.plan_view import PlanError, PlanView, load_plan
 from mixture.explorer.sharing import NO_PLAN
@@ -163,3 +165,42 @@ def scan_note(scan: DocumentScan, budget: ScanBudget) -> str | None:
                 f"{scan.files_read} of {scan.files} shards read, so the matches come from part of the store only. "
                 "Narrow the search with the cluster and quality facets.")
     return None
+
+
+_SCROLL = """<script>
+(() => {{
+  const cls = {cls};  // request {nonce}
+  let stop = false;
+  for (const e of ["wheel", "touchstart", "keydown"]) window.addEventListener(e, () => {{ stop = true; }}, {{once: true}});
+  const go = (left) => {{
+    if (stop) return;
+    const el = document.getElementsByClassName(cls)[0];
+    if (el) {{ el.style.scrollMarginTop = "4rem"; el.scrollIntoView({{block: "start"}}); }}  // below the app's header
+    if (left > 0) setTimeout(() => go(left - 1), 150);
+  }};
+  go(12);
+}})();
+</script>"""
+
+
+def scroll_into_view(key: str) -> None:
+    """Scroll the element made with `key=key` (Streamlit gives it the class st-key-<key>) to the top of the view.
+    The script scrolls again for ~2 s while the page lays itself out, and stops at the user's first scroll or key;
+    a new request (a counter in the session) makes a new element, so the same target scrolls again."""
+    n = st.session_state.get("_scroll_n", 0) + 1
+    st.session_state["_scroll_n"] = n
+    st.html(_SCROLL.format(cls=json.dumps(f"st-key-{key}"), nonce=n), unsafe_allow_javascript=True)
+
+
+def overview_style(index_key: str) -> None:
+    """Two rules of layout Streamlit has no option for: the index's buttons read as a list (text aligned left, not
+    centred), and a Markdown table wider than its panel (the quality grid on a phone) scrolls inside it."""
+    st.html(f"<style>.st-key-{index_key} button {{ justify-content: flex-start; text-align: left; }}"
+            f" .st-key-{index_key} button p {{ text-align: left; }}"
+            " [data-testid='stExpanderDetails'] [data-testid='stMarkdownContainer'] table"
+            " { display: block; max-width: 100%; overflow-x: auto; }</style>")
+
+
+def text_color() -> str:
+    """The text colour of the browser's current theme, for the text marks of charts."""
+    return charts.text_color(st.context.theme.type)

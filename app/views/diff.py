@@ -15,15 +15,17 @@ mode = st.segmented_control("Compare", ["two stores", "two plans"], default="two
 
 def show(df, value: str) -> None:
     counts = df.status.value_counts().to_dict()
-    cols = st.columns(4)
-    for col, s in zip(cols, ("added", "removed", "changed", "same"), strict=True):
-        col.metric(f"cells {s}", int(counts.get(s, 0)))
+    with st.grid("auto", min_column_width=120, gap="xsmall"):  # side by side, two to a row on a phone
+        for s in ("added", "removed", "changed", "same"):
+            st.metric(f"cells {s}", int(counts.get(s, 0)))
     plotted = df[df.cluster >= 0]
     if not plotted.empty:
         st.altair_chart(charts.diverging_heatmap(plotted, "delta", title=f"{value}: B − A"),
                         width="stretch")
+    counts_cols = [f"{value} A", f"{value} B", "delta"] if value in ("tokens", "docs") else []
     st.dataframe(df.drop(columns=["cluster", "quality"]), hide_index=True, width="stretch",
-                 column_config={"delta %": st.column_config.NumberColumn(format="%.2f")})
+                 column_config={"delta %": st.column_config.NumberColumn(format="%.2f"),
+                                **{c: st.column_config.NumberColumn(format="localized") for c in counts_cols}})
 
 
 def pick(col, label: str, options: list[str], default: str, param: str, key: str) -> str:

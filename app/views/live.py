@@ -8,7 +8,8 @@ import pandas as pd
 import streamlit as st
 
 from mixture.explorer import build_state, ui
-from mixture.explorer.fmt import code, humanize, md
+from mixture.explorer.fmt import code, md
+from mixture.overview import numbers
 
 uri = ui.require_store()
 st.header("Live build")
@@ -44,12 +45,13 @@ def live() -> None:
             st.progress(min(1.0, frac), text=f"{row.stage}: {row.completed}/{row.tasks or '?'} tasks · {row.status}")
     cells = build_state.cells(reader)
     counts = build_state.side_counts(reader)
-    m = st.columns(3 + len(counts))
-    m[0].metric("cells with data", len(cells))
-    m[1].metric("rows so far", f"{int(cells.rows.sum()) if len(cells) else 0:,}")
-    m[2].metric("tokens so far", humanize(int(cells.tokens.sum()) if len(cells) else 0))
-    for col, (label, n) in zip(m[3:], counts.items(), strict=True):
-        col.metric(label.replace("_", " "), f"{n:,}")
+    with st.grid("auto", min_column_width=150, gap="xsmall"):  # each figure gets room: none is cut
+        st.metric("cells with data", len(cells))
+        st.metric("rows so far", f"{int(cells.rows.sum()) if len(cells) else 0:,}")
+        st.metric("tokens so far", numbers.tokens(int(cells.tokens.sum()) if len(cells) else 0),
+                  help=f"{int(cells.tokens.sum()) if len(cells) else 0:,} tokens")
+        for label, n in counts.items():
+            st.metric(label.replace("_", " "), f"{n:,}")
     st.subheader("Per cell so far")
     if cells.empty:
         st.caption("no document files yet")

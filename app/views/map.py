@@ -6,11 +6,14 @@ import altair as alt
 import streamlit as st
 
 from mixture.explorer import charts, composition, projection, queries, ui
+from mixture.explorer.fmt import display
+from mixture.overview import numbers
 
 uri, info = ui.require_complete_store()
 names = composition.quality_names(info)
-cells = composition.cells_frame(queries.cell_table(uri), info)
-domains = composition.domains_frame(cells, info)
+labels = queries.domain_labels(uri)
+cells = composition.cells_frame(queries.cell_table(uri), info, labels)
+domains = composition.domains_frame(cells, info, labels)
 st.header("Map")
 
 
@@ -27,7 +30,7 @@ points = points.merge(domains[["id", "label", "tokens", "docs", "share"]], on="i
 points["mean_quality"] = [float(sum(q * mix.loc[i, q] for q in mix.columns)) for i in points.id]
 points["share %"] = 100 * points.share
 points["quality mix"] = [" · ".join(f"Q{q} {100 * mix.loc[i, q]:.0f}%" for q in mix.columns) for i in points.id]
-chart = charts.domain_map(points)
+chart = charts.domain_map(points, ui.text_color())
 show_docs = not docs.empty and st.toggle("show sampled documents", key="map_docs")
 if show_docs:
     chart = alt.layer(alt.Chart(docs).mark_point(size=12, opacity=0.35, color="#888").encode(
@@ -38,5 +41,6 @@ if event is not None and hasattr(event, "selection"):
     selected = [p.get("id") for p in (event.selection.get("domain") or []) if p.get("id") is not None]
 if selected:
     st.switch_page("views/overview.py", query_params={"domain": str(int(selected[0]))})
-st.dataframe(points[["id", "label", "tokens", "docs", "share %", "mean_quality", "quality mix"]], hide_index=True,
-             width="stretch")
+st.dataframe(display(points[["id", "label", "tokens", "docs", "share %", "mean_quality", "quality mix"]],
+                     tokens=numbers.tokens, docs=numbers.count, mean_quality=lambda v: f"{v:.2f}",
+                     **{"share %": lambda v: numbers.pct(v / 100)}), hide_index=True, width="stretch")

@@ -64,9 +64,12 @@ frame = plan.frame()
 st.altair_chart(charts.exposure_bars(frame, plan.max_epochs), width="stretch")
 
 st.subheader("Warnings")
-if plan.warnings:
-    for w in plan.warnings:
-        st.warning(md(w))
+if plan.plan.warnings:
+    for w in plan.plan.warnings:
+        st.warning(md(f"[{w.code}] {w.message}"))
+        if len(w.cells) > sum(c in w.message for c in w.cells):  # the message lists some and says "… (+69)"
+            with st.expander(f"All {len(w.cells)} cells of this warning"):
+                st.markdown(", ".join(f"`{code(c)}`" for c in w.cells))
 else:
     st.caption("the plan carries no warnings")
 

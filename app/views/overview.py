@@ -5,29 +5,47 @@ from __future__ import annotations
 import streamlit as st
 
 from mixture.explorer import composition, queries, ui
-from mixture.explorer.fmt import code, humanize, md
-from mixture.explorer.panel import domain_panel
-from mixture.store.layout import parse_cell
+from mixture.explorer.fmt import code, humanize, md, terms_md
+from mixture.explorer.panel import bucket_key, domain_panel, panels_md
+from mixture.overview import numbers
 
 uri, info = ui.require_complete_store()
 plan = ui.current_plan()
 names = composition.quality_names(info)
-cells = composition.cells_frame(queries.cell_table(uri), info)
-domains = composition.domains_frame(cells, info)
+labels = queries.domain_labels(uri)
+cells = composition.cells_frame(queries.cell_table(uri), info, labels)
+domains = composition.domains_frame(cells, info, labels)
+ids = [int(i) for i in domains["id"]]
 
 st.header(composition.headline(info))
 st.caption(f"store `{code(uri)}` · spec {md(info.spec.name)} · tokenizer {md(info.tokenizer)} · "
            f"built {md(info.created)}")
 
+# --- query parameters: domain, cell (open, pick the bucket and scroll to it), q (search) ----------------------
+link = composition.resolve_link(ui.param("domain"), ui.param("cell"), ids, len(names), info.partition.k)
+if link.problem:
+    st.warning(link.problem)
+if link.domain is not None and st.session_state.get("_link_seen") != link.params:
+    st.session_state["_link_seen"] = link.params  # a shared link opens its panel once, then the user is free
+    st.session_state[f"dom_{link.domain}"] = True
+    if link.quality is not None:
+        st.session_state[bucket_key(link.domain)] = link.quality
+    st.session_state["_scroll_to"] = bucket_key(link.domain) if link.quality is not None else f"dom_{link.domain}"
+if "q" not in st.session_state:
+    st.session_state["q"] = ui.param("q")
+
 cards = composition.cards(info)
-c1, c2, c3, c4 = st.columns(4)
-c1.metric("documents", f"{cards.documents:,}")
-c2.metric("tokens", humanize(cards.tokens), help=f"{cards.tokens:,} tokens")
-c3.metric("sources", f"{cards.sources:,}")
-c4.metric("cells", composition.cells_text(cells), help="cells of the domain × quality grid that hold documents")
-drop_cols = st.columns(len(cards.drops))
-for col, (reason, n) in zip(drop_cols, cards.drops.items(), strict=True):
-    col.metric(f"dropped: {reason}", f"{n:,}")
+cards_grid = st.grid("auto", min_column_width=112, gap="xsmall", dense=True)
+with cards_grid:
+    st.metric("tokens", humanize(cards.tokens), help=f"{cards.tokens:,} tokens")
+    st.metric("documents", f"{cards.documents:,}")
+    with cards_grid.cell(column_span=3):  # '196 non-empty of 200' needs the room
+        st.metric("cells", composition.cells_text(cells), help="cells of the domain × quality grid that hold documents")
+    st.metric("domains", f"{cards.domains:,}")
+    st.metric("buckets", f"{cards.buckets:,}", help="calibrated quality buckets: " + ", ".join(
+        f"Q{q} {n}" for q, n in enumerate(names)))
+    st.metric("sources", f"{cards.sources:,}")
+st.caption("dropped: " + " · ".join(f"{md(reason)} **{n:,}**" for reason, n in cards.drops.items()))
 
 with st.expander("Quality cutoffs: raw score per content type at the calibrated bucket edges", expanded=False):
     cut = composition.cutoffs_frame(info)
@@ -41,33 +59,23 @@ with st.expander("Quality cutoffs: raw score per content type at the calibrated 
                    f"{info.language.group_min_docs} uses its content type's calibration")
         st.dataframe(composition.group_cutoffs_frame(groups, list(info.partition.bucket_edges)))
 
-# --- query parameters: domain, cell, q (search) ------------------------------------------------------------
-cell_param = ui.param("cell")
-focus_quality = None
-domain_param = ui.param("domain")
-if cell_param:
-    try:
-        dc, focus_quality = parse_cell(cell_param)
-        domain_param = str(dc)
-    except ValueError:
-        st.warning(f"Query parameter cell={md(cell_param)} is not a cell name (expected cNNqQ, e.g. c07q3)")
-if domain_param and st.session_state.get("_domain_seen") != (domain_param, cell_param):
-    st.session_state["_domain_seen"] = (domain_param, cell_param)
-    if domain_param.isdigit():
-        st.session_state[f"dom_{int(domain_param)}"] = True
-if "q" not in st.session_state:
-    st.session_state["q"] = ui.param("q")
-
 
 def _select(domain_id: int) -> None:
     st.session_state[f"dom_{domain_id}"] = True
     ui.set_param("domain", domain_id)
     ui.set_param("cell", None)
+    st.session_state["_link_seen"] = (str(domain_id), "")
+    st.session_state["_scroll_to"] = f"dom_{domain_id}"
 
 
 def _open_all(ids: list[int], value: bool) -> None:
     for d in ids:
         st.session_state[f"dom_{d}"] = value
+
+
+def _entry(row: dict) -> str:
+    """'26 · `self`, `assertEqual`, `def` · 7.52% · 1.74T' (Markdown)."""
+    return f"{row['id']} · {terms_md(row['name'].terms)} · {numbers.pct(row['share'])} · {numbers.tokens(row['tokens'])}"
 
 
 st.subheader("Domains")
@@ -79,26 +87,36 @@ kind = right.segmented_control("Example documents", ["uniform random", "nearest 
 sample_kind = "exemplars" if kind == "nearest to centroid" else "uniform"
 
 shown = composition.filter_domains(domains, query, queries.sample_text_by_cluster(uri) if query else None)
-ids = [int(i) for i in shown["id"]]
-b1, b2, b3 = st.columns([1, 1, 4])
-b1.button("Open all", on_click=_open_all, args=(ids, True), width="stretch")
-b2.button("Close all", on_click=_open_all, args=(list(domains["id"]), False), width="stretch")
-b3.caption(f"{len(shown)} of {len(domains)} domains" + (f" match “{md(query)}”" if query else ""))
+shown_ids = [int(i) for i in shown["id"]]
+with st.container(horizontal=True, vertical_alignment="center"):
+    st.button("Open all", on_click=_open_all, args=(shown_ids, True))
+    st.button("Close all", on_click=_open_all, args=(ids, False))
+    st.caption(f"{len(shown)} of {len(domains)} domains" + (f" match “{md(query)}”" if query else ""))
 
-grid = st.columns(3)
-for i, row in enumerate(shown.to_dict("records")):
-    grid[i % 3].button(md(composition.index_entry(row)), key=f"idx_{row['id']}", on_click=_select,
-                       args=(int(row["id"]),), type="tertiary", wrap=True)
+ui.overview_style("domain_index")
+with st.grid("auto", min_column_width=250, gap=None, key="domain_index"):  # row by row: 0, 1, 2 … at any width
+    for row in shown.to_dict("records"):
+        st.button(_entry(row), key=f"idx_{row['id']}", on_click=_select, args=(int(row["id"]),), type="tertiary",
+                  wrap=True)
+
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def _panel_texts(uri: str, stamp: str, plan_key: str, _plan) -> dict[int, str]:
+    """Every panel's Markdown block, once per store version and plan."""
+    return panels_md(domains, cells, names, _plan, queries.language_mix(uri))
+
 
 st.divider()
 sources = queries.source_mix(uri)
-languages = queries.language_mix(uri)
 examples = queries.examples_by_cell(uri, sample_kind, per_cell=2)
+texts = _panel_texts(uri, queries.store_state(uri)[1], f"{ui.plan_path()}:{plan.plan.plan_id if plan else ''}", plan)
 for row in shown.to_dict("records"):
     d = int(row["id"])
-    exp = st.expander(md(composition.index_entry(row)), key=f"dom_{d}", on_change="rerun")
-    if exp.open:
+    exp = st.expander(_entry(row), key=f"dom_{d}", on_change="rerun")
+    if exp.open:  # a closed panel renders nothing
         with exp:
-            domain_panel(row, cells[cells.cluster == d], names, sources, examples, plan,
-                         focus_quality if domain_param == str(d) else None, key=f"d{d}",
-                         languages=languages[languages.cluster == d])
+            domain_panel(texts[d], d, names, sources, examples, key=f"d{d}")
+target = st.session_state.pop("_scroll_to", None)
+if target:
+    ui.scroll_into_view(target)

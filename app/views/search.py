@@ -6,14 +6,15 @@ import pandas as pd
 import streamlit as st
 
 from mixture.explorer import composition, config, lineage, queries, sharing, ui
-from mixture.explorer.fmt import code
+from mixture.explorer.fmt import code, md
+from mixture.store import drops
 from mixture.store.layout import cell_name
 
 uri, info = ui.require_complete_store()
 plan = ui.current_plan()
 k = info.partition.k
 names = composition.quality_names(info)
-labels = composition.cluster_labels(info)
+labels = composition.cluster_labels(info, queries.domain_labels(uri))
 st.header("Search")
 
 sampled = pd.concat([queries.samples(uri, "uniform").assign(sample="uniform"),
@@ -90,28 +91,55 @@ match = hits[hits.id == doc_id]
 if match.empty:
     match = sampled[sampled.id == doc_id]
 doc = match.iloc[0].to_dict() if not match.empty else None
-if doc is None and st.button("Look the id up in the store (scan)"):
-    with sharing.one_scan():
-        bar = st.progress(0.0)
-        scan = queries.scan_documents(uri, doc_id=doc_id, limit=1, budget=budget,
-                                      progress=lambda i, n: bar.progress(i / max(n, 1)))
-    doc = scan.hits.iloc[0].to_dict() if not scan.hits.empty else None
-    if ui.scan_note(scan, budget):
-        st.warning(ui.scan_note(scan, budget))
-dec = lineage.decisions(doc, doc_id, queries.dropped(uri), queries.quarantine(uri), info)
-if doc is None and not dec:
-    st.warning(f"`{code(doc_id)}` is not among the sampled documents, `_dropped/` or `_quarantine/`; "
-               "scan the store to look for it among all kept documents.")
-    st.stop()
-left, right = st.columns([2, 3])
-with left:
-    if doc is not None:
-        st.dataframe(lineage.fields(doc, info), hide_index=True, width="stretch")
-with right:
-    st.markdown("**Decisions**")
-    st.dataframe(pd.DataFrame(dec, columns=["decision", "reason", "detail", "where"]), hide_index=True,
-                 width="stretch")
-    if doc is not None:
+dropped = queries.dropped(uri)
+dec = lineage.decisions(doc, doc_id, dropped, queries.quarantine(uri), info)
+if doc is None and not dec:  # nothing known about it: only then is a scan of the store worth it
+    if st.button("Look the id up in the store (scan)"):
+        with sharing.one_scan():
+            bar = st.progress(0.0)
+            scan = queries.scan_documents(uri, doc_id=doc_id, limit=1, budget=budget,
+                                          progress=lambda i, n: bar.progress(i / max(n, 1)))
+        doc = scan.hits.iloc[0].to_dict() if not scan.hits.empty else None
+        if ui.scan_note(scan, budget):
+            st.warning(ui.scan_note(scan, budget))
+        dec = lineage.decisions(doc, doc_id, dropped, queries.quarantine(uri), info)
+    if doc is None and not dec:
+        st.warning(f"`{code(doc_id)}` is not among the sampled documents, `_dropped/` or `_quarantine/`; "
+                   "scan the store to look for it among all kept documents.")
+        st.stop()
+
+
+def lineage_link(other: str, why: str) -> None:
+    """A link to another document's lineage (this page with `?doc=`)."""
+    st.page_link("views/search.py", label=f"{why} `{code(other)}`", icon=":material/link:",
+                 query_params={"page": "search", "doc": other})
+
+
+for d in dec:
+    if d["decision"] == "kept":
+        st.success(f"**Kept** in cell `{code(d['where'])}`")
+    else:
+        reason = drops.BY_NAME[d["reason"]].label if d["reason"] in drops.BY_NAME else d["reason"]
+        st.error(f"**{md(d['decision'].capitalize())}** · {md(reason)} · from `{code(d['where'])}`")
+        if d["detail"]:
+            st.markdown(md(d["detail"]))  # in full: nothing is cut
+        other = lineage.twin(str(d["reason"]), str(d["detail"]))
+        if other:
+            lineage_link(other, "The kept document it duplicates:")
+if doc is not None:
+    st.markdown("**Checks it passed**")
+    st.table(pd.DataFrame([{k: md(v) for k, v in c.items()} for c in lineage.checks(doc, info, dropped)])
+             .set_index("check"))
+    for reason, ids in lineage.duplicates_of(doc_id, dropped).items():
+        with st.expander(f"{len(ids)} {'exact' if reason == 'exact_duplicate' else 'near'} duplicates of it "
+                         "dropped"):
+            for other in ids:
+                lineage_link(other, "Dropped duplicate:")
+    left, right = st.columns([2, 3])
+    with left:
+        table = lineage.fields(doc, info, labels=queries.domain_labels(uri))
+        st.dataframe(table, hide_index=True, width="stretch", height=35 * (len(table) + 1) + 3)  # every row shows
+    with right:
         cell = cell_name(int(doc["cluster"]), int(doc["quality"]), k)
         st.markdown(f"**Phases drawing from {cell}**")
         ph = lineage.phases_drawing(plan, cell)
@@ -121,5 +149,4 @@ with right:
             st.caption("no phase of the plan draws this cell")
         else:
             st.dataframe(ph, hide_index=True, width="stretch")
-if doc is not None:
     ui.document(doc, key="lineage_doc")

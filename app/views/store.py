@@ -12,7 +12,7 @@ from mixture.store.drops import COUNTERS, REASONS
 
 uri, info = ui.require_complete_store()
 names = composition.quality_names(info)
-cells = composition.cells_frame(queries.cell_table(uri), info)
+cells = composition.cells_frame(queries.cell_table(uri), info, queries.domain_labels(uri))
 st.header("Store")
 st.caption(f"`{code(uri)}` · {composition.cells_text(cells)} cells · {humanize(composition.total_tokens(info))} tokens")
 
@@ -24,13 +24,14 @@ src = pd.DataFrame([s.model_dump() for s in info.sources])
 if src.empty:
     st.caption("store.json lists no sources")
 else:
-    cols = ["name", "category", "docs_in", "docs_kept", "tokens_in", "tokens_kept", *COUNTERS, "license", "format"]
-    counts = dict.fromkeys(["docs_in", "docs_kept", *COUNTERS], numbers.count)
-    shown = display(src[cols].sort_values("tokens_kept", ascending=False), tokens_in=numbers.tokens,
-                    tokens_kept=numbers.tokens, **counts)
-    st.dataframe(shown, hide_index=True, width="stretch",
-                 column_config={r.counter: st.column_config.NumberColumn(r.label, help=r.description)
-                                for r in REASONS if r.counter in shown})
+    src = src.sort_values("tokens_kept", ascending=False)
+    cols = ["name", "category", "docs_in", "docs_kept", "tokens_in", "tokens_kept", "license", "format"]
+    st.dataframe(display(src[cols], docs_in=numbers.count, docs_kept=numbers.count, tokens_in=numbers.tokens,
+                         tokens_kept=numbers.tokens), hide_index=True, width="stretch")
+    st.caption("Dropped per source, by reason")  # a second table: one with every column did not fit the page
+    st.dataframe(display(src[["name", *COUNTERS]], **dict.fromkeys(COUNTERS, numbers.count)), hide_index=True,
+                 width="stretch", column_config={r.counter: st.column_config.Column(r.label, help=r.description)
+                                                 for r in REASONS})
 
 st.subheader("Where records went")
 c = info.counters
@@ -40,7 +41,7 @@ for key, label in composition.DROP_KEYS.items():
     stages.append((f"after {label}", left))
 stages.append(("records out", c.records_out))
 f1, f2 = st.columns([3, 2])
-f1.altair_chart(charts.funnel(stages), width="stretch")
+f1.altair_chart(charts.funnel(stages, ui.text_color()), width="stretch")
 if left != c.records_out:
     f1.error(f"records_in minus every drop counter is {left:,}, but records_out is {c.records_out:,}: "
              "the store's counters do not reconcile (run `mixture audit`).")

@@ -14,6 +14,7 @@ from mixture import __version__, accounting
 from mixture.accounting import StoreReader
 from mixture.explorer import composition
 from mixture.overview import numbers
+from mixture.overview.labels import Term, domain_label
 from mixture.planner.formats import Plan
 from mixture.store.formats import StoreArtifact
 from mixture.store.layout import cluster_width
@@ -78,8 +79,11 @@ class Cell:
 class Domain:
     id: int
     number: str  # zero-padded like the cell names: 07
-    label: str
-    summary: str
+    label: str  # readable, as plain text ('self, assertEqual, def'): `labels.domain_label`, as the explorer shows it
+    label_terms: list[Term]  # the label's terms (code tokens in code style)
+    more_terms: list[Term]  # the other distinct top terms, shown beside it
+    label_generated: bool  # made from the top terms (False: a label a person wrote)
+    summary: str  # a summary that is more than the top terms joined (else empty)
     top_terms: list[str]
     confidence: float | None
     confidence_tag: str | None
@@ -234,9 +238,11 @@ def build_page(reader: StoreReader, plan: Plan | None = None, plan_source: str =
     info = reader.store_info
     k = info.partition.k
     names = composition.quality_names(info)
-    cells = composition.cells_frame(accounting.published_cell_table(reader), info)
-    domains = composition.domains_frame(cells, info)
     uniform = accounting.samples(reader, "uniform")
+    texts = {int(c): list(g.text) for c, g in uniform.groupby("cluster")} if not uniform.empty else {}
+    labels = {c.id: domain_label(c.label, list(c.top_terms), texts.get(c.id, ())) for c in info.clusters}
+    cells = composition.cells_frame(accounting.published_cell_table(reader), info, labels)
+    domains = composition.domains_frame(cells, info, labels)
     if samples_per_cell is not None and not uniform.empty:
         uniform = uniform.groupby(["cluster", "quality"], sort=False).head(samples_per_cell)
     cap = doc_text_cap(len(uniform), text_budget)
@@ -264,7 +270,8 @@ def build_page(reader: StoreReader, plan: Plan | None = None, plan_source: str =
                 over_cap=e is not None and e > cap_epochs * (1 + 1e-12)))
         lang = languages[languages.cluster == did] if not languages.empty else languages
         out_domains.append(Domain(
-            id=did, number=f"{did:0{cluster_width(k)}d}", label=str(d["label"]), summary=str(d["summary"]),
+            id=did, number=f"{did:0{cluster_width(k)}d}", label=str(d["label"]), label_terms=list(d["name"].terms),
+            more_terms=list(d["name"].more), label_generated=d["name"].generated, summary=str(d["summary"]),
             top_terms=list(d["top_terms"]), confidence=_num(d.get("confidence")),
             confidence_tag=d.get("confidence_tag") or None, tokens=int(d["tokens"]), docs=int(d["docs"]),
             share=float(d["share"]), languages=composition.language_line(lang) if len(lang) else "",

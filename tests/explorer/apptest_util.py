@@ -33,9 +33,28 @@ def unescape(text: str) -> str:
     return "".join(out)
 
 
+def plain(label: str) -> str:
+    """A Markdown label as it reads: escapes undone, code spans and Unicode isolates dropped."""
+    return unescape(label).replace("`", "").replace("\u2068", "").replace("\u2069", "")
+
+
 def open_domains(at: AppTest) -> list[str]:
-    """Labels of the domain expanders whose content was rendered (the open ones)."""
-    return [unescape(e.label) for e in at.expander if e.label[:1].isdigit() and len(e.metric) > 0]
+    """Labels (plain text) of the domain expanders whose content was rendered (the open ones)."""
+    return [plain(e.label) for e in at.expander if e.label[:1].isdigit() and len(e.markdown) > 0]
+
+
+def panel(at: AppTest, domain: int):
+    """The rendered panel (expander) of a domain."""
+    return next(e for e in at.expander if plain(e.label).startswith(f"{domain} · ") and len(e.markdown))
+
+
+def grid(panel_block) -> dict[str, list[str]]:
+    """The quality grid of a panel (its Markdown table) as {row name: cells}, with a 'buckets' row of headers."""
+    text = next(m.value for m in panel_block.markdown if "| share of domain |" in m.value)
+    rows = [line.strip("|").split(" | ") for line in text.splitlines() if line.startswith("| ")]
+    out = {"buckets": [c.strip() for c in rows[0][1:]]}
+    out |= {unescape(r[0].strip()): [c.strip() for c in r[1:]] for r in rows[1:]}
+    return out
 
 
 def chart_frames(at: AppTest) -> list[list]:

@@ -37,13 +37,16 @@ def test_store_page_heatmap_funnel_sources(app_env, artifact):
     sources = at.dataframe[0].value
     assert set(sources.name) == {s["name"] for s in artifact["sources"]}
     assert sorted(sources.tokens_kept) == sorted(numbers.tokens(s["tokens_kept"]) for s in artifact["sources"])
-    # a column per drop reason of the registry, labelled by it
-    assert [col for col in sources.columns if col in drops.BY_COUNTER] == list(drops.COUNTERS)
-    labels = {k: v["label"] for k, v in json.loads(at.dataframe[0].proto.columns).items() if "label" in v}
+    # the drops per source in a table of their own (one table with every column did not fit the page), a column
+    # per drop reason of the registry, labelled by it
+    dropped = at.dataframe[1].value
+    assert list(dropped.name) == list(sources.name)
+    assert [col for col in dropped.columns if col in drops.BY_COUNTER] == list(drops.COUNTERS)
+    labels = {k: v["label"] for k, v in json.loads(at.dataframe[1].proto.columns).items() if "label" in v}
     assert labels == {r.counter: r.label for r in drops.REASONS}
     assert [s for s in funnel.stage if s.startswith("after ")] == [
         f"after {r.label}" for r in drops.REASONS]
-    by_reason = at.dataframe[1].value  # every by-reason breakdown store.json holds
+    by_reason = at.dataframe[2].value  # every by-reason breakdown store.json holds
     assert {(r.counter, r.reason): r.records for r in by_reason.itertuples()} == {
         (r.counter, k): v for r in drops.REASONS if r.breakdown for k, v in artifact[r.breakdown[1]].items()}
     mix = chart_frames(at)[-1][0]  # estimated content-type mix spreads every cell's tokens
@@ -101,6 +104,11 @@ def test_mixture_page_lists_exactly_the_over_cap_cells(app_env, plan_file):
     assert plan.warnings
     for w in plan.warnings:
         assert f"[{w.code}] {w.message}" in warnings
+    cut = [w for w in plan.warnings if "(+" in w.message]  # '… (+2)': the rest of the cells one click away
+    assert cut
+    for w in cut:
+        listed = next(e for e in at.expander if e.label == f"All {len(w.cells)} cells of this warning")
+        assert listed.markdown[0].value == ", ".join(f"`{c}`" for c in w.cells)
     bars = chart_frames(at)[0]
     data = bars[0]
     assert set(data[data.over_cap].cell) == over
@@ -181,21 +189,27 @@ def test_search_page_filters_samples_and_shows_lineage(app_env, store, artifact,
 
     kept_and_dropped = sampled.sort_values(["cluster", "quality", "rank"]).id.iloc[0]
     at = run("search", doc=kept_and_dropped)
+    assert [unescape(e.value) for e in at.success] == [f"**Kept** in cell `{cell_of(sampled, kept_and_dropped)}`"]
+    assert [unescape(e.value).split(" · ")[1] for e in at.error] == ["exact duplicate"]  # its registry label
+    assert any(m.value == "exact\\_duplicate detail 0" for m in at.markdown)  # the detail in full
     tables = [d.value for d in at.dataframe]
-    decisions = next(t for t in tables if "decision" in t)
-    assert list(decisions.decision) == ["kept", "dropped"]
-    assert decisions.reason.iloc[1] == "exact_duplicate"
     fields = next(t for t in tables if "field" in t).set_index("field").value
     row = sampled[sampled.id == kept_and_dropped].iloc[0]
     assert fields["origin"] == row.origin and fields["cell"] == f"c{row.cluster:02d}q{row.quality}"
+    assert list(fields.index[:3]) == ["cell", "domain", "quality bucket"]  # first: never below the table's fold
     phases = next(t for t in tables if "phase" in t)
     plan = read_plan(str(plan_file))
     cell = fields["cell"]
     assert list(phases.phase) == [p.name for p in plan.phases if p.weights.get(cell, 0) > 0]
 
     at = run("search", doc="web-crawl/dropped-contaminated.jsonl/0")
-    decisions = next(d.value for d in at.dataframe if "decision" in d.value)
-    assert list(decisions.decision) == ["dropped"] and decisions.reason.iloc[0] == "contaminated"
+    assert [unescape(e.value).split(" · ")[:2] for e in at.error] == [["**Dropped**", "contaminated"]]
+    assert not at.success and not any(b.label.startswith("Look the id up") for b in at.button)  # no pointless scan
+
+
+def cell_of(sampled, doc_id: str) -> str:
+    row = sampled[sampled.id == doc_id].iloc[0]
+    return f"c{row.cluster:02d}q{row.quality}"
 
 
 def test_search_page_full_scan(app_env):

@@ -137,3 +137,27 @@ def test_page_icon_is_drawn_locally():
 
     assert _get_favicon_string(config.PAGE_ICON).startswith("emoji:")
     assert "page_icon=config.PAGE_ICON" in MAIN.read_text()
+
+
+def test_diff_heatmap_draws_cells_empty_in_both_grey_with_a_legend_entry():
+    """Issue 16: the Diff heatmap drew cells empty in both stores as unexplained black bars (nothing drawn)."""
+    import pandas as pd
+
+    from mixture.explorer import charts
+
+    df = pd.DataFrame({"cell": ["c00q0", "c01q1"], "cluster": [0, 1], "quality": [0, 1], "delta": [5.0, -3.0]})
+    spec = charts.diverging_heatmap(df, "delta").to_dict()
+    data = {name: rows for name, rows in spec["datasets"].items()}
+    empty_layer = spec["layer"][1]
+    rows = data[empty_layer["data"]["name"]]
+    assert sorted(r["cell"] for r in rows) == ["c00q1", "c01q0"] and {r["what"] for r in rows} == {"empty in both"}
+    assert empty_layer["encoding"]["color"]["scale"] == {"domain": ["empty in both"], "range": [charts.EMPTY_COLOR]}
+    assert spec["resolve"]["scale"]["color"] == "independent"  # its own legend entry beside the delta scale
+
+
+def test_chart_text_colour_follows_the_theme():
+    from mixture.explorer import charts
+
+    assert charts.text_color("dark") == "#fafafa" and charts.text_color("light") == charts.text_color(None)
+    funnel = charts.funnel([("records in", 10), ("records out", 8)], charts.text_color("dark")).to_dict()
+    assert funnel["layer"][1]["mark"]["color"] == "#fafafa"

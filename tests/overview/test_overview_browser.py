@@ -126,7 +126,7 @@ def test_open_all_and_close_all(built_page, open_page):
     o.page.click("#close-all")
     assert o.open_domains() == []
     number = o.visible("details.domain")[-1]
-    doc_id = o.page.evaluate(f"document.querySelector(\"details.domain[data-domain='{number}'] code\").textContent")
+    doc_id = o.page.evaluate(f"document.querySelector(\"details.domain[data-domain='{number}'] article.doc code\").textContent")
     o.page.fill("#search", doc_id)
     o.page.click("#open-all")  # opens the domains the search shows
     assert o.open_domains() == [f"domain-{number}"]
