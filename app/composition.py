@@ -105,11 +105,6 @@ def domains_frame(cells: pd.DataFrame, info: StoreArtifact, labels: Labels | Non
     return pd.DataFrame(rows)
 
 
-def index_entry(row: dict | pd.Series) -> str:
-    """'26 · Council and Board Meeting Records · 7.52% · 1.74T'."""
-    return f"{row['id']} · {row['label']} · {100 * row['share']:.2f}% · {humanize(row['tokens'])}"
-
-
 @dataclass(frozen=True)
 class Link:
     """What a shared link's `?domain=` / `?cell=` asks for: the domain to open (None: none), the bucket to pick,

@@ -19,12 +19,12 @@ if plan is None:
 
 
 def summary(p: PlanView) -> None:
-    cols = st.columns(4)
-    cols[0].metric("phases", len(p.phases), help=" · ".join(f"{ph.name}: {humanize(ph.tokens)}" for ph in p.phases))
-    cols[1].metric("total budget", humanize(p.total_tokens))
-    peak = max(p.exposure.values(), default=0.0)
-    cols[2].metric("peak exposure", f"{peak:.2f} epochs")
-    cols[3].metric("cells over the cap", len(p.over_cap()), help=f"cap: {p.max_epochs:g} epochs")
+    with st.grid("auto", min_column_width=150, gap="xsmall"):  # side by side, two to a row on a phone
+        st.metric("phases", len(p.phases), help=" · ".join(f"{md(ph.name)}: {humanize(ph.tokens)}" for ph in p.phases))
+        st.metric("total budget", humanize(p.total_tokens))
+        peak = max(p.exposure.values(), default=0.0)
+        st.metric("peak exposure (epochs)", numbers.epochs(peak))
+        st.metric("cells over the cap", len(p.over_cap()), help=f"cap: {p.max_epochs:g} epochs")
 
 
 def over_cap_list(p: PlanView, key: str) -> None:

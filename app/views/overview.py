@@ -43,7 +43,7 @@ with cards_grid:
         st.metric("cells", composition.cells_text(cells), help="cells of the domain × quality grid that hold documents")
     st.metric("domains", f"{cards.domains:,}")
     st.metric("buckets", f"{cards.buckets:,}", help="calibrated quality buckets: " + ", ".join(
-        f"Q{q} {n}" for q, n in enumerate(names)))
+        f"Q{q} {md(n)}" for q, n in enumerate(names)))
     st.metric("sources", f"{cards.sources:,}")
 st.caption("dropped: " + " · ".join(f"{md(reason)} **{n:,}**" for reason, n in cards.drops.items()))
 

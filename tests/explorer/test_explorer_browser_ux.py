@@ -219,9 +219,10 @@ def test_nothing_is_cut_off(browser, server, big, width):
         assert page.evaluate(_GRIDS)[:2] == [{"w": 0, "h": 0}, {"w": 0, "h": 0}]  # both source tables fit
     assert page.evaluate(_PAGE_FITS) is True  # a table wider than the screen scrolls inside itself, not the page
     page.close()
-    page = visit(browser, server + "live", width=width, wait="rows so far")
-    assert page.evaluate(_METRICS_CUT) == []
-    page.close()
+    for path, wait in (("live", "rows so far"), ("mixture", "Warnings")):
+        page = visit(browser, server + path, width=width, wait=wait)
+        assert page.evaluate(_METRICS_CUT) == [], path
+        page.close()
     if width == 1280:
         import pyarrow.parquet as pq
 
