@@ -8,6 +8,8 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -33,14 +35,10 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def server(store, plan_file):
-    port = _free_port()
-    env = dict(os.environ, MIXTURE_STORE=str(store), MIXTURE_PLAN=str(plan_file))
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(APP), "--server.port", str(port),
-                             "--server.address", "127.0.0.1", "--server.headless", "true",
-                             "--browser.gatherUsageStats", "false"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+@contextmanager
+def serve(cmd: list[str], env: dict[str, str], port: int, what: str) -> Iterator[str]:
+    """Run the explorer server `cmd` on `port` until its health endpoint answers; yield its URL, stop it after."""
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/"
     try:
         deadline = time.time() + 60  # only to stop waiting for the server, not a timing assertion
@@ -50,12 +48,22 @@ def server(store, plan_file):
                 break
             except OSError:
                 if time.time() > deadline or proc.poll() is not None:
-                    raise RuntimeError("streamlit did not start") from None
+                    raise RuntimeError(f"{what} did not start") from None
                 time.sleep(0.2)
         yield url
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+@pytest.fixture(scope="module")
+def server(store, plan_file):
+    port = _free_port()
+    env = dict(os.environ, MIXTURE_STORE=str(store), MIXTURE_PLAN=str(plan_file))
+    with serve([sys.executable, "-m", "streamlit", "run", str(APP), "--server.port", str(port),
+                             "--server.address", "127.0.0.1", "--server.headless", "true",
+                             "--browser.gatherUsageStats", "false"], env, port, "streamlit") as url:
+        yield url
 
 
 def _luminance(css: str) -> float:

@@ -5,17 +5,14 @@ cut off, a phone-wide page that reads in order."""
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 from mixture.explorer import MAIN
 from tests.explorer.synthstore import build_plan, build_store
-from tests.explorer.test_explorer_browser import ARGS, ARTIFACTS, CHROMIUM, _free_port, _luminance
+from tests.explorer.test_explorer_browser import ARGS, ARTIFACTS, CHROMIUM, _free_port, _luminance, serve
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser,
               pytest.mark.skipif(not os.path.exists(CHROMIUM),
@@ -43,25 +40,10 @@ def server(big, store_b):
     port = _free_port()
     env = dict(os.environ, MIXTURE_STORE=str(big), MIXTURE_PLAN=str(big.parent / "plan.json"),
                MIXTURE_STORE_B=str(store_b), MIXTURE_SHARE="0")
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(MAIN), "--server.port", str(port),
+    with serve([sys.executable, "-m", "streamlit", "run", str(MAIN), "--server.port", str(port),
                              "--server.address", "127.0.0.1", "--server.headless", "true",
-                             "--browser.gatherUsageStats", "false", "--client.toolbarMode", "minimal"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}/"
-    try:
-        deadline = time.time() + 60
-        while True:
-            try:
-                urllib.request.urlopen(url + "_stcore/health", timeout=2)
-                break
-            except OSError:
-                if time.time() > deadline or proc.poll() is not None:
-                    raise RuntimeError("streamlit did not start") from None
-                time.sleep(0.2)
+                             "--browser.gatherUsageStats", "false", "--client.toolbarMode", "minimal"], env, port, "streamlit") as url:
         yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
 
 
 @pytest.fixture(scope="module")

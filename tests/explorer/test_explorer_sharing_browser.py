@@ -4,15 +4,12 @@ location outside the shared ones refused, the store scan stopped at its row limi
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
-from tests.explorer.test_explorer_browser import ARGS, CHROMIUM, _free_port
+from tests.explorer.test_explorer_browser import ARGS, CHROMIUM, _free_port, serve
 from tests.explorer.test_explorer_sharing import FREE_TEXT
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser,
@@ -27,24 +24,9 @@ def shared_server(store, store_b, plan_file):
     mixture = Path(sys.executable).parent / "mixture"
     env = {k: v for k, v in os.environ.items() if not k.startswith("MIXTURE_")}
     env["MIXTURE_EXPLORER_TOKEN"] = TOKEN
-    proc = subprocess.Popen([str(mixture), "explore", str(store), "--store", str(store_b), "--plan", str(plan_file),
-                             "--host", "127.0.0.1", "--port", str(port), "--share", "--scan-rows", "10"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}/"
-    try:
-        deadline = time.time() + 60  # only to stop waiting for the server, not a timing assertion
-        while True:
-            try:
-                urllib.request.urlopen(url + "_stcore/health", timeout=2)
-                break
-            except OSError:
-                if time.time() > deadline or proc.poll() is not None:
-                    raise RuntimeError("mixture explore did not start") from None
-                time.sleep(0.2)
+    with serve([str(mixture), "explore", str(store), "--store", str(store_b), "--plan", str(plan_file),
+                             "--host", "127.0.0.1", "--port", str(port), "--share", "--scan-rows", "10"], env, port, "mixture explore") as url:
         yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
 
 
 def _prompt(page, url: str):
