@@ -119,15 +119,17 @@ def slice_offsets(h0: np.ndarray, slices: int) -> np.ndarray:
 
 def slice_records(fs: fsspec.AbstractFileSystem, path: str, records: int, itemsize: int, s: int, slices: int
                   ) -> tuple[int, int]:
-    """[start, end) records of slice s in a sorted signature file: from its `.minhash.slices` index (one 16-byte
-    range read) when it was written for `slices`, else by binary search of the file."""
+    """[start, end) records of slice s in a sorted signature file: from its `.minhash.slices` index (one small
+    read) when it was written for `slices` and this file, else by binary search of the file."""
     if slices == 1:
         return 0, records
-    index = path.removesuffix(".sig") + ".slices"
-    if fs.exists(index) and fs.size(index) == 8 * (slices + 1):
-        start, end = np.frombuffer(fs.cat_file(index, start=8 * s, end=8 * s + 16), dtype="<u8").tolist()
-        if end <= records:
-            return start, end
+    try:
+        raw = fs.cat_file(path.removesuffix(".sig") + ".slices")
+    except FileNotFoundError:
+        raw = b""
+    index = np.frombuffer(raw, dtype="<u8") if len(raw) == 8 * (slices + 1) else None
+    if index is not None and index[-1] == records:
+        return int(index[s]), int(index[s + 1])
     lo, hi = slice_bounds(s, slices)
     return (first_at_least(fs, path, records, itemsize, lo) if lo else 0,
             records if hi is None else first_at_least(fs, path, records, itemsize, hi))

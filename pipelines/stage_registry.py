@@ -74,15 +74,15 @@ class StageDef:
             return bands * bucket_slices(bands, tasks)
         return tasks if self.tasks == TASKS else int(operator.attrgetter(self.tasks)(spec))
 
+    def steps_function(self) -> Callable:
+        module, _, function = self.steps.partition(":")
+        return getattr(importlib.import_module(module), function)
+
 
 def bucket_slices(bands: int, tasks: int) -> int:
     """Slices of each band in `minhash_buckets` (ranges of the first band hash, a task each): ⌈tasks / bands⌉, at
     least 1, so the stage has about as many tasks as the build's per-file stages (`tasks`, execution.tasks)."""
     return max(1, -(-tasks // bands))
-
-    def steps_function(self) -> Callable:
-        module, _, function = self.steps.partition(":")
-        return getattr(importlib.import_module(module), function)
 
 
 def _drop_files(stage: str) -> tuple[str, ...]:
