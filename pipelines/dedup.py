@@ -151,11 +151,10 @@ class BandCollisions(PipelineStep):
     MinhashDedupBuckets (same input files, same pairs): merges the slice of band b's sorted signature files whose
     first hash h0 falls in the s-th of `slices` equal ranges of the uint64 space (a contiguous run of each file,
     from the file's slice index, else by binary search; equal signatures have equal h0, so a bucket lies wholly
-    in one slice) and writes, for
-    every run of equal band signatures, each record paired with the one before it in (signature, file, document)
-    order, as `<r>_00.dups` (4 uint32 per pair, streamed): the pairs of one bucket follow each other
-    (`minhash_cluster` reads the buckets back from them). Records are merged in blocks with numpy instead of one
-    heap step per record; a block of every file is held at a time."""
+    in one slice) and writes, for every run of equal band signatures, each record paired with the one before it in
+    (signature, file, document) order, as `<r>_00.dups` (4 uint32 per pair, streamed): the pairs of one bucket
+    follow each other (`minhash_cluster` reads the buckets back from them). Records are merged in blocks with
+    numpy instead of one heap step per record; a block of every file is held at a time."""
 
     type = "🫂 - DEDUP"
     name = "🎯 MinHash band collisions"

@@ -2,11 +2,12 @@
 checked on its shingles, and a document is dropped only for a kept document it is itself similar to.
 
 Three steps, two of them partitioned: `BucketPairs` (the bucket stage's second step, one task per band and slice
-of its first-hash range) reads the slice's buckets back and pairs every member with the first `ANCHORS` members before it in spec order, sending each
-pair to the partition of its later document; `VerifyPairs` (stage `minhash_verify`, T tasks) verifies the pairs
-of one partition (signature agreement rules out the clearly dissimilar pairs, the exact Jaccard similarity of the
-two documents' shingle sets decides the others); `ResolveNearDuplicates` (stage `minhash_cluster`, one task) keeps
-greedily in spec order over the verified pairs only."""
+of its first-hash range) reads the slice's buckets back and pairs every member with the first `ANCHORS` members
+before it in spec order, sending each pair to the partition of its later document; `VerifyPairs` (stage
+`minhash_verify`, T tasks) verifies the pairs of one partition (signature agreement rules out the clearly
+dissimilar pairs, the exact Jaccard similarity of the two documents' shingle sets decides the others);
+`ResolveNearDuplicates` (stage `minhash_cluster`, one task) keeps greedily in spec order over the verified pairs
+only."""
 
 from __future__ import annotations
 
