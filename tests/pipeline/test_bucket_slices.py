@@ -6,6 +6,7 @@ pairs, members, counts and drops (the slices' unit tests: test_band_collisions.p
 from __future__ import annotations
 
 import copy
+import shutil
 from pathlib import Path
 
 import pyarrow.dataset as ds
@@ -130,6 +131,27 @@ def test_demo_bucket_stage_gives_the_same_pairs_for_any_slice_count(demo_sliced,
     assert runs[5] == runs[1]
     built = read_model(StoreArtifact, str(demo_sliced / "store.json")).near_duplicates
     assert runs[1]["report"] == built
+
+
+def test_demo_sliced_build_killed_in_the_bucket_stages_resumes_to_the_same_store(demo_sliced, tmp_path):
+    """SIGKILL the 16-task build once the first slice index is written (minhash_sigs) and once the first
+    candidate pairs are (minhash_buckets), rerun: the store of the uninterrupted build."""
+    from tests.robustness.helpers import kill_group, run, start, wait_for
+
+    shutil.copy(demo_sliced.parent / "spec.yaml", tmp_path / "spec.yaml")  # the corpus by its absolute path
+    store, kills = tmp_path / "store", []
+    for glob in ("_build/work/mh_sigs/bucket_*/*.minhash.slices", "_build/work/near_dups/pairs/*/*.parquet"):
+        p = start(["build", "spec.yaml"], tmp_path)
+        wait_for(lambda glob=glob: any(store.glob(glob)), p, timeout=900)
+        if p.poll() is not None:  # finished before the kill point
+            assert p.returncode == 0, p.communicate()
+            break
+        kill_group(p)
+        kills.append(glob)
+    assert kills
+    final = run(["build", "spec.yaml"], tmp_path, timeout=900)
+    assert final.returncode == 0, final.stderr[-3000:]
+    assert _comparable(store) == _comparable(demo_sliced)
 
 
 # -- the Debian multilingual texts --------------------------------------------------------------------------
