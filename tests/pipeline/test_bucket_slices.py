@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import shutil
+import sys
 from pathlib import Path
 
 import pyarrow.dataset as ds
@@ -133,10 +134,17 @@ def test_demo_bucket_stage_gives_the_same_pairs_for_any_slice_count(demo_sliced,
     assert runs[1]["report"] == built
 
 
-def test_demo_sliced_build_killed_in_the_bucket_stages_resumes_to_the_same_store(demo_sliced, tmp_path):
+def test_demo_sliced_build_killed_in_the_bucket_stages_resumes_to_the_same_store(demo_sliced, tmp_path, monkeypatch):
     """SIGKILL the 16-task build once the first slice index is written (minhash_sigs) and once the first
     candidate pairs are (minhash_buckets), rerun: the store of the uninterrupted build."""
+    from tests.robustness import helpers
     from tests.robustness.helpers import kill_group, run, start, wait_for
+
+    # the CLI of this interpreter's install (a venv copied from another checkout keeps that one's script shebang)
+    cli = tmp_path / "mixture-cli"
+    cli.write_text(f"#!{sys.executable}\nfrom mixture.cli import main\nmain()\n")
+    cli.chmod(0o755)
+    monkeypatch.setattr(helpers, "MIXTURE", str(cli))
 
     shutil.copy(demo_sliced.parent / "spec.yaml", tmp_path / "spec.yaml")  # the corpus by its absolute path
     store, kills = tmp_path / "store", []
