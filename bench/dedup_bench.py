@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 
 from bench.build_bench import REPO, demo_corpus, demo_spec, load, write_spec
 from bench.common import machine, publish
+from mixture.pipelines.stage_registry import bucket_slices
 
 BEGIN, END = "<!-- dedup-bench:begin -->", "<!-- dedup-bench:end -->"
 STAGES = ("duplicate_ids", "find_duplicates", "minhash_buckets", "minhash_verify", "minhash_cluster")
@@ -135,15 +136,15 @@ def _rows(files: list[Path]) -> int:
     return sum(pq.ParquetFile(f).metadata.num_rows for f in files)
 
 
-def shares(work: Path, tasks: int, bands: int) -> dict[str, list[int]]:
-    """The rows each task of a stage holds: its partition's keys, pairs, or (buckets) its band's members."""
+def shares(work: Path, tasks: int, bucket_tasks: int) -> dict[str, list[int]]:
+    """The rows each task of a stage holds: its partition's keys, pairs, or (buckets) its band slice's members."""
     def per(pattern: str, n: int) -> list[int]:
         return [_rows(sorted(work.glob(pattern.format(q=q)))) for q in range(n)]
 
     return {"keys": [pq.ParquetFile(p).metadata.num_rows for p in sorted(work.glob("prepared/*.parquet"))],
             "duplicate_ids": per("dedup/by_id/{q:05d}/*.parquet", tasks),
             "find_duplicates": per("dedup/by_hash/{q:05d}/*.parquet", tasks),
-            "minhash_buckets": per("near_dups/members/*/{q:05d}.parquet", bands),
+            "minhash_buckets": per("near_dups/members/*/{q:05d}.parquet", bucket_tasks),
             "minhash_verify": per("near_dups/pairs/{q:05d}/*.parquet", tasks),
             "minhash_cluster": [_rows(sorted(work.glob("near_dups/verified/*.parquet")))]}
 
@@ -159,8 +160,9 @@ def bench_size(folder: Path, copies: int, args) -> dict:
     to_dedup = run_to_dedup(spec_path, args.workers)
     work = folder / "store" / "_build" / "work"
     bands = spec["processing"]["dedup"]["fuzzy"].get("bands", 14)
+    bucket_tasks = bands * bucket_slices(bands, args.tasks)  # a task per band and first-hash slice
     tasks_of = {"keys": args.tasks, "duplicate_ids": args.tasks, "find_duplicates": args.tasks,
-                "minhash_buckets": bands, "minhash_verify": args.tasks, "minhash_cluster": 1}
+                "minhash_buckets": bucket_tasks, "minhash_verify": args.tasks, "minhash_cluster": 1}
     runs: dict[str, list[dict]] = {"noop": [measure(spec_path, "noop", 0)]}
     for what in ("keys", *STAGES):
         runs[what] = [measure(spec_path, what, r) for r in range(tasks_of[what])]
@@ -169,7 +171,7 @@ def bench_size(folder: Path, copies: int, args) -> dict:
     prepared = ds.dataset([str(p) for p in sorted(work.glob("prepared/*.parquet"))]).count_rows()
     report = json.loads((work / "near_duplicates.json").read_text())
     return {"copies": copies, "prepared": prepared, "load": started, "to_dedup": to_dedup,
-            "runs": runs, "shares": shares(work, args.tasks, bands), "pairs": report["pairs_considered"],
+            "runs": runs, "shares": shares(work, args.tasks, bucket_tasks), "pairs": report["pairs_considered"],
             "verified": report["pairs_verified"], "drops": report["drops"], "bands": bands}
 
 
@@ -312,7 +314,7 @@ def markdown(results: list[dict], args, cmd: str, greedy: list[dict] | None = No
         "(tests/pipeline/dedup_reference.py, the code before issue 15) on the same work folder.",
         "",
         "Per stage, the slowest task's wall time / the largest task's CPU time / the largest peak RSS, and the rows "
-        "each task holds (keys of its partition; `minhash_buckets`: its band's bucket members; `minhash_verify`: "
+        "each task holds (keys of its partition; `minhash_buckets`: its band slice's bucket members; `minhash_verify`: "
         "the candidate pairs of its partition from every band, a pair found by several bands counted each time; "
         "`minhash_cluster`: every verified pair):",
         "",

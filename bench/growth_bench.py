@@ -255,6 +255,10 @@ def main(argv: list[str] | None = None) -> None:
     out = Path(args.out or Path(args.cache) / ("run-quick" if args.quick else "run")).resolve()
     if args.skip_build:
         results = json.loads((out / RESULTS).read_text())
+        spec = out / "builds" / f"n{results['scales'][-1]['variants']:03d}-w{max(results['scales'][-1]['builds'], key=int)}" \
+            / "spec.yaml"
+        if spec.exists():  # the task counts the registry gives now (the projection's tasks column)
+            results["pool_tasks"] = growth_report.pool_tasks(spec)
     else:
         out.mkdir(parents=True, exist_ok=True)
         results = measure(args, out)

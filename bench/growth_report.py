@@ -391,8 +391,9 @@ class Report:
                 + ", ".join(f"`{r['stage']}` {_hours(r['wall_hours'])} h" for r in single)
                 + f" ({sum(r['wall_hours'] for r in single) / max(total_wall, 1e-9):.0%}; the longest is "
                 f"`{worst['stage']}`). A single task runs on one core as measured (more `cpus_per_task` help only "
-                "where its own code uses threads: DuckDB); the per-token stages with T ≥ cores use every core; "
-                "`minhash_buckets` runs one task per band.")
+                "where its own code uses threads: DuckDB); the per-token stages with T ≥ cores use every core"
+                + "".join(f"; `minhash_buckets` runs {r['tasks']:,} tasks (one per band and slice of its first-hash "
+                          "range: bands × ⌈T / bands⌉)" for r in rows if r["stage"] == "minhash_buckets") + ".")
         superlinear = [r["stage"] for r in rows if r["exponent"] is not None and r["exponent"] > 1 + LINEAR]
         if superlinear:
             lines.append(f"{', '.join(f'`{n}`' for n in superlinear)} grew faster than linearly over the measured "

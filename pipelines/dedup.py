@@ -105,38 +105,92 @@ def load_drops(work: str, rank: int, fuzzy_drops: str | None) -> dict[int, tuple
     return drops
 
 
+def slice_bounds(s: int, slices: int) -> tuple[int, int | None]:
+    """The first hashes h0 of slice s of `slices` equal ranges of the uint64 space: [lo, hi), hi None for the last."""
+    return (s << 64) // slices, None if s == slices - 1 else ((s + 1) << 64) // slices
+
+
+def slice_offsets(h0: np.ndarray, slices: int) -> np.ndarray:
+    """The first record of each slice in a signature file's sorted first hashes, and the record count: the
+    `.minhash.slices` index (slices + 1 little-endian uint64) MinhashSigs writes beside each file."""
+    bounds = np.array([slice_bounds(s, slices)[0] for s in range(1, slices)], dtype=np.uint64)
+    return np.concatenate([[0], np.searchsorted(h0, bounds, side="left"), [len(h0)]]).astype("<u8")
+
+
+def slice_records(fs: fsspec.AbstractFileSystem, path: str, records: int, itemsize: int, s: int, slices: int
+                  ) -> tuple[int, int]:
+    """[start, end) records of slice s in a sorted signature file: from its `.minhash.slices` index (one small
+    read) when it was written for `slices` and this file, else by binary search of the file."""
+    if slices == 1:
+        return 0, records
+    try:
+        raw = fs.cat_file(path.removesuffix(".sig") + ".slices")
+    except FileNotFoundError:
+        raw = b""
+    index = np.frombuffer(raw, dtype="<u8") if len(raw) == 8 * (slices + 1) else None
+    if index is not None and index[-1] == records:
+        return int(index[s]), int(index[s + 1])
+    lo, hi = slice_bounds(s, slices)
+    return (first_at_least(fs, path, records, itemsize, lo) if lo else 0,
+            records if hi is None else first_at_least(fs, path, records, itemsize, hi))
+
+
+def first_at_least(fs: fsspec.AbstractFileSystem, path: str, records: int, itemsize: int, value: int) -> int:
+    """The first record of a signature file (`records` fixed-size records sorted by their first hash, a uint64 at
+    the start of each record) whose first hash is at least `value`: a binary search, one 8-byte range read a step."""
+    lo, hi = 0, records
+    while lo < hi:
+        mid = (lo + hi) // 2
+        h0 = int.from_bytes(fs.cat_file(path, start=mid * itemsize, end=mid * itemsize + 8), "little")
+        lo, hi = (mid + 1, hi) if h0 < value else (lo, mid)
+    return lo
+
+
 class BandCollisions(PipelineStep):
-    """Task b of the bucket stage, in place of datatrove's MinhashDedupBuckets (same input files, same pairs): merges
-    band b's sorted signature files and writes, for every run of equal band signatures, each record paired with
-    the one before it in (signature, file, document) order, as `<b>_00.dups` (4 uint32 per pair, streamed): the
-    pairs of one bucket follow each other (`minhash_cluster` reads the buckets back from them). Records
-    are merged in blocks with numpy instead of one heap step per record; a block of every file is held at a time."""
+    """Task r = (band b, slice s) of the bucket stage (b = r // slices, s = r % slices), in place of datatrove's
+    MinhashDedupBuckets (same input files, same pairs): merges the slice of band b's sorted signature files whose
+    first hash h0 falls in the s-th of `slices` equal ranges of the uint64 space (a contiguous run of each file,
+    from the file's slice index, else by binary search; equal signatures have equal h0, so a bucket lies wholly
+    in one slice) and writes, for every run of equal band signatures, each record paired with the one before it in
+    (signature, file, document) order, as `<r>_00.dups` (4 uint32 per pair, streamed): the pairs of one bucket
+    follow each other (`minhash_cluster` reads the buckets back from them). Records are merged in blocks with
+    numpy instead of one heap step per record; a block of every file is held at a time."""
 
     type = "🫂 - DEDUP"
     name = "🎯 MinHash band collisions"
 
-    def __init__(self, input_folder: str, output_folder: str, rows: int, memory: int = 256 * 2**20):
+    def __init__(self, input_folder: str, output_folder: str, rows: int, memory: int = 256 * 2**20, slices: int = 1):
         super().__init__()
         self.input_folder, self.output_folder, self.rows, self.memory = input_folder, output_folder, rows, memory
+        self.slices = slices
 
     def run(self, data: DocumentsPipeline = None, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
         dtype = np.dtype([(f"h{j}", "<u8") for j in range(self.rows)] + [("doc", "<u4")])
-        fs, root = fsspec.core.url_to_fs(f"{self.input_folder}/bucket_{rank:03d}")
+        band = rank // self.slices
+        fs, root = fsspec.core.url_to_fs(f"{self.input_folder}/bucket_{band:03d}")
         paths = sorted(fs.glob(f"{root}/*.minhash.sig"))
         block = max(256, self.memory // (dtype.itemsize * max(1, len(paths))))  # records read per file at a time
         out_fs, out_root = fsspec.core.url_to_fs(self.output_folder)
         n_pairs = 0
         with contextlib.ExitStack() as stack:
             out = stack.enter_context(open_atomic(out_fs, f"{out_root}/{rank:05d}_00.dups"))  # pairs streamed
-            files = [stack.enter_context(fs.open(p, "rb")) for p in paths]
+            files, left = [], []  # per file: open at the slice's first record, how many records of the slice remain
+            for p in paths:
+                start, end = slice_records(fs, p, fs.size(p) // dtype.itemsize, dtype.itemsize, rank % self.slices,
+                                           self.slices)
+                files.append(stack.enter_context(fs.open(p, "rb")))
+                files[-1].seek(start * dtype.itemsize)
+                left.append(max(0, end - start))
             stems = [int(p.rsplit("/", 1)[-1].removesuffix(".minhash.sig")) for p in paths]
             held = [np.zeros(0, dtype) for _ in files]
-            done = [False] * len(files)
+            done = [not n for n in left]
 
             def read_on(i: int) -> None:
-                """The next block of file i after what it holds."""
-                more = np.frombuffer(files[i].read(block * dtype.itemsize), dtype=dtype)
-                done[i] = len(more) < block
+                """The next block of file i's slice after what it holds."""
+                want = min(block, left[i])
+                more = np.frombuffer(files[i].read(want * dtype.itemsize), dtype=dtype)
+                left[i] -= len(more)
+                done[i] = len(more) < want or not left[i]
                 held[i] = np.concatenate([held[i], more]) if len(held[i]) else more
 
             while True:
@@ -181,14 +235,15 @@ class BandCollisions(PipelineStep):
 class MinhashSigs(PipelineStep):
     """Writes the MinHash signatures of task `rank`'s surviving fuzzy-group documents as datatrove signature files
     (`bucket_<b>/<rank>.minhash.sig`: rows of `rows` uint64 and the document index, sorted), read from the prepared
-    file's `minhash` column alone."""
+    file's `minhash` column alone; with `slices` > 1, beside each the first record of each first-hash slice the
+    bucket stage reads (`<rank>.minhash.slices`, slice_offsets)."""
 
     type = "🫂 - DEDUP"
     name = "🎯 MinHash signatures"
 
-    def __init__(self, work: str, output_folder: str, bands: int, rows: int):
+    def __init__(self, work: str, output_folder: str, bands: int, rows: int, slices: int = 1):
         super().__init__()
-        self.work, self.output_folder, self.bands, self.rows = work, output_folder, bands, rows
+        self.work, self.output_folder, self.bands, self.rows, self.slices = work, output_folder, bands, rows, slices
 
     def run(self, data: DocumentsPipeline = None, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
         drops = load_drops(self.work, rank, None)
@@ -211,6 +266,9 @@ class MinhashSigs(PipelineStep):
                 records = np.fromfile(f"{tmp}/{b}", dtype=dtype)
                 records.sort(order=dtype.names)  # the bucket stage merges files sorted by signature
                 out_fs.makedirs(f"{out_root}/bucket_{b:03d}", exist_ok=True)
+                if self.slices > 1:  # the index first: a published signature file always has its index
+                    write_atomic(out_fs, f"{out_root}/bucket_{b:03d}/{rank:05d}.minhash.slices",
+                                 slice_offsets(records["h0"], self.slices).tobytes())
                 write_atomic(out_fs, f"{out_root}/bucket_{b:03d}/{rank:05d}.minhash.sig", records.tobytes())
         self.stat_update("signatures", value=n)
         if data:

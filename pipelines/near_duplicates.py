@@ -1,12 +1,13 @@
 """Near duplicates with evidence: the documents that share an LSH bucket become candidate pairs, each pair is
 checked on its shingles, and a document is dropped only for a kept document it is itself similar to.
 
-Three steps, two of them partitioned: `BucketPairs` (the bucket stage's second step, one task per band) reads the
-band's buckets back and pairs every member with the first `ANCHORS` members before it in spec order, sending each
-pair to the partition of its later document; `VerifyPairs` (stage `minhash_verify`, T tasks) verifies the pairs
-of one partition (signature agreement rules out the clearly dissimilar pairs, the exact Jaccard similarity of the
-two documents' shingle sets decides the others); `ResolveNearDuplicates` (stage `minhash_cluster`, one task) keeps
-greedily in spec order over the verified pairs only."""
+Three steps, two of them partitioned: `BucketPairs` (the bucket stage's second step, one task per band and slice
+of its first-hash range) reads the slice's buckets back and pairs every member with the first `ANCHORS` members
+before it in spec order, sending each pair to the partition of its later document; `VerifyPairs` (stage
+`minhash_verify`, T tasks) verifies the pairs of one partition (signature agreement rules out the clearly
+dissimilar pairs, the exact Jaccard similarity of the two documents' shingle sets decides the others);
+`ResolveNearDuplicates` (stage `minhash_cluster`, one task) keeps greedily in spec order over the verified pairs
+only."""
 
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ ANCHORS = 8  # a bucket member is paired with at most this many members before i
 SIGMAS = 6  # a pair whose signature agreement is this many standard errors below the threshold is not compared
 PAIRS_PER_FETCH = 16_384  # pairs read at a time (their two signatures: 16k × 2 × 112 × 8 bytes = 29 MB)
 SHINGLES_PER_CHECK = 4_000_000  # shingles compared at once (each held as value, key and owner: ~24 bytes)
-BAND_BITS = 40  # bucket id = band << BAND_BITS | bucket number in the band's file
+BAND_BITS = 40  # bucket id = task << BAND_BITS | bucket number in the task's `.dups` file
 
 
 def bucket_members(pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -191,11 +192,13 @@ VERIFIED = pa.schema([("a", pa.int64()), ("b", pa.int64()), ("sim", pa.float64()
 
 
 class BucketPairs(PipelineStep):
-    """Second step of `minhash_buckets`, task b: band b's buckets read back from the pairs written before it
-    (`<b>_00.dups`) → each member with the first `anchors` members before it in spec order (a document's position
-    over every prepared document, duplicates.spec_positions) → the candidate pairs, to the verification partition
-    of their later document (`<folder>/pairs/<q>/<b>.parquet`, a hash prefix over `partitions`); the members, to
-    their own partition (`members/<q>/<b>.parquet`), and the band's counts (`bands/<b>.parquet`)."""
+    """Second step of `minhash_buckets`, task r (a band and a slice of its first-hash range, dedup.BandCollisions):
+    the task's buckets read back from the pairs written before it (`<r>_00.dups`; a bucket lies wholly in one
+    task) → each member with the first `anchors` members before it in spec order (a document's position over
+    every prepared document, duplicates.spec_positions) → the candidate pairs, to the verification partition of
+    their later document (`<folder>/pairs/<q>/<r>.parquet`, a hash prefix over `partitions`); the members, to
+    their own partition (`members/<q>/<r>.parquet`), and the task's counts (`bands/<r>.parquet`, summed by
+    `minhash_cluster`)."""
 
     type = "🫂 - DEDUP"
     name = "🎯 MinHash candidate pairs"

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 TASKS = "tasks"  # a stage's task count: the build's (execution.tasks, or --tasks)
 ID_QUARANTINE = "part-ids-${rank}.parquet"  # `_quarantine/` file of the duplicate-id check (one per task)
 FUZZY = "processing.dedup.fuzzy.enabled"
+# minhash_buckets: one task per band and slice of the band's first-hash range, S = bucket_slices(bands, T) of them
+BAND_SLICES = "bands × S"
 # the MinHash settings: the signatures and their LSH buckets depend on them (not on the verification threshold)
 MINHASH = tuple(f"processing.dedup.fuzzy.{f}" for f in ("permutations", "bands", "ngram", "seed"))
 # fields of the canonical spec no stage reads: only finalize (store.json) uses them, or nothing yet
@@ -67,11 +69,20 @@ class StageDef:
     def task_count(self, spec: Spec, tasks: int) -> int:
         if isinstance(self.tasks, int):
             return self.tasks
+        if self.tasks == BAND_SLICES:
+            bands = spec.processing.dedup.fuzzy.bands
+            return bands * bucket_slices(bands, tasks)
         return tasks if self.tasks == TASKS else int(operator.attrgetter(self.tasks)(spec))
 
     def steps_function(self) -> Callable:
         module, _, function = self.steps.partition(":")
         return getattr(importlib.import_module(module), function)
+
+
+def bucket_slices(bands: int, tasks: int) -> int:
+    """Slices of each band in `minhash_buckets` (ranges of the first band hash, a task each): ⌈tasks / bands⌉, at
+    least 1, so the stage has about as many tasks as the build's per-file stages (`tasks`, execution.tasks)."""
+    return max(1, -(-tasks // bands))
 
 
 def _drop_files(stage: str) -> tuple[str, ...]:
@@ -104,8 +115,8 @@ STAGES: tuple[StageDef, ...] = (
              "mixture.pipelines.stages:minhash_sigs_steps", TASKS, when=FUZZY, chained=True,
              reads=MINHASH,
              outputs=(f"{WORK}/mh_sigs",)),
-    StageDef("minhash_buckets", "candidate near-duplicate pairs, one task per band",
-             "mixture.pipelines.stages:minhash_buckets_steps", "processing.dedup.fuzzy.bands", when=FUZZY, chained=True,
+    StageDef("minhash_buckets", "candidate near-duplicate pairs, one task per band and first-hash slice",
+             "mixture.pipelines.stages:minhash_buckets_steps", BAND_SLICES, when=FUZZY, chained=True,
              side_files=(f"{NEAR}/pairs/*/{{rank}}.parquet", f"{NEAR}/members/*/{{rank}}.parquet",
                          f"{NEAR}/bands/{{rank}}.parquet"),
              reads=MINHASH,

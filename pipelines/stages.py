@@ -14,7 +14,7 @@ from mixture.pipelines import dedup, duplicates, near_duplicates, steps, writers
 from mixture.pipelines.readers import RankFilesReader
 from mixture.pipelines.shard_facts import ShardFacts
 from mixture.pipelines.source_records import SourceFiles
-from mixture.pipelines.stage_registry import ID_QUARANTINE, StageDef
+from mixture.pipelines.stage_registry import ID_QUARANTINE, StageDef, bucket_slices
 from mixture.spec import preflight
 from mixture.spec.datasets_source import dataset_units
 from mixture.spec.inputs import ListedSource, list_source, spec_files
@@ -173,13 +173,16 @@ def find_duplicates_steps(ctx: BuildContext) -> list:
 def minhash_sigs_steps(ctx: BuildContext) -> list:
     fz = ctx.spec.processing.dedup.fuzzy
     # fields, not the rows_per_band property: the stage-key test counts a property as reading the whole section
-    return [dedup.MinhashSigs(ctx.work, f"{ctx.work}/mh_sigs", fz.bands, fz.permutations // fz.bands)]
+    return [dedup.MinhashSigs(ctx.work, f"{ctx.work}/mh_sigs", fz.bands, fz.permutations // fz.bands,
+                              slices=bucket_slices(fz.bands, ctx.tasks))]
 
 
 def minhash_buckets_steps(ctx: BuildContext) -> list:
-    """Per band: the band's collisions, then its candidate pairs sent to the verification partitions (T)."""
+    """Per band and slice of its first-hash range: the slice's collisions, then its candidate pairs sent to the
+    verification partitions (T)."""
     fz = ctx.spec.processing.dedup.fuzzy
-    return [dedup.BandCollisions(f"{ctx.work}/mh_sigs", f"{ctx.work}/mh_buckets", fz.permutations // fz.bands),
+    return [dedup.BandCollisions(f"{ctx.work}/mh_sigs", f"{ctx.work}/mh_buckets", fz.permutations // fz.bands,
+                                 slices=bucket_slices(fz.bands, ctx.tasks)),
             near_duplicates.BucketPairs(f"{ctx.work}/mh_buckets", ctx.dedup_folder, ctx.near_dups_folder, ctx.tasks,
                                         memory_limit=ctx.memory_limit("minhash_buckets"))]
 
