@@ -4,6 +4,8 @@ per-benchmark report store.json holds."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections import Counter
 
 import fsspec
@@ -26,6 +28,29 @@ def settings(dc: Decontamination, benchmarks: list[dict]) -> dict:
             "min_content_words": dc.min_content_words, "max_number_share": dc.max_number_share}
 
 
+_BUILT: dict[str, BenchmarkIndex] = {}  # this process's last index, by settings and benchmark bytes
+
+
+def _index_key(cfg: dict) -> str:
+    """The settings and the bytes of every benchmark file: a file rewritten under the same name is a new key."""
+    h = hashlib.sha256(json.dumps(cfg, sort_keys=True).encode())
+    for b in cfg["benchmarks"]:
+        fs, path = fsspec.core.url_to_fs(b["uri"])
+        for file in sorted(fs.glob(path)) if any(c in path for c in "*?[") else [path]:
+            h.update(file.encode() + b"\0" + fs.cat_file(file) + b"\0")
+    return h.hexdigest()
+
+
+def cached_index(cfg: dict) -> BenchmarkIndex:
+    """`build_index(cfg)`, built once per process: every task of a worker process shares it (building it took as
+    long as marking a task's documents, and a build runs thousands of tasks)."""
+    key = _index_key(cfg)
+    if key not in _BUILT:
+        _BUILT.clear()
+        _BUILT[key] = build_index(cfg)
+    return _BUILT[key]
+
+
 def build_index(cfg: dict) -> BenchmarkIndex:
     sources = [BenchmarkSource(b["name"], b["uri"], tuple(b["fields"]), b.get("id_field")) for b in cfg["benchmarks"]]
     return BenchmarkIndex(sources, cfg["ngram"], cfg["min_content_words"], cfg["max_number_share"])
@@ -42,7 +67,7 @@ class ContaminationFinder:
     @property
     def index(self) -> BenchmarkIndex:
         if self._index is None:
-            self._index = build_index(self.cfg)
+            self._index = cached_index(self.cfg)
         return self._index
 
     def mark(self, batch: list[Document], words: WordHashes) -> None:
@@ -81,7 +106,7 @@ class Decontaminate(CountedFilter):
 def report(cfg: dict, store: str) -> DecontaminationInfo:
     """The decontamination block of store.json: the settings, and per benchmark what its records gave the index and
     how many of the store's contaminated drops name it."""
-    index = build_index(cfg)
+    index = cached_index(cfg)
     fs, root = fsspec.core.url_to_fs(store)
     named: Counter = Counter()
     for path in sorted(fs.glob(f"{root.rstrip('/')}/{drop_reason('contaminated').folder}/*.parquet")):

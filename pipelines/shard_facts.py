@@ -3,6 +3,7 @@ documents and tokens per (cell, source) and per (cell, language). Finalize merge
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections import defaultdict
 
@@ -51,7 +52,14 @@ def task_facts(store: str, rank: int, cell_sources: dict[tuple[int, int, str], l
     fs, root = fsspec.core.url_to_fs(store)
     root = root.rstrip("/")
     fs.invalidate_cache(root)
-    found = fs.glob(f"{root}/cluster=*/quality=*/*part-{rank:05d}.parquet", detail=True)
+    if written is not None:  # the task's own shards, as its writer named them (steps.ClearTaskFiles removed any
+        # of an earlier attempt): listing every cell folder instead cost each task a look at every task's shards
+        found = {}
+        for path in (f"{root}/{rel}" for rel in written):
+            with contextlib.suppress(FileNotFoundError):
+                found[path] = fs.info(path)
+    else:
+        found = fs.glob(f"{root}/cluster=*/quality=*/*part-{rank:05d}.parquet", detail=True)
     shards = []
     for p in sorted(found):
         rel, size = p[len(root) + 1 :], int(found[p].get("size") or 0)

@@ -125,7 +125,8 @@ def build_stage(ctx: BuildContext, stage: StageDef) -> Stage:
     """The stage's pipeline for this build; a stage with side files first removes those of an earlier attempt."""
     pipeline = stage.steps_function()(ctx)
     if stage.side_files:
-        pipeline = [steps.ClearTaskFiles([ctx.at(glob) for glob in stage.side_files]), *pipeline]
+        pipeline = [steps.ClearTaskFiles([ctx.at(glob) for glob in stage.side_files],
+                                         ctx.at(f"{layout.stage_dir(stage.name)}/attempts")), *pipeline]
     return Stage(stage.name, pipeline, stage.task_count(ctx.spec, ctx.tasks))
 
 
