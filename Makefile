@@ -6,11 +6,12 @@ STAMP  := $(VENV)/.installed
 DEMO   ?= demo
 export PYTHONHASHSEED := 0
 
-.PHONY: help env demo test lint bench explore clean
+.PHONY: help env demo test test-heavy lint bench explore clean
 
 help:
 	@echo "make demo   - create $(VENV), write the demo corpus, build the demo store, print a summary"
-	@echo "make test   - run the whole test suite"
+	@echo "make test   - run the test suite but the heavy tests (real Ray and Slurm clusters, repeated kills)"
+	@echo "make test-heavy - run only the heavy tests (.ci/run runs make test, then this)"
 	@echo "make lint   - ruff"
 	@echo "make explore - open the explorer on the demo store and plan"
 	@echo "make bench  - benchmarks, figures into docs/performance.md"
@@ -28,8 +29,12 @@ demo: $(STAMP)
 
 # one worker per core, each test file on one worker (its module fixtures built once); a single test or file:
 # $(BIN)/python -m pytest tests/...
+# heavy tests (pyproject markers) take a third of the suite's time on 2 cores: CI runs them after make test
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n auto --dist loadfile
+	$(BIN)/python -m pytest -q -n auto --dist loadfile -m "not heavy"
+
+test-heavy: $(STAMP)
+	$(BIN)/python -m pytest -q -n auto --dist loadfile -m heavy
 
 lint: $(STAMP)
 	$(BIN)/ruff check mixture pipelines app tests bench

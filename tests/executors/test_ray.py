@@ -10,7 +10,7 @@ import yaml
 from tests.conftest import small_spec
 from tests.executors.fingerprint import assert_same_store
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.heavy]  # a real Ray cluster: make test-heavy
 ray = pytest.importorskip("ray")
 
 

@@ -20,7 +20,7 @@ from tests.conftest import small_spec
 from tests.executors import slurm_cluster
 from tests.executors.fingerprint import assert_same_store
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.heavy]  # a real Slurm cluster: make test-heavy
 
 FIRST_CHAIN = ["prepare", "duplicate_ids", "find_duplicates", "minhash_sigs", "minhash_buckets", "minhash_verify",
                "minhash_cluster"]

@@ -82,6 +82,7 @@ def plant_stale_task_files(store: Path) -> list[Path]:
     return planted
 
 
+@pytest.mark.heavy  # ten builds started and killed: make test-heavy
 def test_build_killed_ten_times_resumes_to_the_same_store(built_store, tmp_path: Path):
     work = tmp_path / "killed"
     work.mkdir()
