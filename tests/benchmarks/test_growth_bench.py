@@ -67,8 +67,13 @@ def test_goals_on_measured_figures(measured):
         assert any(f"`{name}` grows linearly" in line for line in lines) == (name not in growth_report.NOT_PER_TOKEN)
     ws = report.by_workers()
     speedup = ws[1]["wall"] / ws[2]["wall"]
-    assert any(line.startswith("PASS" if speedup >= 1.8 else "FAIL") and "two workers" in line for line in lines)
-    assert sum("the bare tokenizer" in line for line in lines) == 2
+    two = [line for line in lines if "two workers" in line]
+    assert len(two) == 1 and two[0].startswith("PASS" if speedup >= 1.8 else "FAIL")
+    t = measured["scales"][-1]["tokenizer"]
+    ceiling = (t["2"]["input_tokens"] / t["2"]["input_seconds"]) / (t["1"]["input_tokens"] / t["1"]["input_seconds"])
+    # beside the goal: what a second process gives the bare tokenizer itself on this machine
+    assert f"gains {ceiling:.2f}× from a second process" in two[0] and f"{speedup / ceiling:.0%}" in two[0]
+    assert sum(line.split(" ", 1)[1].startswith("throughput ≥") for line in lines) == 2
 
 
 def test_goals_pass_and_fail_as_the_figures_say(measured):
