@@ -28,7 +28,10 @@ from mixture.store.formats import (
     StageRecord,
 )
 
-KEYS_VERSION = 1  # bump when what a key hashes changes: every stage of every unfinished build is then redone
+# bump when what a key hashes changes: every stage of every unfinished build is then redone. 2: a task removes what
+# an earlier attempt of it left only when that attempt left its marker (steps.ClearTaskFiles); work of version 1
+# has no markers, so it is redone, not resumed
+KEYS_VERSION = 2
 SOURCES = "sources"
 ABSENT = "(absent)"
 

@@ -67,10 +67,11 @@ def plant_stale_task_files(store: Path) -> list[Path]:
     """A killed assign task whose rerun writes fewer files must not leave its extra files behind: plant a rotated
     `007_part-<task>` file (and a truncated one under a name the rerun may write) for each unfinished task."""
     done = store / "_build" / "assign" / "completions"
-    unfinished = [r for r in (0, 1) if not (done / f"{r:05d}").exists()]
-    if not unfinished:  # both tasks finished before the kill: make task 1 unfinished again, as if killed earlier
-        (done / "00001").unlink()
-        unfinished = [1]
+    started = store / "_build" / "assign" / "attempts"  # a task's files can only come from an attempt of it
+    unfinished = [r for r in (0, 1) if not (done / f"{r:05d}").exists() and (started / f"{r:05d}").exists()]
+    if not unfinished:  # no unfinished task had started: make task 0 unfinished again, as if killed earlier
+        (done / "00000").unlink(missing_ok=True)
+        unfinished = [0]
     planted = []
     for r in unfinished:
         cell = store / "cluster=00" / "quality=0"
