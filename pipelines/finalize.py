@@ -50,12 +50,22 @@ from mixture.store.loss import loss_info
 _TASK_RE = re.compile(r"part-(\d+)\.parquet$")
 
 
-def _read_columns(fs, paths: list[str], columns: list[str]) -> pa.Table | None:
-    tables = []
+def _value_counts(column: pa.Array) -> dict:
+    return {d["values"]: d["counts"] for d in column.value_counts().to_pylist()}
+
+
+def _count_rows(fs, paths: list[str], columns: list[str]) -> tuple[int, Counter, Counter]:
+    """Rows of `paths`, and the counts of their first column's and second column's values (empty without one),
+    read a batch at a time: memory does not grow with the number of rows (drop files grow with the corpus)."""
+    rows, first, second = 0, Counter(), Counter()
     for p in paths:
         with fs.open(p, "rb") as f:
-            tables.append(pq.read_table(f, columns=columns))
-    return pa.concat_tables(tables) if tables else None
+            for batch in pq.ParquetFile(f).iter_batches(batch_size=65_536, columns=columns):
+                rows += batch.num_rows
+                first.update(_value_counts(batch.column(0)))
+                if len(columns) > 1:
+                    second.update(_value_counts(batch.column(1)))
+    return rows, first, second
 
 
 def write_ledgers(ctx: BuildContext, fs, root: str, facts: list[dict]) -> tuple[list[Ledger], dict]:
@@ -198,21 +208,17 @@ def finalize(ctx: BuildContext, spec_path: str, records: list[StageRecord]) -> S
         for b in tally.get("broken_files", []):
             broken[b.pop("source")].append(BrokenFile.model_validate(b))
 
-    def side_table(rel: str, columns: list[str]) -> pa.Table | None:
-        return _read_columns(fs, sorted(fs.glob(f"{root}/{rel}/*.parquet")), columns)
-
     per_source: dict[str, Counter] = defaultdict(Counter)
     drop_counts: dict[str, int] = {}
     breakdowns: dict[str, Counter] = {}
     for reason in drops.REASONS:  # the rows of every drop reason, counted per source and by its breakdown column
         columns = ["source", *([reason.breakdown[0]] if reason.breakdown else [])]
-        t = side_table(reason.folder, columns)
-        drop_counts[reason.counter] = t.num_rows if t else 0
-        for s in t.column("source").to_pylist() if t else []:
-            per_source[s][reason.counter] += 1
+        rows, by_source, by_column = _count_rows(fs, sorted(fs.glob(f"{root}/{reason.folder}/*.parquet")), columns)
+        drop_counts[reason.counter] = rows
+        for s, n in by_source.items():
+            per_source[s][reason.counter] += n
         if reason.breakdown:
-            column, key = reason.breakdown
-            breakdowns[key] = Counter(t.column(column).to_pylist()) if t else Counter()
+            breakdowns[reason.breakdown[1]] = by_column
     kept_docs, kept_tokens, cell_sources = kept["docs"], kept["tokens"], kept["cell_sources"]
 
     cells = [CellEntry(cell=lg.cell, cluster=lg.cluster, quality=lg.quality,

@@ -3,7 +3,8 @@ checked on its shingles, and a document is dropped only for a kept document it i
 
 Three steps, two of them partitioned: `BucketPairs` (the bucket stage's second step, one task per band and slice
 of its first-hash range) reads the slice's buckets back and pairs every member with the first `ANCHORS` members
-before it in spec order, sending each pair to the partition of its later document; `VerifyPairs` (stage
+before it in spec order, sending each pair to the partition of its later document (and asking each document's
+prepared file for it: stage `minhash_gather`, candidate_texts.py, sends it to the partition); `VerifyPairs` (stage
 `minhash_verify`, T tasks) verifies the pairs of one partition (signature agreement rules out the clearly
 dissimilar pairs, the exact Jaccard similarity of the two documents' shingle sets decides the others);
 `ResolveNearDuplicates` (stage `minhash_cluster`, one task) keeps greedily in spec order over the verified pairs
@@ -19,12 +20,11 @@ from dataclasses import dataclass
 import fsspec
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 from datatrove.data import DocumentsPipeline
 from datatrove.pipeline.base import PipelineStep
 
+from mixture.pipelines.candidate_texts import GATHERED, requests_folder, texts_folder
 from mixture.pipelines.duplicates import positions, spec_positions
-from mixture.pipelines.readers import read_rows
 from mixture.pipelines.schemas import DROPS
 from mixture.pipelines.shuffle import (
     PART,
@@ -163,20 +163,6 @@ def _scalar(con, sql: str) -> int:
     return int(con.execute(sql).fetchall()[0][0])
 
 
-def _row_groups(pf: pq.ParquetFile, idx: np.ndarray, tags: np.ndarray, column: str, most: int = 256
-                ) -> Iterator[tuple[np.ndarray, pa.Array]]:
-    """(tags, values of `column`) of the rows `idx` (ascending positions in the file), each row group read once,
-    at most `most` rows at a time."""
-    ends = np.cumsum([pf.metadata.row_group(g).num_rows for g in range(pf.num_row_groups)])
-    group = np.searchsorted(ends, idx, side="right")
-    for g in np.unique(group):
-        sel = group == g
-        col = pf.read_row_group(int(g), columns=[column]).column(0).combine_chunks()
-        rows = idx[sel] - (ends[g - 1] if g else 0)
-        for lo in range(0, len(rows), most):
-            yield tags[sel][lo:lo + most], col.take(pa.array(rows[lo:lo + most]))
-
-
 # candidate pairs (positions in spec order of the earlier and the later document, and their addresses), as the
 # bucket stage sends them to the verification task of the later document
 PAIRS = pa.schema([("a", pa.int64()), ("b", pa.int64()), ("rank_a", pa.int32()), ("idx_a", pa.int64()),
@@ -226,12 +212,18 @@ class BucketPairs(PipelineStep):
                 con.unregister("chunk")
             con.execute("""CREATE TABLE ranked AS
                            SELECT *, row_number() OVER (PARTITION BY bucket ORDER BY g) - 1 AS pos FROM members""")
-            write_partitions(sorted_batches(con, f"""
+            con.execute(f"""CREATE TABLE pairs AS
                 SELECT x.g AS a, y.g AS b, x.rank AS rank_a, x.idx AS idx_a, y.rank AS rank_b, y.idx AS idx_b,
                        y.part AS {PART}
                 FROM (SELECT * FROM ranked WHERE pos < {int(self.anchors)}) x
-                JOIN ranked y ON x.bucket = y.bucket AND x.pos < y.pos ORDER BY {PART}"""),
-                lambda q: f"{self.folder}/pairs/{q:05d}/{rank:05d}.parquet")
+                JOIN ranked y ON x.bucket = y.bucket AND x.pos < y.pos""")
+            write_partitions(sorted_batches(con, f"SELECT * FROM pairs ORDER BY {PART}"),
+                             lambda q: f"{self.folder}/pairs/{q:05d}/{rank:05d}.parquet")
+            write_partitions(sorted_batches(con, f"""
+                SELECT idx, g, dest, file AS {PART} FROM (
+                    SELECT rank_a AS file, idx_a AS idx, a AS g, {PART} AS dest FROM pairs
+                    UNION SELECT rank_b, idx_b, b, {PART} FROM pairs) ORDER BY {PART}"""),
+                lambda f: f"{requests_folder(self.folder, f)}/{rank:05d}.parquet")
             write_partitions(sorted_batches(con, f"SELECT g, part AS {PART} FROM members ORDER BY {PART}"),
                              lambda q: f"{self.folder}/members/{q:05d}/{rank:05d}.parquet")
             buckets = _scalar(con, "SELECT count(DISTINCT bucket) FROM members")
@@ -244,17 +236,17 @@ class VerifyPairs(PipelineStep):
     """Stage `minhash_verify`, task q: the distinct candidate pairs of partition q (every pair whose later
     document hashes there, from every band), each verified: signature agreement rules out the clearly dissimilar,
     the exact Jaccard similarity of the two documents' shingle sets decides the others. Only the documents of
-    these pairs are read (their signatures, then the texts of those not ruled out, from the prepared files). Writes
-    the verified pairs with their evidence (`<folder>/verified/<q>.parquet`) and the task's counts
+    these pairs are read, as `minhash_gather` sent them to this partition (`<folder>/texts/<q>/`: their signatures,
+    then the texts of those not ruled out). Writes the verified pairs with their evidence (`<folder>/verified/<q>.parquet`) and the task's counts
     (`verify_counts/<q>.parquet`)."""
 
     type = "🫂 - DEDUP"
     name = "🎯 MinHash verify pairs"
 
-    def __init__(self, folder: str, prepared: str, *, threshold: float, ngram: int, permutations: int,
+    def __init__(self, folder: str, *, threshold: float, ngram: int, permutations: int,
                  memory_limit: str | None = None):
         super().__init__()
-        self.folder, self.prepared, self.memory_limit = folder, prepared, memory_limit
+        self.folder, self.memory_limit = folder, memory_limit
         self.threshold, self.ngram, self.permutations = threshold, ngram, permutations
 
     def run(self, data: DocumentsPipeline = None, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
@@ -263,9 +255,10 @@ class VerifyPairs(PipelineStep):
         with duckdb_connection(self.memory_limit) as con, tempfile.TemporaryDirectory(prefix="mixture-neardup-") as tmp:
             register(con, "raw_pairs", partition_files(f"{self.folder}/pairs/{rank:05d}"), PAIRS)
             register(con, "raw_members", partition_files(f"{self.folder}/members/{rank:05d}"), MEMBERS)
+            register(con, "gathered", partition_files(texts_folder(self.folder, rank)), GATHERED)
             counts = {"documents": _scalar(con, "SELECT count(DISTINCT g) FROM raw_members")}
             counts.update(self._candidates(con))
-            counts.update(self._verify(con, tmp))
+            counts.update(self._verify(con, tmp, rank))
             self._evidence(con)
             write_partitions(sorted_batches(con, f"""
                 SELECT ca.g AS a, cb.g AS b, v.sim, cb.rank AS rank_b, cb.idx AS idx_b, k.id AS kept_id,
@@ -290,30 +283,24 @@ class VerifyPairs(PipelineStep):
                        JOIN cand ca ON ca.g = p.a JOIN cand cb ON cb.g = p.b""")
         return {"pairs_considered": _scalar(con, "SELECT count(*) FROM pairs")}
 
-    def _load(self, con, tmp: str, column: str, docs: np.ndarray | None = None) -> Segments:
-        """`column` of the prepared files (`minhash`: the signature; `text`: its distinct shingles) of the candidate
-        documents (all, or those whose prio is in `docs`), by prio, in a local file."""
-        rows = con.execute("SELECT rank, idx, prio FROM cand ORDER BY rank, idx").fetchnumpy()
-        if docs is not None:
-            mask = np.isin(rows["prio"], docs)
-            rows = {k: np.asarray(v)[mask] for k, v in rows.items()}
+    def _load(self, con, tmp: str, column: str, docs: str | None = None) -> Segments:
+        """`column` of the candidate documents as gathered for this partition (`minhash`: the signature; `text`:
+        its distinct shingles), of all or of those whose prio is in table `docs`, by prio, in a local file."""
         n = _scalar(con, "SELECT count(*) FROM cand")
-        self.stat_update("signatures_loaded" if column == "minhash" else "texts_loaded", value=len(rows["prio"]))
         start, length = np.zeros(n, np.int64), np.zeros(n, np.int64)
-        fs, root = fsspec.core.url_to_fs(self.prepared)
-        written = 0
+        written = loaded = 0
+        needed = f"JOIN {docs} n ON n.prio = c.prio" if docs else ""
         with open(f"{tmp}/{column}", "wb") as out:
-            ranks = np.asarray(rows["rank"])
-            for r in np.unique(ranks):
-                sel = ranks == r
-                with fs.open(f"{root}/{int(r):05d}.parquet", "rb") as f:
-                    for prio, col in _row_groups(pq.ParquetFile(f), np.asarray(rows["idx"])[sel],
-                                                 np.asarray(rows["prio"])[sel], column):
-                        values, counts = self._values(col, column)
-                        out.write(values.astype("<u8").tobytes())
-                        start[prio] = written + np.cumsum(counts) - counts
-                        length[prio] = counts
-                        written += len(values)
+            for batch in con.sql(f"""SELECT c.prio, x.{column} FROM gathered x JOIN cand c ON c.g = x.g
+                                     {needed}""").to_arrow_reader(256):  # `gathered` is this connection's view
+                prio = batch.column(0).to_numpy()
+                values, counts = self._values(batch.column(1), column)
+                out.write(values.astype("<u8").tobytes())
+                start[prio] = written + np.cumsum(counts) - counts
+                length[prio] = counts
+                written += len(values)
+                loaded += len(prio)
+        self.stat_update("signatures_loaded" if column == "minhash" else "texts_loaded", value=loaded)
         values = np.memmap(f"{tmp}/{column}", dtype="<u8", mode="r") if written else np.empty(0, np.uint64)
         return Segments(values, start, length)
 
@@ -325,12 +312,17 @@ class VerifyPairs(PipelineStep):
         grams, doc = WordHashes.of(texts).ngrams(self.ngram)
         return unique_shingles(grams, doc, len(texts))
 
-    def _verify(self, con, tmp: str) -> dict[str, int]:
+    def _verify(self, con, tmp: str, rank: int) -> dict[str, int]:
         """Table `verified` (a, b, sim): the candidate pairs whose shingle sets have a Jaccard similarity of at
         least the threshold. A pair whose signature agreement is below the threshold by more than the margin is
         ruled out without reading the texts."""
         con.execute("CREATE TABLE verified (a BIGINT, b BIGINT, sim DOUBLE)")
         sigs = self._load(con, tmp, "minhash")
+        missing = int((sigs.length == 0).sum())
+        if missing:  # the gather stage's output does not match the pairs: never verify without them
+            raise RuntimeError(f"{missing} of the {len(sigs.length)} candidate documents of verification partition "
+                               f"{rank} were not gathered ({self.folder}/texts/{rank:05d}/ lacks them); remove the "
+                               "store's _build/minhash_gather/ (the gather stage's completions) and build again")
         k = self.permutations
         floor = self.threshold - signature_margin(self.threshold, k)
         con.execute("CREATE TABLE plausible (a BIGINT, b BIGINT)")
@@ -345,8 +337,8 @@ class VerifyPairs(PipelineStep):
             con.register("batch", pa.table({"a": a[keep], "b": b[keep]}))
             con.execute("INSERT INTO plausible SELECT * FROM batch")
             con.unregister("batch")
-        needed = con.execute("SELECT a FROM plausible UNION SELECT b FROM plausible").fetchnumpy()["a"]
-        shingles = self._load(con, tmp, "text", np.asarray(needed))
+        con.execute("CREATE TABLE needed AS SELECT a AS prio FROM plausible UNION SELECT b FROM plausible")
+        shingles = self._load(con, tmp, "text", "needed")
         compared = verified = 0
         for batch in con.cursor().sql("SELECT a, b FROM plausible").to_arrow_reader(PAIRS_PER_FETCH):
             a, b = batch.column(0).to_numpy(), batch.column(1).to_numpy()
@@ -360,21 +352,13 @@ class VerifyPairs(PipelineStep):
         return {"pairs_ruled_out": ruled_out, "pairs_compared": compared, "pairs_verified": verified}
 
     def _evidence(self, con) -> None:
-        """Table `kept` (g, id, source, file, record) of the earlier documents of the verified pairs, read from
-        the prepared files (the document a drop will name)."""
-        con.execute("CREATE TABLE kept (g BIGINT, id VARCHAR, source VARCHAR, file VARCHAR, record BIGINT)")
-        rows = con.execute("""SELECT DISTINCT c.rank, c.idx, c.g FROM verified v JOIN cand c ON c.prio = v.a
-                              ORDER BY c.rank, c.idx""").fetchnumpy()
-        ranks = np.asarray(rows["rank"])
-        fs, root = fsspec.core.url_to_fs(self.prepared)
-        for r in np.unique(ranks):
-            sel = ranks == r
-            with fs.open(f"{root}/{int(r):05d}.parquet", "rb") as f:
-                t = read_rows(pq.ParquetFile(f), np.asarray(rows["idx"])[sel], ["id", "source", "origin"])
-            con.register("batch", t.append_column("g", pa.array(np.asarray(rows["g"])[sel], pa.int64())))
-            con.execute("""INSERT INTO kept SELECT g, id, source, regexp_extract(origin, '^(.*):[0-9]+$', 1),
-                           CAST(regexp_extract(origin, ':([0-9]+)$', 1) AS BIGINT) FROM batch""")
-            con.unregister("batch")
+        """Table `kept` (g, id, source, file, record) of the earlier documents of the verified pairs, as gathered
+        (the document a drop will name)."""
+        con.execute("""CREATE TABLE kept AS
+                       SELECT x.g, x.id, x.source, regexp_extract(x.origin, '^(.*):[0-9]+$', 1) AS file,
+                              CAST(regexp_extract(x.origin, ':([0-9]+)$', 1) AS BIGINT) AS record
+                       FROM gathered x JOIN (SELECT DISTINCT c.g FROM verified v JOIN cand c ON c.prio = v.a) k
+                       ON k.g = x.g""")
 
 
 class ResolveNearDuplicates(PipelineStep):

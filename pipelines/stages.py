@@ -9,8 +9,8 @@ import fsspec
 import pyarrow.parquet as pq
 from datatrove.utils.logging import logger
 
+from mixture.pipelines import candidate_texts, dedup, duplicates, near_duplicates, steps, writers
 from mixture.pipelines import decontaminate as decontaminate_step
-from mixture.pipelines import dedup, duplicates, near_duplicates, steps, writers
 from mixture.pipelines.readers import RankFilesReader
 from mixture.pipelines.shard_facts import ShardFacts
 from mixture.pipelines.source_records import SourceFiles
@@ -187,9 +187,15 @@ def minhash_buckets_steps(ctx: BuildContext) -> list:
                                         memory_limit=ctx.memory_limit("minhash_buckets"))]
 
 
+def minhash_gather_steps(ctx: BuildContext) -> list:
+    """Per prepared file: its candidate documents, read once, sent to the verification partitions that need them."""
+    return [candidate_texts.GatherCandidates(ctx.near_dups_folder, f"{ctx.work}/prepared",
+                                             ctx.memory_limit("minhash_gather"))]
+
+
 def minhash_verify_steps(ctx: BuildContext) -> list:
     fz = ctx.spec.processing.dedup.fuzzy
-    return [near_duplicates.VerifyPairs(ctx.near_dups_folder, f"{ctx.work}/prepared", threshold=fz.similarity_threshold,
+    return [near_duplicates.VerifyPairs(ctx.near_dups_folder, threshold=fz.similarity_threshold,
                                         ngram=fz.ngram, permutations=fz.permutations,
                                         memory_limit=ctx.memory_limit("minhash_verify"))]
 

@@ -218,6 +218,9 @@ def test_nothing_is_cut_off(browser, server, big, width):
 def test_a_phone_wide_page_reads_in_order(browser, server):
     """Issue 16 at 390 px: the index stacked as 0, 3, 6 …; the cards took ~1,700 px before the domains."""
     page = visit(browser, server, "dark", width=390, height=900)
+    # every index entry drawn (on a loaded machine the run can pause longer than `settle`'s quiet time mid-index)
+    page.wait_for_function(f"document.querySelectorAll('[class*=\"st-key-idx_\"]').length >= {K}", timeout=60000,
+                           polling=100)
     entries = page.evaluate("""() => [...document.querySelectorAll('[class*="st-key-idx_"]')].map(e => {
         const r = e.getBoundingClientRect();
         return [parseInt([...e.classList].find(c => c.startsWith('st-key-idx_')).slice(11)), r.top, r.left]; })""")

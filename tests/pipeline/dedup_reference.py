@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -20,7 +21,6 @@ from mixture.pipelines.near_duplicates import (
     ANCHORS,
     PAIRS_PER_FETCH,
     Segments,
-    _row_groups,
     band_buckets,
     jaccard,
     signature_margin,
@@ -28,6 +28,20 @@ from mixture.pipelines.near_duplicates import (
 )
 from mixture.store.formats import NearDuplicateReport, read_model
 from mixture.text.shingles import WordHashes
+
+
+def _row_groups(pf: pq.ParquetFile, idx: np.ndarray, tags: np.ndarray, column: str, most: int = 256
+                ) -> Iterator[tuple[np.ndarray, pa.Array]]:
+    """(tags, values of `column`) of the rows `idx` (ascending positions in the file), each row group read once,
+    at most `most` rows at a time (how verification read the prepared files before stage minhash_gather)."""
+    ends = np.cumsum([pf.metadata.row_group(g).num_rows for g in range(pf.num_row_groups)])
+    group = np.searchsorted(ends, idx, side="right")
+    for g in np.unique(group):
+        sel = group == g
+        col = pf.read_row_group(int(g), columns=[column]).column(0).combine_chunks()
+        rows = idx[sel] - (ends[g - 1] if g else 0)
+        for lo in range(0, len(rows), most):
+            yield tags[sel][lo:lo + most], col.take(pa.array(rows[lo:lo + most]))
 
 
 @contextmanager

@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from mixture.pipelines import near_duplicates as nd
+from mixture.pipelines.candidate_texts import GatherCandidates
 from mixture.pipelines.dedup import BandCollisions
 from mixture.pipelines.stage_registry import bucket_slices, get
 from mixture.spec.load import load_spec
@@ -65,8 +66,11 @@ def rerun_near_duplicates(work: Path, out: Path, slices: int, partitions: int) -
         list(nd.BucketPairs(str(out / "mh_buckets"), str(work / "dedup"), str(out / "near_dups"), partitions)
              .run(None, r, n) or ())
     settings = {"threshold": fz.similarity_threshold, "ngram": fz.ngram, "permutations": fz.permutations}
+    files = len(list((work / "prepared").glob("*.parquet")))
+    for f in range(files):
+        list(GatherCandidates(str(out / "near_dups"), str(work / "prepared")).run(None, f, files) or ())
     for q in range(partitions):
-        list(nd.VerifyPairs(str(out / "near_dups"), str(work / "prepared"), **settings).run(None, q, partitions) or ())
+        list(nd.VerifyPairs(str(out / "near_dups"), **settings).run(None, q, partitions) or ())
     list(nd.ResolveNearDuplicates(str(out / "near_dups"), str(out / "fuzzy_drops"), str(out / "report.json"),
                                   **settings).run(None, 0, 1) or ())
     bands = [pq.read_table(f).to_pylist()[0] for f in sorted((out / "near_dups" / "bands").glob("*.parquet"))]

@@ -146,7 +146,9 @@ def run_near_duplicates(work, bands: int, partitions: int, threshold: float = 0.
                         anchors: int = nd.ANCHORS) -> None:
     """The near-duplicate steps of the build over `work` (prepared/, mh_buckets/ holding one `.dups` per band):
     the dedup keys of each prepared file (DedupKeys: its file table), each band's candidate pairs (BucketPairs),
-    each partition's verification (VerifyPairs), then the greedy pass (ResolveNearDuplicates)."""
+    each prepared file's candidates sent to their partitions (GatherCandidates), each partition's verification
+    (VerifyPairs), then the greedy pass (ResolveNearDuplicates)."""
+    from mixture.pipelines.candidate_texts import GatherCandidates
     from mixture.pipelines.duplicates import DedupKeys
 
     prepared = sorted((work / "prepared").glob("*.parquet"))
@@ -155,8 +157,11 @@ def run_near_duplicates(work, bands: int, partitions: int, threshold: float = 0.
     for band in range(bands):
         list(nd.BucketPairs(str(work / "mh_buckets"), str(work / "dedup"), str(work / "near_dups"), partitions,
                             anchors=anchors).run(None, band, bands) or ())
+    for path in prepared:
+        list(GatherCandidates(str(work / "near_dups"), str(work / "prepared")).run(None, int(path.stem), len(prepared))
+             or ())
     for q in range(partitions):
-        list(nd.VerifyPairs(str(work / "near_dups"), str(work / "prepared"), threshold=threshold, ngram=5,
+        list(nd.VerifyPairs(str(work / "near_dups"), threshold=threshold, ngram=5,
                             permutations=permutations).run(None, q, partitions) or ())
     list(nd.ResolveNearDuplicates(str(work / "near_dups"), str(work / "fuzzy_drops"), str(work / "report.json"),
                                   threshold=threshold, ngram=5, permutations=permutations, anchors=anchors)

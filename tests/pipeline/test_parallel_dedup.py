@@ -212,7 +212,8 @@ def test_exact_dedup_tasks_read_their_partition_only(demo_builds, tmp_path):
 @pytest.mark.slow
 def test_verification_tasks_hold_their_pairs_documents_only(demo_builds, tmp_path):
     """Every candidate pair goes to the partition of its later document; a verification task, with every other
-    partition's pairs unreadable, verifies the same pairs and loads the signatures of its pairs' documents only."""
+    partition's pairs and gathered texts unreadable and no prepared file given, verifies the same pairs and loads
+    the signatures of its pairs' documents only."""
     from mixture.spec.load import load_spec
 
     fz = load_spec(str(demo_builds[4].parent / "spec.yaml")).processing.dedup.fuzzy
@@ -227,8 +228,9 @@ def test_verification_tasks_hold_their_pairs_documents_only(demo_builds, tmp_pat
         shutil.copytree(work / "near_dups", copy)
         _garble_other_partitions(copy / "pairs", q)
         _garble_other_partitions(copy / "members", q)
+        _garble_other_partitions(copy / "texts", q)
         (copy / "verified" / f"{q:05d}.parquet").unlink()
-        step = nd.VerifyPairs(str(copy), str(work / "prepared"), threshold=fz.similarity_threshold, ngram=fz.ngram,
+        step = nd.VerifyPairs(str(copy), threshold=fz.similarity_threshold, ngram=fz.ngram,
                               permutations=fz.permutations)
         list(step.run(None, q, 4) or ())
         assert pq.read_table(copy / "verified" / f"{q:05d}.parquet").equals(
@@ -237,3 +239,30 @@ def test_verification_tasks_hold_their_pairs_documents_only(demo_builds, tmp_pat
         assert step.stats["signatures_loaded"].total == len(endpoints)
         assert step.stats["texts_loaded"].total <= len(endpoints)
     assert total > 0
+
+
+@pytest.mark.slow
+def test_gathered_texts_hold_each_candidate_once_and_a_missing_one_stops_verification(demo_builds, tmp_path):
+    """`minhash_gather` sends every document of a partition's candidate pairs to that partition, once; a
+    verification task whose gathered texts lack one of them fails and names the gather stage (never a verdict
+    without the document)."""
+    from mixture.pipelines.candidate_texts import GATHERED
+    from mixture.spec.load import load_spec
+
+    fz = load_spec(str(demo_builds[4].parent / "spec.yaml")).processing.dedup.fuzzy
+    work = demo_builds[4] / "_build" / "work"
+    for q in range(4):
+        pairs = ds.dataset([str(p) for p in sorted(work.glob(f"near_dups/pairs/{q:05d}/*.parquet"))],
+                           schema=nd.PAIRS).to_table()
+        gathered = ds.dataset([str(p) for p in sorted(work.glob(f"near_dups/texts/{q:05d}/*.parquet"))],
+                              schema=GATHERED).to_table()
+        endpoints = np.unique(np.concatenate([pairs.column("a").to_numpy(), pairs.column("b").to_numpy()]))
+        assert sorted(gathered.column("g").to_pylist()) == endpoints.tolist()
+    copy = tmp_path / "near_dups"
+    shutil.copytree(work / "near_dups", copy)
+    lost = sorted((copy / "texts" / "00000").glob("*.parquet"))[0]
+    lost.unlink()
+    step = nd.VerifyPairs(str(copy), threshold=fz.similarity_threshold, ngram=fz.ngram, permutations=fz.permutations)
+    with pytest.raises(RuntimeError, match=r"candidate documents of verification partition 0 were not gathered.*"
+                                           r"_build/minhash_gather/"):
+        list(step.run(None, 0, 4) or ())
