@@ -237,8 +237,8 @@ class VerifyPairs(PipelineStep):
     document hashes there, from every band), each verified: signature agreement rules out the clearly dissimilar,
     the exact Jaccard similarity of the two documents' shingle sets decides the others. Only the documents of
     these pairs are read, as `minhash_gather` sent them to this partition (`<folder>/texts/<q>/`: their signatures,
-    then the texts of those not ruled out). Writes the verified pairs with their evidence (`<folder>/verified/<q>.parquet`) and the task's counts
-    (`verify_counts/<q>.parquet`)."""
+    then the texts of those not ruled out). Writes the verified pairs with their evidence
+    (`<folder>/verified/<q>.parquet`) and the task's counts (`verify_counts/<q>.parquet`)."""
 
     type = "🫂 - DEDUP"
     name = "🎯 MinHash verify pairs"
@@ -253,9 +253,13 @@ class VerifyPairs(PipelineStep):
         if data:
             yield from data
         with duckdb_connection(self.memory_limit) as con, tempfile.TemporaryDirectory(prefix="mixture-neardup-") as tmp:
-            register(con, "raw_pairs", partition_files(f"{self.folder}/pairs/{rank:05d}"), PAIRS)
+            # each of the partition's folders is one file per writer task (T of them): read once into a table,
+            # not once per query (a scan pays per file)
+            for name, folder, schema in (("raw_pairs", f"{self.folder}/pairs/{rank:05d}", PAIRS),
+                                         ("gathered", texts_folder(self.folder, rank), GATHERED)):
+                register(con, f"{name}_files", partition_files(folder), schema)
+                con.execute(f"CREATE TABLE {name} AS SELECT * FROM {name}_files")
             register(con, "raw_members", partition_files(f"{self.folder}/members/{rank:05d}"), MEMBERS)
-            register(con, "gathered", partition_files(texts_folder(self.folder, rank)), GATHERED)
             counts = {"documents": _scalar(con, "SELECT count(DISTINCT g) FROM raw_members")}
             counts.update(self._candidates(con))
             counts.update(self._verify(con, tmp, rank))
@@ -291,8 +295,8 @@ class VerifyPairs(PipelineStep):
         written = loaded = 0
         needed = f"JOIN {docs} n ON n.prio = c.prio" if docs else ""
         with open(f"{tmp}/{column}", "wb") as out:
-            for batch in con.sql(f"""SELECT c.prio, x.{column} FROM gathered x JOIN cand c ON c.g = x.g
-                                     {needed}""").to_arrow_reader(256):  # `gathered` is this connection's view
+            for batch in con.cursor().sql(f"""SELECT c.prio, x.{column} FROM gathered x JOIN cand c ON c.g = x.g
+                                              {needed}""").to_arrow_reader(256):
                 prio = batch.column(0).to_numpy()
                 values, counts = self._values(batch.column(1), column)
                 out.write(values.astype("<u8").tobytes())

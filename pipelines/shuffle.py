@@ -121,7 +121,9 @@ def partition_files(folder: str) -> list[str]:
 
 def register(con, name: str, files: list[str], schema: pa.Schema) -> None:
     """View `name` over `files` (streamed, only the columns a query uses are read); an empty table of `schema`
-    when there are none."""
+    when there are none. Local files are read by DuckDB's own Parquet reader (a shuffle partition is one small file
+    per writer task, T of them: ~0.4 ms per file and scan instead of ~1 ms through an Arrow dataset); other
+    filesystems through fsspec."""
     import pyarrow.dataset as pads
 
     if not files:
@@ -129,6 +131,9 @@ def register(con, name: str, files: list[str], schema: pa.Schema) -> None:
         return
     fs, _ = fsspec.core.url_to_fs(files[0])
     paths = [fsspec.core.url_to_fs(f)[1] for f in files]
+    if "file" in fs.protocol:
+        con.read_parquet(paths).select(", ".join(f'"{f.name}"' for f in schema)).create_view(name)
+        return
     con.register(name, pads.dataset(paths, filesystem=fs, format="parquet", schema=schema))
 
 
