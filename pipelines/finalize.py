@@ -152,11 +152,15 @@ def write_samples(ctx: BuildContext, fs, root: str) -> dict:
             continue
         rows = np.array(sorted({r for kept in chosen.values() for r, _ in kept}), dtype=np.int64)
         with fs.open(p, "rb") as fh:
-            table = read_rows(pq.ParquetFile(fh), rows)
+            # one thread, and the pool's freed memory returned after each file: decoding every task's candidates
+            # (their whole row groups, text included) otherwise left the driver's memory growing with the tasks
+            table = read_rows(pq.ParquetFile(fh), rows, use_threads=False)
         for kind, kept in chosen.items():
             t = table.take(np.searchsorted(rows, [r for r, _ in kept]))
             parts[kind].append(t.set_column(t.schema.get_field_index("rank"), "rank",
                                             pa.array([k for _, k in kept], pa.int32())).drop_columns(["key"]))
+        del table
+        pa.default_memory_pool().release_unused()
     for kind, rel in (("uniform", layout.UNIFORM_SAMPLES), ("exemplar", layout.EXEMPLAR_SAMPLES)):
         out = pa.concat_tables(parts[kind]).cast(SAMPLE) if parts[kind] else SAMPLE.empty_table()
         write_parquet_atomic(f"{ctx.store}/{rel}", out.sort_by([("cluster", "ascending"), ("quality", "ascending"),

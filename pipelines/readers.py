@@ -288,16 +288,16 @@ class SourceReader(PipelineStep):
                                   f"exact: {rows:,} rows in its Parquet footer")
 
 
-def read_rows(pf, rows, columns: list[str] | None = None):
+def read_rows(pf, rows, columns: list[str] | None = None, use_threads: bool = True):
     """Rows `rows` (ascending positions in the file) of a `pyarrow.parquet.ParquetFile`, in that order, reading only
-    the row groups that hold them."""
+    the row groups that hold them (`use_threads`: decode a row group's columns in parallel)."""
     import numpy as np
     import pyarrow as pa
 
     ends = np.cumsum([pf.metadata.row_group(g).num_rows for g in range(pf.num_row_groups)])
     group = np.searchsorted(ends, rows, side="right")
-    parts = [pf.read_row_group(int(g), columns=columns).take(pa.array(rows[group == g] - (ends[g - 1] if g else 0)))
-             for g in np.unique(group)]
+    parts = [pf.read_row_group(int(g), columns=columns, use_threads=use_threads)
+             .take(pa.array(rows[group == g] - (ends[g - 1] if g else 0))) for g in np.unique(group)]
     if parts:
         return pa.concat_tables(parts)
     schema = pf.schema_arrow
