@@ -7,10 +7,10 @@ import re
 
 import pandas as pd
 
-from mixture.explorer.composition import cluster_labels, quality_names
+from mixture.composition import numbers
+from mixture.composition.figures import cluster_labels, quality_names
 from mixture.explorer.fmt import score
 from mixture.explorer.plan_view import PlanView
-from mixture.overview import numbers
 from mixture.store.formats import StoreArtifact
 from mixture.store.layout import cell_name
 

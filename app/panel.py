@@ -11,11 +11,11 @@ from html import escape
 import pandas as pd
 import streamlit as st
 
+from mixture.composition import numbers
+from mixture.composition.figures import language_line
 from mixture.explorer import ui
-from mixture.explorer.composition import language_line
 from mixture.explorer.fmt import md, terms_md
 from mixture.explorer.plan_view import PlanView
-from mixture.overview import numbers
 
 QUALITY_COLORS = ["#d73027", "#fc8d59", "#e8c547", "#91cf60", "#1a9850"]  # the static page's Q0..Q4 colours
 _INK = ["#ffffff", "#000000", "#000000", "#000000", "#ffffff"]  # text readable on each colour, in either theme

@@ -15,7 +15,7 @@ import streamlit as st
 
 from mixture import accounting
 from mixture.accounting import StoreNotReady, StoreReader
-from mixture.overview.labels import DomainLabel, domain_label
+from mixture.composition.labels import DomainLabel, domain_label
 from mixture.store import layout
 from mixture.store.formats import StoreArtifact
 
@@ -110,7 +110,7 @@ def _domain_labels(uri: str, stamp: str) -> dict[int, DomainLabel]:
 
 
 def domain_labels(uri: str) -> dict[int, DomainLabel]:
-    """The readable label of every domain (`mixture.overview.labels.domain_label`: its distinct top terms, code
+    """The readable label of every domain (`mixture.composition.labels.domain_label`: its distinct top terms, code
     tokens in code style as its sampled documents spell them), the same the static overview page shows."""
     return _domain_labels(uri, store_state(uri)[1])
 

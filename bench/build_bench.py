@@ -81,7 +81,7 @@ def write_spec(folder: Path, spec: dict) -> Path:
 def timed_build(spec_path: Path, workers: int) -> tuple[float, list[tuple[str, float]], dict]:
     """`mixture.pipelines.build.build` with the wall time of every stage (run_stage and finalize wrapped)."""
     import mixture.pipelines.build as pb
-    import mixture.pipelines.finalize as pf
+    import mixture.pipelines.finalize.store_json as pf
 
     stages: list[tuple[str, float]] = []
     run_stage, finalize = pb.run_stage, pf.finalize

@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 
 from bench.build_bench import REPO, demo_corpus, demo_spec, load, write_spec
 from bench.common import machine, publish
-from mixture.pipelines.stage_registry import bucket_slices
+from mixture.stages.registry import bucket_slices
 
 BEGIN, END = "<!-- dedup-bench:begin -->", "<!-- dedup-bench:end -->"
 STAGES = ("duplicate_ids", "find_duplicates", "minhash_buckets", "minhash_verify", "minhash_cluster")
@@ -51,9 +51,9 @@ def run_task(spec_path: str, what: str, rank: int) -> dict:
     RSS (VmHWM, reset after the imports through /proc/self/clear_refs)."""
     import importlib
 
-    from mixture.pipelines.memory import configure_memory
+    from mixture.pipelines.runtime.memory import configure_memory
 
-    for module in ("duckdb", "mixture.pipelines.stages", "tests.pipeline.dedup_reference"):
+    for module in ("duckdb", "mixture.pipelines.stages", "tests.dedup.dedup_reference"):
         importlib.import_module(module)  # before the clock starts
     configure_memory()  # as every build task does
     ctx = spec_path if what == "greedy" else _context(spec_path)
@@ -67,15 +67,16 @@ def run_task(spec_path: str, what: str, rank: int) -> dict:
 
 def _task(ctx, what: str, rank: int) -> None:
     """A stage's pipeline for task `rank`, `keys` (prepare's last step alone), `old-exact` / `old-near` (the
-    single-task stages this replaced, tests/pipeline/dedup_reference.py), or `noop`."""
-    from mixture.pipelines import duplicates, stage_registry
+    single-task stages this replaced, tests/dedup/dedup_reference.py), or `noop`."""
+    from mixture.pipelines.dedup import exact as duplicates
+    from mixture.pipelines.runtime.threads import task_threads
     from mixture.pipelines.stages import build_stage
-    from mixture.pipelines.threads import task_threads
+    from mixture.stages import registry as stage_registry
 
     if what == "noop":
         return
     if what == "greedy":  # ctx: the folder of synthetic verified pairs
-        from mixture.pipelines.near_duplicates import ResolveNearDuplicates
+        from mixture.pipelines.dedup.near import ResolveNearDuplicates
 
         step = ResolveNearDuplicates(ctx, f"{ctx}/fuzzy_drops", f"{ctx}/report.json", threshold=0.72, ngram=5,
                                      permutations=112, memory_limit=os.environ.get("BENCH_MEMORY", GREEDY_MEMORY))
@@ -83,7 +84,7 @@ def _task(ctx, what: str, rank: int) -> None:
             pass
         return
     if what.startswith("old-"):
-        from tests.pipeline import dedup_reference
+        from tests.dedup import dedup_reference
 
         fz = ctx.spec.processing.dedup.fuzzy
         if what == "old-exact":
@@ -119,9 +120,9 @@ def measure(spec_path: Path, what: str, rank: int, memory: str | None = None) ->
 # -- the driver -------------------------------------------------------------------------------------------------
 def run_to_dedup(spec_path: Path, workers: int) -> float:
     """Every stage up to `minhash_cluster` (local executor); returns the wall time."""
-    from mixture.pipelines import stage_registry
     from mixture.pipelines.build import run_stage
     from mixture.pipelines.stages import build_stage
+    from mixture.stages import registry as stage_registry
 
     ctx = _context(str(spec_path))
     t = time.perf_counter()
@@ -186,8 +187,8 @@ def synthetic_verified(folder: Path, n_edges: int, partitions: int, seed: int = 
     import numpy as np
     import pyarrow as pa
 
-    from mixture.pipelines.near_duplicates import VERIFIED
-    from mixture.pipelines.shuffle import mix64, prefix_partition
+    from mixture.pipelines.dedup.near import VERIFIED
+    from mixture.pipelines.dedup.shuffle import mix64, prefix_partition
 
     rng = np.random.default_rng(seed)
     sizes = rng.integers(2, 13, max(1, n_edges // 20))
@@ -311,7 +312,7 @@ def markdown(results: list[dict], args, cmd: str, greedy: list[dict] | None = No
         "reset after the imports through `/proc/self/clear_refs`). The imports hold "
         + ", ".join(f"{r['runs']['noop'][0]['before'] / MIB:,.0f} MiB" for r in results)
         + " (in brackets: the task's peak above that). `old …`: the single-task stages this replaced "
-        "(tests/pipeline/dedup_reference.py, the code before issue 15) on the same work folder.",
+        "(tests/dedup/dedup_reference.py, the code before issue 15) on the same work folder.",
         "",
         "Per stage, the slowest task's wall time / the largest task's CPU time / the largest peak RSS, and the rows "
         "each task holds (keys of its partition; `minhash_buckets`: its band slice's bucket members; `minhash_verify`: "

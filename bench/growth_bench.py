@@ -43,8 +43,8 @@ def child_build(spec_path: str, workers: int, out_json: str, executor: str = "lo
     """Run in a fresh process: build `spec_path`, timing every stage (wall, and CPU of this process and of the worker
     processes it reaped: a stage's pool ends with the stage) and this driver's own peak memory while it ran."""
     import mixture.pipelines.build as pb
-    import mixture.pipelines.finalize as pf
-    from mixture.pipelines.task_usage import peak_rss, reset_peak
+    import mixture.pipelines.finalize.store_json as pf
+    from mixture.pipelines.runtime.task_usage import peak_rss, reset_peak
 
     stages: list[dict] = []
 

@@ -50,10 +50,10 @@ def mix(artifact: dict) -> dict:
 
 
 def single_task_stages(spec_path: Path, tasks: int) -> list[str]:
-    """Stages the registry runs as one task for this spec and task count (pipelines/stage_registry.py), then the
+    """Stages the registry runs as one task for this spec and task count (mixture/stages/registry.py), then the
     driver's own stages."""
-    from mixture.pipelines import stage_registry
     from mixture.spec.load import load_spec
+    from mixture.stages import registry as stage_registry
 
     spec = load_spec(str(spec_path))
     return [s.name for s in stage_registry.planned(spec) if s.task_count(spec, tasks) == 1] + list(DRIVER_STAGES)
@@ -61,8 +61,8 @@ def single_task_stages(spec_path: Path, tasks: int) -> list[str]:
 
 def pool_tasks(spec_path: Path) -> dict[str, int]:
     """Tasks of every stage with `execution.tasks` = POOL_TASKS (docs/scaling.md's T for the reference pool)."""
-    from mixture.pipelines import stage_registry
     from mixture.spec.load import load_spec
+    from mixture.stages import registry as stage_registry
 
     spec = load_spec(str(spec_path))
     return {s.name: s.task_count(spec, POOL_TASKS) for s in stage_registry.planned(spec)} | dict.fromkeys(DRIVER_STAGES, 1)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from bench.build_bench import REPO, demo_corpus, demo_spec, load, write_spec
 from bench.common import machine, publish
-from mixture.pipelines import stage_registry
+from mixture.stages import registry as stage_registry
 from mixture.store.formats import StoreArtifact, read_model
 
 BEGIN, END = "<!-- memory-bench:begin -->", "<!-- memory-bench:end -->"

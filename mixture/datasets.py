@@ -50,8 +50,8 @@ def load_mixture(folder: str, phase: str | Sequence[str] | None = None, columns:
     """A mixture written by `mixture materialize` (local folder or fsspec URI): the shards its manifest.json lists,
     phase after phase (or only `phase`, a name or a list of names), in manifest order, which is the training
     order. `streaming` and `cache_dir` as in `load_store`."""
+    from mixture.pipelines.materialize.run import phase_dir
     from mixture.planner.formats import MANIFEST, read_manifest
-    from mixture.planner.materialize import phase_dir
 
     fs, root = url_to_fs(str(folder), **(storage_options or {}))
     root = root.rstrip("/")

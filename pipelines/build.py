@@ -14,11 +14,12 @@ from dataclasses import dataclass
 import fsspec
 from datatrove.utils.logging import logger
 
-from mixture.pipelines import reuse, stage_registry
-from mixture.pipelines.datatrove_compat import quiet_datatrove_console
+from mixture.pipelines import reuse
 from mixture.pipelines.executors import SlurmChain, make_executor
+from mixture.pipelines.runtime.datatrove_compat import quiet_datatrove_console
 from mixture.pipelines.stages import BuildContext, BuildError, Stage, build_stage
 from mixture.spec.load import load_spec, resolve_uri, spec_dir
+from mixture.stages import registry as stage_registry
 from mixture.store import layout
 from mixture.store.formats import FormatError, StoreArtifact, read_model
 from mixture.text import kernel as text_kernel
@@ -213,7 +214,7 @@ def build_store(spec_path: str, *, executor: str | None = None, tasks: int | Non
                 overrides: dict | None = None, redo_changed: bool = False) -> Built:
     """Build the store of a spec. A finished store of the same spec and inputs is left as is (already built).
 
-    Work on storage is reused only where its stage key (pipelines/stage_keys.py) is the one computed now; when the
+    Work on storage is reused only where its stage key (mixture/stages/keys.py) is the one computed now; when the
     spec or the inputs changed, StoreChanged names what changed before any work, unless `redo_changed`: then the
     stages whose key changed and every stage after them are redone (pipelines/reuse.py).
 
@@ -222,7 +223,7 @@ def build_store(spec_path: str, *, executor: str | None = None, tasks: int | Non
     from rich import get_console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from mixture.pipelines.finalize import finalize
+    from mixture.pipelines.finalize.store_json import finalize
 
     spec = load_spec(spec_path)
     base = spec_dir(spec_path)

@@ -18,16 +18,16 @@ from dataclasses import dataclass, field
 from datatrove.executor.ray import RayPipelineExecutor
 from datatrove.utils.logging import logger
 
-from mixture.pipelines.datatrove_compat import (
+from mixture.pipelines.runtime.datatrove_compat import (
     ExecutorError,
     JobIdRecorder,
     LocalExecutor,
     SlurmArrays,
     TaskSetup,
 )
-from mixture.pipelines.stage_registry import driver_waits_after
 from mixture.pipelines.stages import BuildContext, Stage
 from mixture.spec.models import Execution
+from mixture.stages.registry import driver_waits_after
 from mixture.store import layout
 
 EXECUTORS = ("local", "ray", "slurm")

@@ -1,4 +1,4 @@
-"""Which finished work a build may reuse: a stage's tasks are reused only while its key (pipelines/stage_keys.py) is
+"""Which finished work a build may reuse: a stage's tasks are reused only while its key (mixture/stages/keys.py) is
 the one on storage; otherwise the build stops before any work, naming what changed, or (`--redo-changed`) clears
 the stages whose key changed and every stage after them, so a store never mixes work of two specs or inputs."""
 
@@ -9,9 +9,11 @@ from dataclasses import dataclass
 import fsspec
 from datatrove.utils.logging import logger
 
-from mixture.pipelines import stage_keys, stage_registry
-from mixture.pipelines.stage_keys import Changes
 from mixture.pipelines.stages import BuildContext, BuildError
+from mixture.spec.canonical import canonical_spec
+from mixture.stages import keys as stage_keys
+from mixture.stages import registry as stage_registry
+from mixture.stages.keys import Changes
 from mixture.store import layout
 from mixture.store.formats import FormatError, StageRecord, StoreArtifact, read_model, write_model
 
@@ -28,7 +30,7 @@ class StoreChanged(BuildError):
 
 def current_records(ctx: BuildContext) -> list[StageRecord]:
     """The record (key) of every stage a build of this context runs, from its spec and inputs as listed now."""
-    return stage_keys.stage_records(stage_keys.canonical_spec(ctx.spec, ctx.spec_dir), ctx.inputs(), ctx.tasks)
+    return stage_keys.stage_records(canonical_spec(ctx.spec, ctx.spec_dir), ctx.inputs(), ctx.tasks)
 
 
 def _stage_dir(root: str, name: str) -> str:
@@ -120,7 +122,7 @@ class Reuse:
 
 def finished_changes(ctx: BuildContext, artifact: StoreArtifact, records: list[StageRecord]) -> Changes:
     """What differs between a finished store and a build of this spec and inputs (empty: it is already built)."""
-    canon = stage_keys.canonical_spec(ctx.spec, ctx.spec_dir)
+    canon = canonical_spec(ctx.spec, ctx.spec_dir)
     prov = artifact.provenance
     if prov is None:  # built before stage keys were recorded: the spec's hash is all there is
         same = artifact.spec.hash == stage_keys.spec_hash(canon)

@@ -9,17 +9,22 @@ import fsspec
 import pyarrow.parquet as pq
 from datatrove.utils.logging import logger
 
-from mixture.pipelines import candidate_texts, dedup, duplicates, near_duplicates, steps, writers
-from mixture.pipelines import decontaminate as decontaminate_step
-from mixture.pipelines.readers import RankFilesReader
-from mixture.pipelines.shard_facts import ShardFacts
-from mixture.pipelines.source_records import SourceFiles
-from mixture.pipelines.stage_registry import ID_QUARANTINE, StageDef, bucket_slices
+from mixture.pipelines import writers
+from mixture.pipelines.dedup import exact as duplicates
+from mixture.pipelines.dedup import fingerprints as dedup
+from mixture.pipelines.dedup import minhash_gather as candidate_texts
+from mixture.pipelines.dedup import near as near_duplicates
+from mixture.pipelines.finalize.shard_facts import ShardFacts
+from mixture.pipelines.prepare import decontaminate as decontaminate_step
+from mixture.pipelines.prepare import steps
+from mixture.pipelines.sources.files import RankFilesReader
+from mixture.pipelines.sources.records import SourceFiles
 from mixture.spec import preflight
 from mixture.spec.datasets_source import dataset_units
 from mixture.spec.inputs import ListedSource, list_source, spec_files
 from mixture.spec.load import resolve_uri
 from mixture.spec.models import Execution, Spec
+from mixture.stages.registry import ID_QUARANTINE, StageDef, bucket_slices
 from mixture.store import drops, layout
 from mixture.store.formats import InputManifest, NearDuplicateReport, read_model
 
@@ -208,7 +213,7 @@ def minhash_cluster_steps(ctx: BuildContext) -> list:
 
 
 def steps_reader(ctx: BuildContext):
-    from mixture.pipelines.readers import SourceReader
+    from mixture.pipelines.sources.files import SourceReader
 
     return SourceReader(ctx.sources(), f"{ctx.work}/tally")
 

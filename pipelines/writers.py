@@ -8,7 +8,7 @@ from datatrove.data import Document
 from datatrove.pipeline.writers.parquet import ParquetWriter
 
 from mixture.pipelines import schemas
-from mixture.pipelines.datatrove_compat import ParquetWriterBase
+from mixture.pipelines.runtime.datatrove_compat import ParquetWriterBase
 from mixture.store.io import DigestingFile
 
 TEXT_HEAD = 500

@@ -7,9 +7,9 @@ import time
 import pandas as pd
 import streamlit as st
 
+from mixture.composition import numbers
 from mixture.explorer import build_state, ui
 from mixture.explorer.fmt import code, md
-from mixture.overview import numbers
 
 uri = ui.require_store()
 st.header("Live build")

@@ -5,9 +5,10 @@ from __future__ import annotations
 import altair as alt
 import streamlit as st
 
-from mixture.explorer import charts, composition, projection, queries, ui
+from mixture.composition import figures as composition
+from mixture.composition import numbers
+from mixture.explorer import charts, projection, queries, ui
 from mixture.explorer.fmt import display
-from mixture.overview import numbers
 
 uri, info = ui.require_complete_store()
 names = composition.quality_names(info)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from mixture.composition import numbers
 from mixture.explorer import charts, queries, ui
 from mixture.explorer.fmt import code, display, humanize, md
 from mixture.explorer.plan_view import PlanView
-from mixture.overview import numbers
 from mixture.store.formats import FormatError
 
 st.header("Mixture")

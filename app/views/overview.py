@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from mixture.explorer import composition, queries, ui
+from mixture.composition import figures as composition
+from mixture.composition import numbers
+from mixture.explorer import queries, ui
 from mixture.explorer.fmt import code, humanize, md, terms_md
 from mixture.explorer.panel import bucket_key, domain_panel, panels_md
-from mixture.overview import numbers
 
 uri, info = ui.require_complete_store()
 plan = ui.current_plan()

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from mixture.explorer import composition, config, lineage, queries, sharing, ui
+from mixture.composition import figures as composition
+from mixture.explorer import config, lineage, queries, sharing, ui
 from mixture.explorer.fmt import code, md
 from mixture.store import drops
 from mixture.store.layout import cell_name

@@ -5,9 +5,10 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from mixture.explorer import charts, composition, queries, sharing, ui
+from mixture.composition import figures as composition
+from mixture.composition import numbers
+from mixture.explorer import charts, queries, sharing, ui
 from mixture.explorer.fmt import code, display, humanize
-from mixture.overview import numbers
 from mixture.store.drops import COUNTERS, REASONS
 
 uri, info = ui.require_complete_store()

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 
 from mixture.accounting.reader import StoreReader
 from mixture.accounting.side_files import dropped_files, quarantine_files
-from mixture.pipelines.stage_registry import order_key
+from mixture.stages.registry import order_key
 from mixture.store import drops, layout
 
 StoreState = Literal["complete", "building", "missing"]

@@ -256,7 +256,7 @@ class _Audit:
         if prov is None:
             c.status, c.note = "skip", "store.json records no provenance (built by an older mixture)"
             return
-        from mixture.pipelines import stage_keys
+        from mixture.stages import keys as stage_keys
 
         c.checked += 1
         if stage_keys.spec_hash(prov.spec) != art.spec.hash:
@@ -306,9 +306,10 @@ class _Audit:
         if art.provenance is None:
             c.status, c.note = "skip", "store.json records no input manifest (built by an older mixture)"
             return
-        from mixture.pipelines import stage_keys
+        from mixture.spec.inputs import relist
+        from mixture.stages import keys as stage_keys
 
-        now, problems = stage_keys.relist(art.provenance)
+        now, problems = relist(art.provenance)
         for problem in problems:
             c.fail("inputs", problem)
         recorded = art.provenance.inputs

@@ -12,9 +12,9 @@ from markupsafe import escape
 
 from mixture import __version__, accounting
 from mixture.accounting import StoreReader
-from mixture.explorer import composition
-from mixture.overview import numbers
-from mixture.overview.labels import Term, domain_label
+from mixture.composition import figures as composition
+from mixture.composition import numbers
+from mixture.composition.labels import Term, domain_label
 from mixture.planner.formats import Plan
 from mixture.store.formats import StoreArtifact
 from mixture.store.layout import cluster_width

@@ -14,7 +14,7 @@ import jinja2
 from markupsafe import Markup
 
 from mixture.accounting import StoreReader
-from mixture.overview import numbers
+from mixture.composition import numbers
 from mixture.overview.page import TEXT_BUDGET, Page, build_page
 from mixture.planner.formats import Plan
 from mixture.store.io import write_atomic

@@ -10,11 +10,11 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from mixture.pipelines.materialize.run import MaterializeError, materialize, parse_bytes
 from mixture.planner.counts import PlanInputError
 from mixture.planner.exports import FORMATS, ExportError, export_plan
 from mixture.planner.formats import Plan, read_plan
 from mixture.planner.inputs import build_inputs, load_planning_spec
-from mixture.planner.materialize import MaterializeError, materialize, parse_bytes
 from mixture.planner.plan import compute_plan
 from mixture.planner.realised import RealisedError, realised_ledger
 from mixture.planner.report import print_ladder, print_plan, print_realised

@@ -16,9 +16,9 @@ from pydantic import (
     model_validator,
 )
 
-from mixture.pipelines import stage_registry  # light: stage names only, no datatrove
 from mixture.spec.amounts import parse_amount
 from mixture.spec.mixture_section import MixtureSection
+from mixture.stages import registry as stage_registry
 
 TokenAmount = Annotated[int, BeforeValidator(parse_amount), Field(description="tokens: 18.75T, 926B, 48e9 or an int")]
 NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"

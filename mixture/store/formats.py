@@ -516,7 +516,7 @@ class InputManifest(Format):
 class StageKey(Format):
     """One stage's key: the hash of what its output depends on."""
 
-    name: str = Field(description="stage name (pipelines/stage_registry.py)")
+    name: str = Field(description="stage name (mixture/stages/registry.py)")
     key: str = Field(pattern=r"^[0-9a-f]{64}$", description="sha256 of the stage's spec fields, input files, code "
                                                              "version and the previous stage's key")
     tasks: int = Field(ge=1, description="the build's task count the stage ran with (execution, not in the key)")

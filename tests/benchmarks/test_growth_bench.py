@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from bench import growth_bench, growth_corpus, growth_report
-from mixture.pipelines import stage_registry
 from mixture.spec.load import load_spec
+from mixture.stages import registry as stage_registry
 
 DATA = Path(__file__).parent / "data" / "growth_quick.json"
 

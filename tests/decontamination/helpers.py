@@ -9,8 +9,8 @@ import numpy as np
 from datatrove.data import Document
 
 from mixture.decontam.tokens import words
-from mixture.pipelines.decontaminate import settings
-from mixture.pipelines.dedup import Fingerprint
+from mixture.pipelines.dedup.fingerprints import Fingerprint
+from mixture.pipelines.prepare.decontaminate import settings
 from mixture.spec.models import Decontamination
 from mixture.text.shingles import WordHashes
 

@@ -50,7 +50,7 @@ def test_ray_build_equals_local_build(tmp_path, demo_corpus, built_store, ray_cl
 def test_ray_materialize_equals_local(tmp_path, built_store, ray_cluster):
     """`mixture materialize` as 3 tasks on a local Ray cluster (started by the executor) writes the bytes one local
     task writes."""
-    from mixture.planner.materialize import materialize
+    from mixture.pipelines.materialize.run import materialize
     from mixture.planner.run import plan_from_spec
 
     _, plan = plan_from_spec(str(built_store.spec_path), scale=0.05)

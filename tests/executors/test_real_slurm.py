@@ -156,7 +156,7 @@ def _time(job: str, name: str) -> float:
 MATERIALIZE = """
 import sys
 from mixture.planner.formats import read_plan
-from mixture.planner.materialize import materialize
+from mixture.pipelines.materialize.run import materialize
 from mixture.spec.models import Execution
 materialize(read_plan(sys.argv[1]), sys.argv[2], shard_bytes=64 * 1024, executor="slurm", tasks=3,
             execution=Execution(executor="slurm", poll_seconds=1, tasks_per_job=2), keep_work=True)
@@ -166,7 +166,7 @@ materialize(read_plan(sys.argv[1]), sys.argv[2], shard_bytes=64 * 1024, executor
 def test_real_slurm_materialize_equals_local(tmp_path, built_store, real_slurm):
     """`mixture materialize` as 3 tasks in one Slurm array (2 tasks per element): the driver submits, waits and
     publishes the bytes one local task writes."""
-    from mixture.planner.materialize import materialize
+    from mixture.pipelines.materialize.run import materialize
     from mixture.planner.run import plan_from_spec
     from mixture.store.formats import dump
 

@@ -53,8 +53,8 @@ def test_the_driver_waits_after_the_last_dedup_stage_and_assign():
     the end; every other stage is chained behind the one before."""
     import copy
 
-    from mixture.pipelines.stage_registry import driver_waits_after, planned
     from mixture.spec.models import Spec
+    from mixture.stages.registry import driver_waits_after, planned
 
     raw = {**small_spec("corpus"), "sources": [{"name": "s", "uri": "/nonexistent", "format": "jsonl"}]}
     spec = Spec.model_validate(raw)
@@ -125,8 +125,8 @@ def test_sbatch_arguments_without_partition_or_time(tmp_path):
 def test_submit_tells_the_arrays_from_the_merge_stats_job(tmp_path, slurm):
     """datatrove's `launch_job` queues one array per `max_array_size` elements, then calls `launch_merge_stats`:
     `SlurmArrays.submit` (datatrove_compat) returns the array jobs and that helper job apart."""
-    from mixture.pipelines.datatrove_compat import JobIdRecorder, SlurmArrays
     from mixture.pipelines.executors import default_env_command
+    from mixture.pipelines.runtime.datatrove_compat import JobIdRecorder, SlurmArrays
 
     ex = SlurmArrays([], tasks=3, time=None, partition=None, max_array_size=2,
                      job_name="demo.split", env_command=default_env_command(), job_id_retriever=JobIdRecorder(),

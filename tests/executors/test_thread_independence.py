@@ -21,7 +21,7 @@ pytestmark = pytest.mark.slow
 FIT = """
 import json, sys
 from mixture.fit.model_store import fit_and_save
-from mixture.pipelines.threads import task_threads
+from mixture.pipelines.runtime.threads import task_threads
 sample, out, params, threads = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), int(sys.argv[4])
 if threads:
     with task_threads(threads):

@@ -1,8 +1,8 @@
-"""Readable domain labels (mixture/overview/labels.py), one function for the explorer and the static page."""
+"""Readable domain labels (mixture/composition/labels.py), one function for the explorer and the static page."""
 
 from __future__ import annotations
 
-from mixture.overview.labels import Term, dedup_terms, domain_label, generated_label
+from mixture.composition.labels import Term, dedup_terms, domain_label, generated_label
 from tests.explorer.apptest_util import plain, run
 
 CODE_DOCS = [

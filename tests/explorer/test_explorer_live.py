@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mixture.pipelines import stage_registry
+from mixture.stages import registry as stage_registry
 from tests.explorer.apptest_util import run
 
 

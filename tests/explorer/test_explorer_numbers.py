@@ -1,4 +1,4 @@
-"""The explorer writes numbers the one way of `mixture.overview.numbers` (tokens 10.0M, shares 7.52%, weights
+"""The explorer writes numbers the one way of `mixture.composition.numbers` (tokens 10.0M, shares 7.52%, weights
 0.01235, scores 0.422), never raw floats, and leaves out columns that hold nothing."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import shutil
 
 import pyarrow.parquet as pq
 
-from mixture.overview import numbers
+from mixture.composition import numbers
 from mixture.planner.formats import read_plan
 from tests.explorer.apptest_util import run
 

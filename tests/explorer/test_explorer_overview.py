@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from mixture.overview import numbers
+from mixture.composition import numbers
 from mixture.spec.amounts import humanize
 from tests.explorer.apptest_util import grid, open_domains, panel, plain, run
 from tests.explorer.synthstore import SCRIPT_DOC

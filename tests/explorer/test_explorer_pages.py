@@ -8,7 +8,7 @@ import shutil
 import pyarrow.parquet as pq
 import pytest
 
-from mixture.overview import numbers
+from mixture.composition import numbers
 from mixture.planner.formats import Plan, read_plan
 from mixture.store import drops
 from mixture.store.formats import dump

@@ -18,8 +18,8 @@ from fsspec.implementations.local import LocalFileSystem
 from mixture import accounting
 from mixture.datasets import load_mixture
 from mixture.explorer.plan_view import load_plan
+from mixture.pipelines.materialize.run import materialize
 from mixture.planner.counts import load_counts
-from mixture.planner.materialize import materialize
 from mixture.planner.plan import compute_plan
 from mixture.planner.realised import realised_ledger
 from mixture.store.formats import write_model
@@ -31,7 +31,7 @@ FORMAT_MODULES = ("mixture/store/formats.py", "mixture/planner/formats.py")
 
 # The names of the format files, and the modules whose names they are (the demo corpus has a MANIFEST of its own).
 FILE_NAMES = {"STORE_JSON", "LEDGER", "MANIFEST", "PHASE_MANIFEST"}
-FILE_NAME_MODULES = {"mixture.store.layout", "mixture.planner.formats", "mixture.planner.materialize"}
+FILE_NAME_MODULES = {"mixture.store.layout", "mixture.planner.formats", "mixture.pipelines.materialize.run"}
 FILE_NAME_MODULE_ALIASES = {"layout", "formats", "materialize"}
 FILE_LITERAL = re.compile(r"(^|/)(store\.json|_ledger\.json|_?manifest\.json|plan(\.repaired)?\.json)$")
 
@@ -60,9 +60,9 @@ JSON_PARSERS = {
     ("mixture/spec/datasets_source.py", "_read_json"): "a datasets save_to_disk folder's state and info JSON",
     ("pipelines/build.py", "_read_lock"): "the build lock _build/LOCK",
     ("pipelines/executors.py", "SlurmStageExecutor._record"): "the Slurm job record of a stage",
-    ("pipelines/finalize.py", "finalize"): "the readers' tallies in _work/tally/",
-    ("pipelines/readers.py", "SourceReader._read_jsonl"): "the input records of a jsonl source",
-    ("pipelines/shard_facts.py", "read_task_facts"): "the assign tasks' shard facts in _work/",
+    ("pipelines/finalize/store_json.py", "finalize"): "the readers' tallies in _work/tally/",
+    ("pipelines/sources/files.py", "SourceReader._read_jsonl"): "the input records of a jsonl source",
+    ("pipelines/finalize/shard_facts.py", "read_task_facts"): "the assign tasks' shard facts in _work/",
 }
 
 
@@ -212,8 +212,8 @@ def test_the_check_sees_the_format_files_where_they_are_read_and_written() -> No
         naming |= {(rel, name) for name, nodes in scopes(tree) if any(names_a_format_file(n, bound) for n in nodes)}
     for where in (("mixture/accounting/reader.py", "StoreReader.store_info"),
                   ("mixture/accounting/reader.py", "StoreReader._ledgers"),
-                  ("pipelines/finalize.py", "finalize"), ("pipelines/finalize.py", "write_ledgers"),
-                  ("pipelines/build.py", "build_store"), ("mixture/planner/materialize.py", "materialize"),
+                  ("pipelines/finalize/store_json.py", "finalize"), ("pipelines/finalize/store_json.py", "write_ledgers"),
+                  ("pipelines/build.py", "build_store"), ("pipelines/materialize/run.py", "materialize"),
                   ("mixture/datasets.py", "load_mixture"), ("mixture/accounting/synthetic.py", "write_synthetic_store")):
         assert where in naming, where
 

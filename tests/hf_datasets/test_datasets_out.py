@@ -98,7 +98,7 @@ def test_store_at_an_fsspec_uri(built_store):
 @pytest.fixture(scope="module")
 def mixture_folder(built_store, tmp_path_factory) -> Path:
     """The session store planned with the demo spec (at the test scale) and materialized."""
-    from mixture.planner.materialize import materialize
+    from mixture.pipelines.materialize.run import materialize
     from mixture.planner.run import plan_from_spec
     from tests.conftest import TEST_SCALE
 

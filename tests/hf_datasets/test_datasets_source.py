@@ -138,7 +138,7 @@ def test_store_is_the_same_for_two_and_three_tasks(hf_build):
 
 def test_tasks_share_the_units_out(hf_data, tmp_path):
     """Each unit (Arrow file, streaming shard) goes to exactly one task, for any task count."""
-    from mixture.pipelines.readers import SourceReader
+    from mixture.pipelines.sources.files import SourceReader
     from mixture.pipelines.stages import BuildContext
     from mixture.spec.models import Spec
 
@@ -222,8 +222,8 @@ def test_saved_dataset_at_an_fsspec_uri(hf_data):
     """A saved dataset at a non-local URI is checked, listed and read file by file like a local one."""
     import fsspec
 
-    from mixture.pipelines.readers import SourceReader
-    from mixture.pipelines.source_records import SourceFiles
+    from mixture.pipelines.sources.files import SourceReader
+    from mixture.pipelines.sources.records import SourceFiles
     from mixture.spec.datasets_source import check_dataset_source, dataset_units
     from mixture.spec.models import Source
 
@@ -252,8 +252,8 @@ def test_read_time_problems_are_quarantined(tmp_path):
     a saved dataset without the text column, an Arrow file that is not one, a data file that does not parse."""
     import datasets
 
-    from mixture.pipelines.readers import SourceReader
-    from mixture.pipelines.source_records import SourceFiles
+    from mixture.pipelines.sources.files import SourceReader
+    from mixture.pipelines.sources.records import SourceFiles
     from mixture.spec.datasets_source import dataset_units
     from mixture.spec.models import Source
 

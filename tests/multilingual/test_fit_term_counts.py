@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from mixture.demo_corpus.debian_text import read_labelled
-from tests.pipeline.test_fit_term_counts import check_merge
+from tests.fit.test_fit_term_counts import check_merge
 
 
 @pytest.mark.parametrize("n_parts", [2, 7])

@@ -74,7 +74,7 @@ def test_a_local_fasttext_model_can_identify(multilingual_corpus, tmp_path):
     model = tmp_path / "lid.bin"
     code = ("import sys, fasttext; fasttext.train_supervised(sys.argv[1], epoch=15, lr=0.5, minn=2, maxn=4, dim=16, "
             "seed=int(sys.argv[3]), thread=1, verbose=0).save_model(sys.argv[2])")
-    for seed in range(10):  # fastText training here sometimes stops on NaN (tests/pipeline/test_fasttext_scorer.py)
+    for seed in range(10):  # fastText training here sometimes stops on NaN (tests/fit/test_fasttext_scorer.py)
         if subprocess.run([sys.executable, "-c", code, str(train), str(model), str(seed)], capture_output=True,
                           timeout=300).returncode == 0:
             break

@@ -1,4 +1,4 @@
-"""mixture.overview.numbers: every number of the page written one way."""
+"""mixture.composition.numbers: every number of the page written one way."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from mixture.overview import numbers
+from mixture.composition import numbers
 
 
 @pytest.mark.parametrize(("value", "text"), [

@@ -12,7 +12,7 @@ import pytest
 from markupsafe import escape
 
 from mixture.accounting import StoreReader, samples
-from mixture.overview import numbers
+from mixture.composition import numbers
 from mixture.overview.page import HEAD_CHARS, build_page, escaped_size, split_text
 from mixture.planner.formats import read_plan
 from mixture.store.layout import cell_name

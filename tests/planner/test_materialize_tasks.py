@@ -13,9 +13,9 @@ from typer.testing import CliRunner
 
 from mixture.accounting.document_rows import READ_BATCH_ROWS
 from mixture.cli import app
-from mixture.planner.draws import task_shards
+from mixture.pipelines.materialize.draws import task_shards
+from mixture.pipelines.materialize.run import materialize
 from mixture.planner.formats import read_manifest
-from mixture.planner.materialize import materialize
 from mixture.planner.realised import realised_ledger
 from mixture.planner.run import plan_from_spec
 from mixture.store.formats import write_model

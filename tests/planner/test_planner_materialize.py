@@ -13,8 +13,8 @@ import yaml
 from typer.testing import CliRunner
 
 from mixture.cli import app
+from mixture.pipelines.materialize.run import draw_cell, interleave, materialize
 from mixture.planner.formats import Manifest, PhaseManifest, read_plan
-from mixture.planner.materialize import draw_cell, interleave, materialize
 from mixture.planner.realised import realised_ledger
 from mixture.planner.run import plan_from_spec
 from mixture.store.formats import StoreArtifact, read_model

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mixture.pipelines.dedup import BandCollisions
-from tests.pipeline.test_band_collisions import BANDS, ROWS, write_sig_files, write_slice_index
+from mixture.pipelines.dedup.fingerprints import BandCollisions
+from tests.dedup.test_band_collisions import BANDS, ROWS, write_sig_files, write_slice_index
 from tests.remote.conftest import Remote, upload
 
 pytestmark = pytest.mark.slow

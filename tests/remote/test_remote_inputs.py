@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from mixture.spec.inputs import LISTED_AT_ONCE, file_changed, files_drift, identity, list_files, list_source
+from mixture.spec.inputs import LISTED_AT_ONCE, identity, list_files, list_source
 from mixture.spec.models import Source
+from mixture.stages.drift import file_changed, files_drift
 from tests.remote.conftest import Remote
 
 pytestmark = pytest.mark.slow

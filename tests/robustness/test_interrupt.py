@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from mixture.pipelines import stage_registry
 from mixture.spec.load import load_spec
+from mixture.stages import registry as stage_registry
 from tests.robustness.helpers import fingerprint, run, start, wait_for
 
 pytestmark = pytest.mark.slow

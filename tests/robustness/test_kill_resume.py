@@ -165,8 +165,8 @@ def tree(folder: Path) -> dict[str, bytes]:
 def test_materialize_killed_resumes_to_identical_output(plan_file: Path, tmp_path: Path):
     """4 tasks on 2 workers, killed three times: the rerun finishes with the bytes of one uninterrupted task and
     writes no shard again that a killed run had written (each appears by a rename: present = complete)."""
+    from mixture.pipelines.materialize.run import materialize
     from mixture.planner.formats import read_plan
-    from mixture.planner.materialize import materialize
 
     plan = read_plan(str(plan_file))
     args = ["materialize", str(plan_file), "--out", "mix", "--shard-bytes", "16KB", "--tasks", "4", "--workers", "2"]

@@ -20,9 +20,9 @@ from hypothesis import strategies as st
 
 from mixture.accounting import StoreReader, audit
 from mixture.pipelines import build as build_module
-from mixture.pipelines import stage_registry
 from mixture.pipelines.build import Built, build_store
 from mixture.pipelines.reuse import StoreChanged
+from mixture.stages import registry as stage_registry
 from tests.conftest import small_spec
 from tests.executors.fingerprint import assert_same_store
 from tests.robustness.helpers import kill_group, run, start, wait_for

@@ -1,0 +1,228 @@
+"""Pure computations on store.json and the accounting cell table: headline, per-cell shares, enrichment, the
+domain index and its search."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from mixture.composition import numbers
+from mixture.composition.labels import DomainLabel, domain_label
+from mixture.spec.amounts import humanize
+from mixture.store.drops import REASONS
+from mixture.store.formats import StoreArtifact
+from mixture.store.layout import cell_name, parse_cell
+
+DEFAULT_QUALITY_NAMES = ["junk", "poor", "usable", "good", "excellent"]
+
+
+def quality_names(info: StoreArtifact) -> list[str]:
+    """The name of each quality bucket (`Q<n>` past the names store.json gives)."""
+    names = list(info.partition.quality_names or DEFAULT_QUALITY_NAMES)
+    levels = info.partition.quality_levels
+    return (names + [f"Q{q}" for q in range(len(names), levels)])[:levels]
+
+
+def n_domains(info: StoreArtifact) -> int:
+    return len(info.clusters) or info.partition.k
+
+
+def total_tokens(info: StoreArtifact) -> int:
+    return info.counters.tokens_out
+
+
+def headline(info: StoreArtifact) -> str:
+    """'23.11T tokens across 40 semantic domains and 5 calibrated quality buckets'."""
+    return (f"{humanize(total_tokens(info))} tokens across {n_domains(info)} semantic domains "
+            f"and {len(quality_names(info))} calibrated quality buckets")
+
+
+Labels = dict[int, DomainLabel]
+
+
+def readable_labels(info: StoreArtifact, labels: Labels | None = None) -> Labels:
+    """Every domain's readable label: `labels` (queries.domain_labels: code style told from the sampled documents)
+    where given, else made from store.json's label and top terms alone."""
+    labels = labels or {}
+    return {c.id: labels.get(c.id) or domain_label(c.label, list(c.top_terms)) for c in info.clusters}
+
+
+def cluster_labels(info: StoreArtifact, labels: Labels | None = None) -> dict[int, str]:
+    """{domain: its readable label as plain text} ('self, assertEqual, def')."""
+    return {c: lab.text for c, lab in readable_labels(info, labels).items()}
+
+
+def cells_frame(cells: pd.DataFrame, info: StoreArtifact, labels: Labels | None = None) -> pd.DataFrame:
+    """The accounting cell table (`mixture.accounting.published_cell_table`) on the full grid of domains and
+    quality buckets (missing cells filled with zero), with shares and enrichment.
+
+    share_in_domain = tokens(d, q) / tokens(d); corpus_share = tokens(q) / total;
+    enrichment = share_in_domain / corpus_share.
+    """
+    levels = len(quality_names(info))
+    cells = cells[["cluster", "quality", "path", "docs", "tokens", "shards"]].astype({"cluster": int, "quality": int})
+    ids = sorted({c.id for c in info.clusters} | set(cells.cluster))
+    grid = pd.MultiIndex.from_product([ids, range(levels)], names=["cluster", "quality"]).to_frame(index=False)
+    df = grid.merge(cells, on=["cluster", "quality"], how="left")
+    k = info.partition.k
+    df.insert(0, "cell", [cell_name(c, q, k) for c, q in zip(df.cluster, df.quality, strict=True)])
+    df[["docs", "tokens", "shards"]] = df[["docs", "tokens", "shards"]].fillna(0).astype("int64")
+    total = df.tokens.sum()
+    dom = df.groupby("cluster").tokens.transform("sum")
+    bucket = df.groupby("quality").tokens.transform("sum")
+    df["share_in_domain"] = (df.tokens / dom.where(dom > 0)).fillna(0.0)
+    df["corpus_share"] = bucket / total if total else 0.0
+    df["enrichment"] = df.share_in_domain / df.corpus_share.where(df.corpus_share > 0)
+    df["share_of_corpus"] = df.tokens / total if total else 0.0
+    names = cluster_labels(info, labels)
+    df["label"] = df.cluster.map(lambda c: names.get(c, f"cluster {c}"))
+    return df
+
+
+def domains_frame(cells: pd.DataFrame, info: StoreArtifact, labels: Labels | None = None) -> pd.DataFrame:
+    """One row per domain of `cells_frame(...)`: id, label (plain text) and name (its DomainLabel: the label's
+    terms and the other top terms), summary (only one that is more than the top terms joined), top terms,
+    confidence, docs, tokens, share of the corpus (a domain with cells but no store.json cluster entry gets a
+    placeholder label)."""
+    agg = cells.groupby("cluster").agg(tokens=("tokens", "sum"), docs=("docs", "sum")).reset_index()
+    meta = {c.id: c for c in info.clusters}
+    readable = readable_labels(info, labels)
+    total = agg.tokens.sum()
+    rows = []
+    for r in agg.itertuples():
+        m = meta.get(int(r.cluster))
+        terms = list(m.top_terms) if m else []
+        name = readable.get(int(r.cluster)) or domain_label(f"cluster {r.cluster}", [])
+        summary = (m.summary if m else "") or ""
+        rows.append({
+            "id": int(r.cluster), "label": name.text, "name": name,
+            "summary": "" if summary.strip() in ("", " · ".join(terms), ", ".join(terms)) else summary,
+            "top_terms": terms,
+            "confidence": m.confidence if m else None, "confidence_tag": m.confidence_tag if m else None,
+            "docs": int(r.docs), "tokens": int(r.tokens), "share": (r.tokens / total) if total else 0.0,
+        })
+    return pd.DataFrame(rows)
+
+
+@dataclass(frozen=True)
+class Link:
+    """What a shared link's `?domain=` / `?cell=` asks for: the domain to open (None: none), the bucket to pick,
+    or the problem to tell when it names nothing in this store."""
+
+    domain: int | None
+    quality: int | None
+    problem: str | None
+    params: tuple[str, str]  # (domain, cell) as given: a link is applied once per value
+
+
+def resolve_link(domain: str, cell: str, ids: list[int], levels: int, k: int) -> Link:
+    """The domain and bucket `?domain=NN` or `?cell=cNNqQ` names (cell wins), checked against this store's
+    domains `ids` and its `levels` quality buckets; an unknown one gives a message saying what the store has."""
+    params = (domain or "", cell or "")
+    has = (f"its domains are {min(ids)}–{max(ids)}" if ids else "it has no domains") + \
+        f" and its quality buckets Q0–Q{levels - 1}"
+
+    def problem(text: str) -> Link:
+        return Link(None, None, text, params)
+
+    if cell:
+        try:
+            d, q = parse_cell(cell.strip())
+        except ValueError:
+            example = cell_name(ids[0] if ids else 0, levels - 1, k)
+            return problem(f"The link's `cell={code_text(cell)}` is not a cell name: expected cNNqQ, e.g. {example}.")
+        if d not in ids or q >= levels:
+            return problem(f"The link's `cell={code_text(cell)}` names no cell of this store: {has}.")
+        return Link(d, q, None, params)
+    if domain:
+        d = int(domain.strip()) if domain.strip().isdigit() else None
+        if d is None or d not in ids:
+            return problem(f"The link's `domain={code_text(domain)}` names no domain of this store: {has}.")
+        return Link(d, None, None, params)
+    return Link(None, None, None, params)
+
+
+def code_text(text: str) -> str:
+    """User text for inside a Markdown code span."""
+    return str(text).replace("`", "'").replace("\n", " ")[:80]
+
+
+def filter_domains(domains: pd.DataFrame, query: str, sample_text: dict[int, str] | None = None) -> pd.DataFrame:
+    """Domains whose label, top terms, summary or sampled document text contain every word of `query`."""
+    words = [w for w in (query or "").lower().split() if w]
+    if not words:
+        return domains
+    sample_text = sample_text or {}
+
+    def hit(row: pd.Series) -> bool:
+        hay = " ".join([str(row["id"]), row["label"], row["summary"], " ".join(row["top_terms"]),
+                        sample_text.get(int(row["id"]), "")]).lower()
+        return all(w in hay for w in words)
+
+    return domains[domains.apply(hit, axis=1)] if len(domains) else domains
+
+
+@dataclass(frozen=True)
+class Cards:
+    documents: int
+    tokens: int
+    domains: int
+    buckets: int
+    sources: int
+    cells: int
+    drops: dict[str, int]
+
+
+DROP_KEYS = {r.counter: r.label for r in REASONS}  # store.json counter -> label, from mixture.store.drops
+
+
+def cards(info: StoreArtifact) -> Cards:
+    dropped = info.counters.dropped()
+    return Cards(documents=info.counters.records_out, tokens=total_tokens(info), domains=n_domains(info),
+                 buckets=len(quality_names(info)), sources=len(info.sources),
+                 cells=sum(1 for c in info.cells if c.docs or c.tokens),
+                 drops={label: dropped[key] for key, label in DROP_KEYS.items()})
+
+
+def cells_text(cells: pd.DataFrame) -> str:
+    """How many cells of the domain × quality grid (a `cells_frame`) hold documents, one way on every page:
+    '196 non-empty of 200'."""
+    non_empty = int(((cells.docs > 0) | (cells.tokens > 0)).sum())
+    return f"{numbers.count(non_empty)} non-empty of {numbers.count(len(cells))}"
+
+
+def language_line(mix: pd.DataFrame, top: int = 6) -> str:
+    """'en 61.2% · fr 20.1% · ja 9.0% · 3 more 9.7%' of one domain's rows of the accounting language mix."""
+    rows = mix.sort_values(["tokens", "language"], ascending=[False, True], kind="stable")
+    shown = [f"{r.language} {100 * r.share:.1f}%" for r in rows.head(top).itertuples()]
+    rest = rows.iloc[top:]
+    if len(rest):
+        shown.append(f"{len(rest)} more {100 * rest.share.sum():.1f}%")
+    return " · ".join(shown)
+
+
+def group_cutoffs_frame(groups: pd.DataFrame, edges: list[float]) -> pd.DataFrame:
+    """The (content type, language) calibration groups (accounting `calibration_groups`): sample documents,
+    whether the group has its own calibration, and its raw scores at the bucket edges."""
+    cols = [f"Q{i}→Q{i + 1}" for i in range(len(edges))]
+    rows = [{"group": g.group, "sample docs": int(g.sample_docs),
+             "calibration": "content type's (too few)" if g.fallback else "own",
+             **{c: round(float(v), 3) for c, v in zip(cols, g.raw_cutoffs, strict=False)}}
+            for g in groups.itertuples()]
+    return pd.DataFrame(rows, columns=["group", "sample docs", "calibration", *cols]).set_index("group")
+
+
+def cutoffs_frame(info: StoreArtifact) -> pd.DataFrame:
+    """Raw-score thresholds per content type that correspond to the calibrated bucket edges."""
+    edges = list(info.partition.bucket_edges or [0.2, 0.4, 0.6, 0.8])
+    names = quality_names(info)
+    cols = [f"Q{i}→Q{i + 1} (calibrated {e:g})" for i, e in enumerate(edges)]
+    rows = []
+    for ctype, cut in sorted(info.raw_score_cutoffs.items()):
+        vals = list(cut) + [None] * (len(edges) - len(cut))
+        rows.append({"content type": ctype, **{c: (None if v is None else round(float(v), 3))
+                                               for c, v in zip(cols, vals, strict=False)}})
+    df = pd.DataFrame(rows, columns=["content type", *cols])
+    df.attrs["names"] = names
+    return df.set_index("content type")

@@ -1,0 +1,100 @@
+"""Stage `minhash_gather`: each prepared file read once, its candidate near-duplicate documents sent to the
+verification partitions that compare them (a shuffle), so that a verification task reads its own partition only.
+
+Without it each verification task read every row group (128 documents) of the prepared files that held one of its
+candidates: with T tasks the stage read about T times the candidates' files (superlinear in the corpus)."""
+
+from __future__ import annotations
+
+import fsspec
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from datatrove.data import DocumentsPipeline
+from datatrove.pipeline.base import PipelineStep
+
+from mixture.pipelines.dedup.shuffle import (
+    PART,
+    duckdb_connection,
+    partition_files,
+    register,
+    sorted_batches,
+    write_partitions,
+)
+
+# what the bucket stage asks of prepared file f (`requests/<f>/<bucket task>.parquet`): its row `idx`, the
+# document's spec position `g`, and the verification partition `dest` that needs it
+REQUESTS = pa.schema([("idx", pa.int64()), ("g", pa.int64()), ("dest", pa.int32())])
+# what a verification partition receives (`texts/<q>/<f>.parquet`): each candidate document once
+FETCHED = ("minhash", "text", "id", "source", "origin")
+GATHERED = pa.schema([("g", pa.int64()), ("minhash", pa.binary()), ("text", pa.string()), ("id", pa.string()),
+                      ("source", pa.string()), ("origin", pa.string())])
+INSERT_BYTES = 16 << 20  # rows read from the prepared file are handed to DuckDB this many text bytes at a time
+
+
+def requests_folder(folder: str, file: int) -> str:
+    return f"{folder}/requests/{file:05d}"
+
+
+def texts_folder(folder: str, partition: int) -> str:
+    return f"{folder}/texts/{partition:05d}"
+
+
+class GatherCandidates(PipelineStep):
+    """Stage `minhash_gather`, task f: the rows of prepared file f that a candidate pair names (every bucket
+    task's requests for the file, `<folder>/requests/<f>/`), read once, only the row groups that hold one → each
+    document, with its signature, text and evidence fields, to every verification partition that asked for it
+    (`<folder>/texts/<q>/<f>.parquet`). The rows wait in DuckDB, sorted by partition (spilled past
+    `memory_limit`), so memory does not grow with the file."""
+
+    type = "🫂 - DEDUP"
+    name = "🎯 MinHash gather candidates"
+
+    def __init__(self, folder: str, prepared: str, memory_limit: str | None = None):
+        super().__init__()
+        self.folder, self.prepared, self.memory_limit = folder, prepared, memory_limit
+
+    def run(self, data: DocumentsPipeline = None, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
+        if data:
+            yield from data
+        with duckdb_connection(self.memory_limit) as con:
+            register(con, "raw_requests", partition_files(requests_folder(self.folder, rank)), REQUESTS)
+            con.execute("CREATE TABLE wanted AS SELECT DISTINCT idx, g, dest FROM raw_requests")
+            rows = con.execute("SELECT DISTINCT idx FROM wanted ORDER BY idx").fetchnumpy()["idx"]
+            con.execute("""CREATE TABLE docs (idx BIGINT, minhash BLOB, text VARCHAR, id VARCHAR, source VARCHAR,
+                           origin VARCHAR)""")
+            if len(rows):
+                self._read(con, np.asarray(rows, np.int64), rank)
+            self.stat_update("documents_gathered", value=len(rows))
+            written = write_partitions(sorted_batches(con, f"""
+                SELECT w.g, d.minhash, d.text, d.id, d.source, d.origin, w.dest AS {PART}
+                FROM wanted w JOIN docs d USING (idx) ORDER BY {PART}"""),
+                lambda q: f"{texts_folder(self.folder, q)}/{rank:05d}.parquet")
+        self.stat_update("documents_sent", value=sum(written.values()))
+
+    def _read(self, con, rows: np.ndarray, rank: int) -> None:
+        """Table `docs`: rows `rows` (ascending) of prepared file `rank`, each row group that holds one read once."""
+        fs, root = fsspec.core.url_to_fs(self.prepared)
+        held: list[pa.Table] = []
+        size = 0
+
+        def insert() -> None:
+            con.register("batch", pa.concat_tables(held))
+            con.execute("INSERT INTO docs SELECT idx, minhash, text, id, source, origin FROM batch")
+            con.unregister("batch")
+            held.clear()
+
+        with fs.open(f"{root}/{rank:05d}.parquet", "rb") as f:
+            pf = pq.ParquetFile(f)
+            ends = np.cumsum([pf.metadata.row_group(g).num_rows for g in range(pf.num_row_groups)])
+            group = np.searchsorted(ends, rows, side="right")
+            for g in np.unique(group):
+                sel = rows[group == g]
+                t = pf.read_row_group(int(g), columns=list(FETCHED)).take(pa.array(sel - (ends[g - 1] if g else 0)))
+                held.append(t.append_column("idx", pa.array(sel, pa.int64())))
+                size += t.nbytes
+                if size >= INSERT_BYTES:
+                    insert()
+                    size = 0
+        if held:
+            insert()

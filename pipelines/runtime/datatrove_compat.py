@@ -1,0 +1,371 @@
+"""Everything the build takes from datatrove's private API (and loguru's and tqdm's), in one module: the file to
+check when datatrove is upgraded. tests/runtime/test_datatrove_compat.py pins what it relies on.
+
+The rest of pipelines/ uses datatrove's public API only (PipelineStep, Document, stat_update, the executors'
+constructors, `run` and `get_incomplete_ranks`) and the classes below."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import functools
+import os
+import signal
+import sys
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import multiprocess
+from datatrove.data import Document, DocumentsPipeline
+from datatrove.executor import LocalPipelineExecutor
+from datatrove.executor.slurm import SlurmPipelineExecutor, default_job_id_retriever
+from datatrove.pipeline.filters.base_filter import BaseFilter, get_filter_result
+from datatrove.pipeline.writers.parquet import ParquetWriter
+from datatrove.utils.logging import logger
+from datatrove.utils.stats import PipelineStats
+from datatrove.utils.typeshelper import StatHints
+
+from mixture.pipelines.runtime.memory import configure_memory
+from mixture.pipelines.runtime.task_usage import record_usage
+from mixture.pipelines.runtime.threads import task_threads
+
+DATATROVE_VERSION = "0.10.1"  # the version pyproject pins and the tests check this module against
+
+
+class ExecutorError(RuntimeError):
+    """A stage's executor could not finish it. `stage`: the stage that failed when it is not the one the build was
+    running (a Slurm chain fails at its barrier, naming an earlier stage); `logs`: that stage's log folders that exist."""
+
+    def __init__(self, message: str, stage: str | None = None, logs: list[str] | None = None):
+        super().__init__(message)
+        self.stage, self.logs = stage, None if logs is None else list(logs)  # None: the message names no logs
+
+
+# ------------------------------------------------------------------------------------------- console: tqdm, loguru
+
+
+@contextlib.contextmanager
+def silence_tqdm() -> Iterator[None]:
+    """datatrove's per-task tqdm bars off while a stage runs (the build draws one bar per stage).
+
+    Worker processes read TQDM_DISABLE when they import tqdm; tasks run in this process need `tqdm.__init__`
+    patched (tqdm has no switch for bars already imported)."""
+    from tqdm import tqdm
+
+    os.environ["TQDM_DISABLE"] = "1"
+    original = tqdm.__init__
+    tqdm.__init__ = functools.partialmethod(original, disable=True)
+    try:
+        yield
+    finally:
+        tqdm.__init__ = original
+        os.environ.pop("TQDM_DISABLE", None)
+
+
+def quiet_datatrove_console(level: str = "WARNING") -> None:
+    """datatrove logs every step to the console; keep warnings there (full logs stay in _build/<stage>/logs).
+
+    Called again after each task: datatrove's task logger (`add_task_logger`) removes every loguru handler."""
+    logger.remove()
+    logger.add(sys.stderr, level=level, format="<level>{level}</level> {message}")
+    cache_loguru_lib_dirs()
+
+
+def cache_loguru_lib_dirs() -> None:
+    """datatrove adds two loguru handlers per task; each builds an exception formatter that asks sysconfig for
+    ~70 library paths (~20 ms). Computing them once per process (loguru's private
+    `ExceptionFormatter._get_lib_dirs`, a staticmethod without arguments) takes that off every task."""
+    from loguru._better_exceptions import ExceptionFormatter
+
+    if not hasattr(ExceptionFormatter._get_lib_dirs, "cache_info"):
+        ExceptionFormatter._get_lib_dirs = staticmethod(functools.cache(ExceptionFormatter._get_lib_dirs))
+
+
+# ---------------------------------------------------------------------------------------------------- filters
+
+
+class CountedFilter(BaseFilter):
+    """datatrove's `BaseFilter.run` (one document at a time) that adds its counts (total, forwarded, dropped,
+    dropped_<reason>) to the stats once per task rather than four stats updates per document; dropped documents go
+    to `exclusion_writer` with `filter_reason` set, as datatrove's."""
+
+    def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
+        counts: Counter = Counter()
+        with self.exclusion_writer if self.exclusion_writer else contextlib.nullcontext() as writer:
+            try:
+                for doc in data:
+                    counts[StatHints.total] += 1
+                    keep, reason = get_filter_result(self.filter(doc))
+                    if keep:
+                        counts[StatHints.forwarded] += 1
+                        yield doc
+                        continue
+                    counts[StatHints.dropped] += 1
+                    if reason:
+                        counts[f"dropped_{reason}"] += 1
+                    if writer:
+                        if reason:
+                            doc.metadata["filter_reason"] = reason
+                        writer.write(doc, rank)
+            finally:
+                for label, n in counts.items():
+                    self.stat_update(label, value=n)
+
+
+# ----------------------------------------------------------------------------------------------------- writers
+
+
+class ParquetWriterBase(ParquetWriter):
+    """datatrove's ParquetWriter with its private write path redone: `write` fills the file name template once per
+    file rather than twice per document (same names, same switch to a new file at max_file_size, same counts in the
+    stats, added once per file name at close); `_write` / `_write_batch` / `close_file` call hooks that subclasses
+    fill in:
+
+    - `open_parquet(name, file)`: the pyarrow writer of a new output file;
+    - `row_buffered(name, row)`: a row is about to join its file's pending batch;
+    - `rows_buffered()`: after each row (a full batch is written by then); `flush(name)` writes a pending batch;
+    - `batch_flushed(name)`: a file's pending batch was written (or there was none);
+    - `record_batch(rows)`: the rows of a batch as a pyarrow RecordBatch;
+    - `file_closed(name)`: a file's footer is written, the file is complete."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # ours, not datatrove's:
+        self._fields = [f for f in self.output_filename.get_identifiers() if f != "rank"]  # metadata in the name
+        self._names: dict[tuple, tuple[str, str]] = {}  # those fields' values -> (file name, its stats label)
+        self._written: Counter = Counter()  # documents per stats label, added to the stats at close
+
+    # ---- hooks
+    def open_parquet(self, name: str, file_handler):
+        import pyarrow.parquet as pq
+
+        return pq.ParquetWriter(file_handler, schema=self.schema, compression=self.compression,
+                                use_content_defined_chunking=self.use_content_defined_chunking,
+                                write_page_index=self.write_page_index)
+
+    def row_buffered(self, name: str, row: dict) -> None:
+        pass
+
+    def rows_buffered(self) -> None:
+        pass
+
+    def batch_flushed(self, name: str) -> None:
+        pass
+
+    def record_batch(self, rows: list[dict]):
+        import pyarrow as pa
+
+        return pa.RecordBatch.from_pylist(rows, schema=self.schema)
+
+    def file_closed(self, name: str) -> None:
+        pass
+
+    def flush(self, name: str) -> None:
+        """Write the pending batch of output file `name` (a name with its file id when files rotate)."""
+        self._write_batch(name)
+
+    # ---- datatrove's write path
+    def write(self, document: Document, rank: int = 0, **kwargs):
+        """datatrove's `DiskWriter.write`, the file name of each (rank, name fields) filled once."""
+        if kwargs:
+            return super().write(document, rank, **kwargs)
+        key = (rank, *map(document.metadata.get, self._fields))
+        if key not in self._names:
+            self._names[key] = (self._get_output_filename(document, rank), self._get_output_filename(document, "XXXXX"))
+        original, label = self._names[key]
+        output = original
+        if self.max_file_size > 0:
+            output = self._get_filename_with_file_id(original)
+            if self._get_output_file_with_retry(output).tell() >= self.max_file_size:
+                self.file_id_counter[original] += 1
+                new_output = self._get_filename_with_file_id(original)
+                self._on_file_switch(original, output, new_output)
+                output = new_output
+        self._write(self.adapter(document), self._get_output_file_with_retry(output), original, output)
+        self._written[label] += 1
+
+    def run(self, data, rank: int = 0, world_size: int = 1):
+        with self:
+            for document in data:
+                self.write(document, rank)
+                yield document
+
+    def close(self):
+        for label, n in self._written.items():
+            self.stat_update(label, value=n)
+        if self._written:
+            self.stat_update(StatHints.total, value=sum(self._written.values()))
+        self._written.clear()
+        super().close()
+
+    def _write(self, document: dict, file_handler, filename: str, name: str | None = None):
+        """datatrove calls `_write(row, file, original name)`; `write` above passes the name with its file id too."""
+        if name is None:
+            name = self._get_filename_with_file_id(filename) if self.max_file_size > 0 else filename
+        if name not in self._writers:
+            self._writers[name] = self.open_parquet(name, file_handler)
+        self.row_buffered(name, document)
+        batch = self._batches[name]
+        batch.append(document)
+        if len(batch) == self.batch_size:
+            self._write_batch(name)
+        self.rows_buffered()
+
+    def _write_batch(self, filename: str):
+        rows = self._batches.pop(filename, None)
+        self.batch_flushed(filename)
+        if rows:
+            self._writers[filename].write_batch(self.record_batch(rows))
+
+    def close_file(self, filename: str):
+        """datatrove's ParquetWriter.close_file writes the pending batch (`_write_batch`), closes the pyarrow writer
+        and then the file; `filename` may lack the file id, which datatrove adds as below."""
+        name = self._get_filename_with_file_id(filename) if self.max_file_size > 0 and filename not in self._writers \
+            else filename
+        super().close_file(filename)
+        self.file_closed(name)
+
+
+# --------------------------------------------------------------------------------------------------- executors
+
+
+class TaskSetup:
+    """Mixin for datatrove's executors: every task runs through their private `_run_for_rank(rank, local_rank,
+    node_rank)`; around it, the task's memory settings, native thread pools sized to its `cpus_per_task` and its
+    usage record (pipelines/runtime/task_usage.py)."""
+
+    def _run_for_rank(self, rank: int, local_rank: int = 0, node_rank: int = -1):
+        configure_memory()
+        with task_threads(self.cpus_per_task):
+            run = functools.partial(super()._run_for_rank, rank, local_rank, node_rank)
+            return record_usage(self.logging_dir, rank, run)
+
+
+@dataclass
+class FailedTask:
+    """What a failed local task hands back instead of raising, so that the stage's other tasks run to the end (a
+    rerun then redoes only the failed ones). datatrove sums every task's stats once all have ended
+    (`PipelineStats.__add__` reads `.stats` of each); reading `stats` here raises the first failure."""
+
+    rank: int
+    error: str
+
+    @property
+    def stats(self):
+        raise ExecutorError(f"task {self.rank} failed: {self.error}")
+
+
+class LocalExecutor(LocalPipelineExecutor):
+    """datatrove's local executor: task logs go to _build/<stage>/logs only, the console keeps errors (the build
+    shows progress bars); a failed task does not stop the others (see FailedTask)."""
+
+    def _run_for_rank(self, rank: int, local_rank: int = 0, node_rank: int = -1):
+        configure_memory()
+        try:
+            with task_threads(1):  # a local worker is one core
+                # datatrove logs a task to the console at INFO only when its local_rank is 0: never here
+                run = functools.partial(super()._run_for_rank, rank, local_rank + 1, node_rank)
+                return record_usage(self.logging_dir, rank, run)
+        finally:
+            quiet_datatrove_console()
+
+    def run_task(self, rank: int):
+        try:
+            return self._run_for_rank(rank)
+        except Exception as exc:  # noqa: BLE001 - reported once every task has ended
+            return FailedTask(rank, f"{type(exc).__name__}: {exc}")
+
+    def run(self):
+        """datatrove's local run without its multiprocess Manager: a server process started and stopped per
+        stage (~50 ms each) only to hand out the local ranks that choose which task logs to the console, and
+        these tasks never do."""
+        ranks = self.get_incomplete_ranks(range(self.local_rank_offset, self.local_rank_offset + self.local_tasks))
+        if not ranks:
+            return PipelineStats()
+        self.save_executor_as_json()
+        try:
+            with silence_tqdm():
+                if self.workers == 1:
+                    pipeline, stats = self.pipeline, []
+                    for rank in ranks:
+                        self.pipeline = copy.deepcopy(pipeline)  # every task starts from unused steps
+                        stats.append(self.run_task(rank))
+                    self.pipeline = pipeline
+                else:
+                    with sigint_held() as held:  # Ctrl-C reaches the whole process group: only this driver answers
+                        pool = multiprocess.get_context(self.start_method).Pool(
+                            min(self.workers, len(ranks)), initializer=ignore_sigint)
+                    with pool:  # on Ctrl-C the driver leaves this block: the pool's workers are terminated
+                        if held:
+                            raise KeyboardInterrupt
+                        stats = list(pool.imap_unordered(self.run_task, ranks))
+        finally:
+            quiet_datatrove_console()
+        merged = sum(stats, start=PipelineStats())  # a FailedTask raises here, once every task has ended
+        with self.logging_dir.open("stats.json", "wt") as f:
+            merged.save_to_disk(f)
+        return merged
+
+
+def ignore_sigint() -> None:
+    """A pool worker ignores SIGINT: a Ctrl-C at the terminal goes to every process of the group, and a worker's
+    KeyboardInterrupt would print its traceback; the driver stops the pool instead."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@contextlib.contextmanager
+def sigint_held() -> Iterator[list[int]]:
+    """SIGINT held back while the pool's workers are forked (a worker forked meanwhile inherits the holding handler
+    until its initializer ignores SIGINT); the list it yields holds a Ctrl-C that came meanwhile, for the caller
+    to raise once the pool is in its `with`. Only the main thread may set a signal handler: elsewhere the list
+    stays empty."""
+    held: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield held
+        return
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
+    try:
+        yield held
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+class JobIdRecorder:
+    """Job id retriever for datatrove's `sbatch` calls that also remembers every id, in submission order."""
+
+    def __init__(self):
+        self.ids: list[str] = []
+
+    def __call__(self, output: str) -> str:
+        job_id = default_job_id_retriever(output, -1)
+        self.ids.append(job_id)
+        return job_id
+
+
+class SlurmArrays(TaskSetup, SlurmPipelineExecutor):
+    """datatrove's Slurm executor as the build submits it: `submit(after)` runs datatrove's `launch_job` (one job
+    array per `max_array_size` elements, then the `merge_stats` job) and returns the job ids, split into arrays and
+    helpers. Needs `job_id_retriever=JobIdRecorder()`."""
+
+    job_id_retriever: JobIdRecorder
+
+    @property
+    def extra_sbatch_args(self) -> dict:
+        """The `sbatch_args` given to the constructor (datatrove keeps them private)."""
+        return self._sbatch_args
+
+    def launch_merge_stats(self):
+        self.submitted_arrays = list(self.job_id_retriever.ids)  # launch_job calls this once the arrays are queued
+        super().launch_merge_stats()
+
+    def submit(self, after: str | None) -> tuple[list[str], list[str]]:
+        """Submit the stage's tasks left to run, `afterok` on the job ids `after` (":"-joined) if any."""
+        self.depends_job_id = after
+        self.job_id_retriever.ids.clear()
+        self.submitted_arrays = None
+        self.launch_job()
+        ids = list(self.job_id_retriever.ids)
+        arrays = self.submitted_arrays if self.submitted_arrays is not None else ids
+        return arrays, ids[len(arrays):]

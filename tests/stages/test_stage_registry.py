@@ -1,0 +1,203 @@
+"""The stage registry is the one place a stage is added: the spec's `execution.stages` names, the build's stages and
+their order, the Slurm barriers, the explorer's stage order and the docs' stage table all follow it."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from datatrove.pipeline.base import PipelineStep
+from pydantic import ValidationError
+
+from mixture.stages import registry as stage_registry
+from mixture.stages.registry import TASKS, StageDef
+from tests.conftest import REPO, small_spec
+
+
+def _spec(corpus: str = "corpus", **execution):
+    from mixture.spec.models import Spec
+
+    raw = small_spec(corpus)
+    raw["execution"].update(execution)
+    return Spec.model_validate(raw)
+
+
+class MarkTask(PipelineStep):
+    """A stage of the test's own: each task leaves a file saying it ran."""
+
+    name = "mark the task"
+
+    def __init__(self, folder: str):
+        super().__init__()
+        self.folder = folder
+
+    def run(self, data=None, rank: int = 0, world_size: int = 1):
+        import fsspec
+
+        if data:
+            yield from data  # first: the steps before it (ClearTaskFiles) run when pulled from
+        with fsspec.open(f"{self.folder}/{rank:05d}.txt", "w", auto_mkdir=True) as f:
+            f.write(f"task {rank} of {world_size}\n")
+
+
+def mark_steps(ctx) -> list:
+    return [MarkTask(f"{ctx.work}/marks")]
+
+
+MARK = StageDef("mark", "every task leaves a mark", f"{__name__}:mark_steps", TASKS, chained=True,
+                side_files=("_build/work/marks/{rank}.txt",))
+
+
+REGISTRY = stage_registry.STAGES
+
+
+def _with(stage: StageDef, before: str) -> tuple[StageDef, ...]:
+    """The registry with `stage` added before the stage `before`."""
+    i = next(i for i, s in enumerate(REGISTRY) if s.name == before)
+    return (*REGISTRY[:i], stage, *REGISTRY[i:])
+
+
+def test_the_registry_is_well_formed():
+    from mixture.spec.models import Spec
+
+    spec = Spec.model_validate(small_spec())
+    names = stage_registry.names()
+    assert names == ("prepare", "duplicate_ids", "find_duplicates", "minhash_sigs", "minhash_buckets", "minhash_gather",
+                     "minhash_verify", "minhash_cluster", "sample", "fit", "assign")
+    assert len(set(names)) == len(names)
+    for s in stage_registry.STAGES:
+        assert re.fullmatch(r"[a-z][a-z_]*", s.name) and s.name not in ("work", "LOCK"), s.name  # _build/<name>/
+        assert "\n" not in s.about and 0 < len(s.about) <= 70, s.about
+        assert callable(s.steps_function()), s.steps
+        assert s.task_count(spec, 3) >= 1 and isinstance(s.runs(spec), bool)
+        assert all("{rank}" in glob for glob in s.side_files), s.side_files
+    assert stage_registry.get("minhash_buckets").task_count(spec, 3) == spec.processing.dedup.fuzzy.bands
+    with pytest.raises(KeyError, match="no stage 'nope'; stages are prepare, "):
+        stage_registry.get("nope")
+
+
+def test_each_stage_is_built_from_its_entry(demo_corpus, tmp_path):
+    """Every stage's steps for a real spec: the name, the task count, and the side files cleared first."""
+    from mixture.pipelines import stages
+    from mixture.pipelines.prepare.steps import ClearTaskFiles
+
+    ctx = stages.BuildContext(_spec(str(demo_corpus)), str(tmp_path), str(tmp_path / "store"), 2)
+    built = {info.name: stages.build_stage(ctx, info)
+             for info in stage_registry.planned(ctx.spec) if info.name != "sample"}  # sample reads dedup's results
+    assert {n: s.tasks for n, s in built.items()} == {
+        "prepare": 2, "duplicate_ids": 2, "find_duplicates": 2, "minhash_sigs": 2, "minhash_buckets": 14,
+        "minhash_gather": 2, "minhash_verify": 2, "minhash_cluster": 1, "fit": 1, "assign": 2}
+    assert all(s.name == n for n, s in built.items())
+    store = ctx.store
+    cleared = {n: s.pipeline[0].patterns for n, s in built.items() if isinstance(s.pipeline[0], ClearTaskFiles)}
+    work = f"{store}/_build/work"
+    assert cleared == {  # the files each rerun task removes first (as before the registry)
+        "prepare": [f"{store}/_quarantine/part-{{rank}}.parquet", f"{work}/prepared/{{rank}}.parquet",
+                    f"{work}/tally/{{rank}}.json", f"{store}/_dropped/filtered/part-{{rank}}.parquet",
+                    f"{store}/_dropped/contaminated/part-{{rank}}.parquet", f"{work}/dedup/files/{{rank}}.parquet",
+                    f"{work}/dedup/by_id/*/{{rank}}.parquet", f"{work}/dedup/by_hash/*/{{rank}}.parquet"],
+        "duplicate_ids": [f"{work}/drops/*/ids-{{rank}}.parquet", f"{work}/dedup/id_drops/*/{{rank}}.parquet",
+                          f"{work}/dedup/counts/ids-{{rank}}.parquet"],
+        "find_duplicates": [f"{work}/drops/*/exact-{{rank}}.parquet", f"{work}/dedup/counts/exact-{{rank}}.parquet"],
+        "minhash_buckets": [f"{work}/near_dups/pairs/*/{{rank}}.parquet", f"{work}/near_dups/members/*/{{rank}}.parquet",
+                            f"{work}/near_dups/requests/*/{{rank}}.parquet", f"{work}/near_dups/bands/{{rank}}.parquet"],
+        "minhash_gather": [f"{work}/near_dups/texts/*/{{rank}}.parquet"],
+        "minhash_verify": [f"{work}/near_dups/verified/{{rank}}.parquet",
+                           f"{work}/near_dups/verify_counts/{{rank}}.parquet"],
+        "assign": [f"{store}/cluster=*/quality=*/*part-{{rank}}.parquet", f"{store}/_build/work/samples/{{rank}}.parquet",
+                   f"{store}/_build/work/shard_facts/{{rank}}.json", f"{store}/_quarantine/part-ids-{{rank}}.parquet",
+                   f"{store}/_dropped/exact_duplicate/part-{{rank}}.parquet",
+                   f"{store}/_dropped/fuzzy_duplicate/part-{{rank}}.parquet"]}
+    assert [type(s).__name__ for s in stages.sample_for_fit(ctx, 0.5)] == ["SampleForFit"]
+
+
+def test_adding_or_removing_a_registry_entry_is_the_only_edit(monkeypatch):
+    """The spec's accepted `execution.stages` keys, the planned order, the Slurm barriers and the explorer's order
+    follow the registry alone."""
+    from mixture.spec.models import Spec
+
+    over = {"execution": {"stages": {"mark": {"cpus_per_task": 2}}}}
+    with pytest.raises(ValidationError, match="unknown stage.s. mark; stages are prepare, duplicate_ids"):
+        Spec.model_validate({**small_spec(), **over})
+
+    monkeypatch.setattr(stage_registry, "STAGES", _with(MARK, before="assign"))
+    spec = Spec.model_validate({**small_spec(), **over})
+    assert spec.execution.for_stage("mark").cpus_per_task == 2
+    plan = [s.name for s in stage_registry.planned(spec)]
+    assert plan[-3:] == ["fit", "mark", "assign"]
+    waits = [n for n in plan if stage_registry.driver_waits_after(spec, n)]
+    assert waits == ["minhash_cluster", "assign"]  # chained: submitted behind fit, assign chained behind it
+    assert sorted(["_build/assign", "_build/mark", "_build/fit/", "_build/zzz", "_build/prepare"],
+                  key=stage_registry.order_key) == ["_build/prepare", "_build/fit/", "_build/mark", "_build/assign",
+                                                    "_build/zzz"]
+
+    monkeypatch.setattr(stage_registry, "STAGES", _with(dataclasses.replace(MARK, chained=False), before="assign"))
+    assert [n for n in plan if stage_registry.driver_waits_after(spec, n)] == ["minhash_cluster", "fit", "assign"]
+
+    monkeypatch.setattr(stage_registry, "STAGES", tuple(s for s in REGISTRY if s.name != "find_duplicates"))
+    with pytest.raises(ValidationError, match="unknown stage.s. find_duplicates"):
+        Spec.model_validate({**small_spec(), "execution": {"stages": {"find_duplicates": {"cpus_per_task": 2}}}})
+    assert "find_duplicates" not in [s.name for s in stage_registry.planned(spec)]
+
+
+@pytest.mark.slow
+def test_a_build_runs_a_stage_added_to_the_registry(tmp_path, demo_corpus, built_store, monkeypatch):
+    """A stage added to the registry alone runs in its place (its side files cleared first) and leaves the store as
+    it was."""
+    from mixture.pipelines.build import build
+    from tests.executors.fingerprint import assert_same_shards, store_fingerprint
+
+    monkeypatch.setattr(stage_registry, "STAGES", _with(MARK, before="assign"))
+    spec_path = tmp_path / "spec.yaml"
+    spec_path.write_text(yaml.safe_dump(small_spec(str(demo_corpus), "store")))  # the very spec of built_store
+    build(str(spec_path), progress=False, keep_work=True)
+    store = tmp_path / "store"
+    assert sorted(p.name for p in (store / "_build" / "mark" / "completions").iterdir()) == ["00000", "00001"]
+    assert (store / "_build/work/marks/00001.txt").read_text() == "task 1 of 2\n"
+    # stage folders are created in build order: mark after fit, before assign
+    made = sorted((store / "_build").iterdir(), key=lambda p: (p / "executor.json").stat().st_mtime_ns
+                  if (p / "executor.json").exists() else 0)
+    assert [p.name for p in made if p.name in ("fit", "mark", "assign")] == ["fit", "mark", "assign"]
+    # the same store, but for the stage keys (the chain holds one more stage)
+    got, want = store_fingerprint(store), store_fingerprint(built_store.store)
+    keys = got["artifact"]["provenance"].pop("stages")
+    assert [k["name"] for k in keys] == list(stage_registry.names()) and stage_registry.names()[-2:] == ("mark", "assign")
+    want["artifact"]["provenance"].pop("stages")
+    assert got == want
+    assert assert_same_shards(store, built_store.store) == got["artifact"]["counters"]["records_out"]
+
+
+def test_the_docs_list_the_registry():
+    """docs/build.md's stage table: the registry's stages in order, with their task counts (T: execution.tasks)."""
+    lines = (REPO / "docs" / "build.md").read_text().splitlines()
+    start = lines.index("| stage | tasks | steps |") + 2
+    table = lines[start:lines.index("", start)]
+    documented = [(name.strip().strip("`"), tasks.strip()) for name, tasks in (row.split("|")[1:3] for row in table)]
+    assert documented.pop() == ("finalize", "driver")
+
+    def shown(s: StageDef) -> str:
+        return "T" if s.tasks == TASKS else str(s.tasks).rsplit(".", 1)[-1]
+
+    assert documented == [(s.name, shown(s)) for s in stage_registry.STAGES]
+
+
+def test_a_rerun_task_removes_its_earlier_attempts_files_and_a_first_attempt_lists_nothing(tmp_path):
+    """A task's first attempt leaves a marker and searches no folder (a search per task lists every partition or
+    cell: T × T listings over a stage); a rerun finds the marker and removes what the killed attempt wrote."""
+    from mixture.pipelines.prepare.steps import ClearTaskFiles
+
+    cell = tmp_path / "store" / "cluster=00" / "quality=0"
+    cell.mkdir(parents=True)
+    step = ClearTaskFiles([f"{tmp_path}/store/cluster=*/quality=*/*part-{{rank}}.parquet"], f"{tmp_path}/attempts")
+    stale = cell / "001_part-00003.parquet"
+    stale.write_bytes(b"PAR1 partial")
+    list(step.run(None, rank=3))  # first attempt: the file cannot be its own (a new key clears the stage first)
+    assert (tmp_path / "attempts" / "00003").exists() and stale.exists()
+    other = cell / "001_part-00004.parquet"
+    other.write_bytes(b"PAR1 another task's")
+    list(step.run(None, rank=3))  # the rerun of task 3
+    assert not stale.exists() and other.exists()
+    assert step.stats["removed_files"].total == 1
