@@ -31,7 +31,7 @@ GREEDY_SIZES = "100000,1000000,4000000,4000000@256MB"  # synthetic verified pair
 
 # -- in the measured process ------------------------------------------------------------------------------------
 def _context(spec_path: str):
-    from mixture.pipelines.stages import BuildContext
+    from mixture.pipelines.context import BuildContext
     from mixture.spec.load import load_spec, resolve_uri, spec_dir
 
     spec = load_spec(spec_path)

@@ -147,7 +147,8 @@ def markdown(results: list[dict], info: dict, cmd: str) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     from mixture.pipelines.build import build
-    from mixture.pipelines.stages import BuildContext, count_kept, fit_steps
+    from mixture.pipelines.context import BuildContext
+    from mixture.pipelines.stages import count_kept, fit_steps
     from mixture.spec.load import load_spec
 
     p = argparse.ArgumentParser(description=__doc__)

@@ -15,9 +15,10 @@ import fsspec
 from datatrove.utils.logging import logger
 
 from mixture.pipelines import reuse
+from mixture.pipelines.context import BuildContext, BuildError, Stage
 from mixture.pipelines.executors import SlurmChain, make_executor
 from mixture.pipelines.runtime.datatrove_compat import quiet_datatrove_console
-from mixture.pipelines.stages import BuildContext, BuildError, Stage, build_stage
+from mixture.pipelines.stages import build_stage
 from mixture.spec.load import load_spec, resolve_uri, spec_dir
 from mixture.stages import registry as stage_registry
 from mixture.store import layout

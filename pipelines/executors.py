@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datatrove.executor.ray import RayPipelineExecutor
 from datatrove.utils.logging import logger
 
+from mixture.pipelines.context import BuildContext, Stage
 from mixture.pipelines.runtime.datatrove_compat import (
     ExecutorError,
     JobIdRecorder,
@@ -25,7 +26,6 @@ from mixture.pipelines.runtime.datatrove_compat import (
     SlurmArrays,
     TaskSetup,
 )
-from mixture.pipelines.stages import BuildContext, Stage
 from mixture.spec.models import Execution
 from mixture.stages.registry import driver_waits_after
 from mixture.store import layout

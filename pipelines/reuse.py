@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import fsspec
 from datatrove.utils.logging import logger
 
-from mixture.pipelines.stages import BuildContext, BuildError
+from mixture.pipelines.context import BuildContext, BuildError
 from mixture.spec.canonical import canonical_spec
 from mixture.stages import keys as stage_keys
 from mixture.stages import registry as stage_registry

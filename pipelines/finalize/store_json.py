@@ -15,12 +15,12 @@ import pyarrow.parquet as pq
 import mixture
 from mixture.fit.balance import cluster_balance
 from mixture.fit.model_store import load_model
+from mixture.pipelines.context import BuildContext
 from mixture.pipelines.finalize.language_summary import language_info
 from mixture.pipelines.finalize.shard_facts import read_task_facts, shard_facts
 from mixture.pipelines.prepare import decontaminate
 from mixture.pipelines.schemas import SAMPLE
 from mixture.pipelines.sources.files import read_rows
-from mixture.pipelines.stages import BuildContext
 from mixture.spec.canonical import canonical_spec
 from mixture.stages import keys as stage_keys
 from mixture.store import drops, layout

@@ -74,8 +74,8 @@ def test_the_driver_waits_after_the_last_dedup_stage_and_assign():
 def test_restarted_driver_adopts_queued_jobs_and_replaces_stuck_ones(tmp_path, slurm):
     """A driver restarted while its jobs are queued waits for them instead of submitting the stage twice; a job
     stuck behind a failed dependency is cancelled and the stage submitted again."""
+    from mixture.pipelines.context import BuildContext, Stage
     from mixture.pipelines.executors import SlurmStageExecutor, make_executor
-    from mixture.pipelines.stages import BuildContext, Stage
     from mixture.spec.models import Spec
 
     spec = Spec.model_validate({**small_spec("corpus"), "execution": {"executor": "slurm", "tasks": 2, **SETTINGS}})
@@ -104,8 +104,8 @@ def test_restarted_driver_adopts_queued_jobs_and_replaces_stuck_ones(tmp_path, s
 
 def test_sbatch_arguments_without_partition_or_time(tmp_path):
     """Unset partition/time are left to the cluster's defaults (no `--partition=None`); fractional memory in MB."""
+    from mixture.pipelines.context import BuildContext, Stage
     from mixture.pipelines.executors import make_executor, slurm_mem
-    from mixture.pipelines.stages import BuildContext, Stage
     from mixture.spec.models import Spec
 
     spec = Spec.model_validate({**small_spec("corpus"), "execution": {
@@ -144,8 +144,8 @@ def test_submit_tells_the_arrays_from_the_merge_stats_job(tmp_path, slurm):
 def test_command_line_settings_apply_over_the_spec_and_under_its_stage_entries(tmp_path):
     """`mixture build --cpus-per-task 4 ...` (BuildContext.overrides): over the spec's settings, None ignored,
     `execution.stages` entries still on top; the spec itself is left as it is."""
+    from mixture.pipelines.context import BuildContext, Stage
     from mixture.pipelines.executors import make_executor
-    from mixture.pipelines.stages import BuildContext, Stage
     from mixture.spec.models import Spec
 
     spec = Spec.model_validate({**small_spec("corpus"), "execution": {"executor": "slurm", **SETTINGS}})

@@ -38,7 +38,8 @@ def _digests(folder: Path) -> dict[str, str]:
 
 def test_the_fit_writes_the_same_bytes_whatever_its_threads(tmp_path, demo_corpus):
     from mixture.pipelines.build import build
-    from mixture.pipelines.stages import BuildContext, fit_steps
+    from mixture.pipelines.context import BuildContext
+    from mixture.pipelines.stages import fit_steps
     from mixture.spec.models import Spec
 
     spec = small_spec(str(demo_corpus), "store")

@@ -176,7 +176,8 @@ def test_the_fit_merges_the_tasks_counts_and_reads_no_text(sampled_builds, tmp_p
     their counts (it counts them itself, as it did before the sample tasks counted)."""
     from mixture.fit.embed import min_df_for
     from mixture.fit.model_store import fit_and_save
-    from mixture.pipelines.stages import BuildContext, fit_steps
+    from mixture.pipelines.context import BuildContext
+    from mixture.pipelines.stages import fit_steps
     from mixture.spec.models import Spec
 
     root = sampled_builds[4]

@@ -138,8 +138,8 @@ def test_store_is_the_same_for_two_and_three_tasks(hf_build):
 
 def test_tasks_share_the_units_out(hf_data, tmp_path):
     """Each unit (Arrow file, streaming shard) goes to exactly one task, for any task count."""
+    from mixture.pipelines.context import BuildContext
     from mixture.pipelines.sources.files import SourceReader
-    from mixture.pipelines.stages import BuildContext
     from mixture.spec.models import Spec
 
     spec = Spec.model_validate(datasets_spec(hf_data["root"], 2, str(tmp_path / "store")))

@@ -1,0 +1,113 @@
+"""A build's context: its spec, store and task count, the execution settings of each stage, the sources as listed
+once when the build starts, and where the stages' work lives."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from datatrove.utils.logging import logger
+
+from mixture.pipelines.sources.records import SourceFiles
+from mixture.spec.datasets_source import dataset_units
+from mixture.spec.inputs import ListedSource, list_source, spec_files
+from mixture.spec.load import resolve_uri
+from mixture.spec.models import Execution, Spec
+from mixture.store import layout
+from mixture.store.formats import InputManifest
+
+DUCKDB_MEMORY_SHARE = 0.5  # of a task's memory, for DuckDB (the rest: Arrow batches, numpy, Python)
+
+
+class BuildError(RuntimeError):
+    """A build that cannot go on; the message says why and what to do."""
+
+
+@dataclass
+class Stage:
+    name: str
+    pipeline: list
+    tasks: int
+
+
+@dataclass
+class BuildContext:
+    spec: Spec
+    spec_dir: str
+    store: str
+    tasks: int
+    overrides: dict = field(default_factory=dict)  # execution settings given on the command line (None: not given)
+    _listed: list[ListedSource] | None = field(default=None, repr=False)
+    _inputs: InputManifest | None = field(default=None, repr=False)
+
+    def execution(self, stage: str | None = None) -> Execution:
+        """The spec's execution settings with the command-line overrides, then the stage's own `execution.stages`
+        entry, applied (the spec and its hash stay as they are)."""
+        given = {k: v for k, v in self.overrides.items() if v is not None}
+        ex = Execution.model_validate({**self.spec.execution.model_dump(), **given}) if given else self.spec.execution
+        return ex.for_stage(stage) if stage else ex
+
+    def at(self, rel: str) -> str:
+        return f"{self.store}/{rel}"
+
+    @property
+    def work(self) -> str:
+        return self.at(layout.WORK_DIR)
+
+    def listed(self) -> list[ListedSource]:
+        """Every source as listed once, when the build starts (hub datasets resolve here): the files the readers
+        share out are the files the input manifest records."""
+        if self._listed is None:
+            self._listed = [list_source(s, resolve_uri(s.uri, self.spec_dir)) for s in self.spec.sources]
+        return self._listed
+
+    def inputs(self) -> InputManifest:
+        """The input manifest: the sources' files and the other files the spec names, as listed once."""
+        if self._inputs is None:
+            self._inputs = InputManifest(sources=[src.inputs for src in self.listed()],
+                                         files=spec_files(self.spec, self.spec_dir))
+        return self._inputs
+
+    def sources(self) -> list[SourceFiles]:
+        out = []
+        for s, got in zip(self.spec.sources, self.listed(), strict=True):
+            if s.format == "datasets":  # Arrow files or IterableDataset shards (hub datasets resolve here)
+                units = dataset_units(s, resolve_uri(s.uri, self.spec_dir))
+                out.append(SourceFiles(s.name, s.category, s.format, units.base, units.units, s.text_field, s.id_field,
+                                       s.exempt_from_fuzzy_dedup, units.sizes, units))
+            else:
+                for message in got.skipped:
+                    logger.warning(message)
+                out.append(SourceFiles(s.name, s.category, s.format, got.base, got.files, s.text_field, s.id_field,
+                                       s.exempt_from_fuzzy_dedup, got.sizes))
+        return out
+
+    def benchmarks(self) -> list[dict]:
+        return [{"name": b.name, "uri": resolve_uri(b.uri, self.spec_dir), "fields": list(b.fields),
+                 "id_field": b.id_field} for b in self.spec.processing.decontamination.benchmarks]
+
+    @property
+    def fuzzy_drops(self) -> str | None:
+        """The folder of the near duplicates `minhash_cluster` lists (`<prepared file>.parquet`, DROPS schema), None
+        without fuzzy dedup."""
+        return f"{self.work}/fuzzy_drops" if self.spec.processing.dedup.fuzzy.enabled else None
+
+    @property
+    def dedup_folder(self) -> str:
+        """The exact-dedup shuffle (duplicates.py): keys by id and hash partition, file tables, counts."""
+        return f"{self.work}/dedup"
+
+    @property
+    def near_dups_folder(self) -> str:
+        """The near-duplicate work (near_duplicates.py): candidate pairs by partition, verified pairs, counts."""
+        return f"{self.work}/near_dups"
+
+    def memory_limit(self, stage: str) -> str:
+        """DuckDB's memory limit in a task of `stage`: DUCKDB_MEMORY_SHARE of the memory the task is given
+        (`execution.mem_per_cpu_gb` × `cpus_per_task`, per-stage entries applied); past it DuckDB spills to disk."""
+        ex = self.execution(stage)
+        return f"{max(64, int(ex.mem_per_cpu_gb * ex.cpus_per_task * 1024 * DUCKDB_MEMORY_SHARE))}MB"
+
+    @property
+    def near_duplicates_report(self) -> str | None:
+        """`minhash_cluster`'s report (NearDuplicateReport), None without fuzzy dedup."""
+        return f"{self.work}/near_duplicates.json" if self.spec.processing.dedup.fuzzy.enabled else None
