@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 from datatrove.utils.logging import logger
 
 from mixture.pipelines.sources.records import SourceFiles
-from mixture.spec.datasets_source import dataset_units
 from mixture.spec.inputs import ListedSource, list_source, spec_files
 from mixture.spec.load import resolve_uri
 from mixture.spec.models import Execution, Spec
+from mixture.spec.source_formats import source_format
 from mixture.store import layout
 from mixture.store.formats import InputManifest
 
@@ -68,17 +68,15 @@ class BuildContext:
         return self._inputs
 
     def sources(self) -> list[SourceFiles]:
+        """Every source with the units its readers share out, as its format resolves them (the files listed once;
+        datasets: Arrow files or IterableDataset shards, hub datasets resolve here)."""
         out = []
         for s, got in zip(self.spec.sources, self.listed(), strict=True):
-            if s.format == "datasets":  # Arrow files or IterableDataset shards (hub datasets resolve here)
-                units = dataset_units(s, resolve_uri(s.uri, self.spec_dir))
-                out.append(SourceFiles(s.name, s.category, s.format, units.base, units.units, s.text_field, s.id_field,
-                                       s.exempt_from_fuzzy_dedup, units.sizes, units))
-            else:
-                for message in got.skipped:
-                    logger.warning(message)
-                out.append(SourceFiles(s.name, s.category, s.format, got.base, got.files, s.text_field, s.id_field,
-                                       s.exempt_from_fuzzy_dedup, got.sizes))
+            for message in got.skipped:
+                logger.warning(message)
+            units = source_format(s.format).resolve_units(s, resolve_uri(s.uri, self.spec_dir), got)
+            out.append(SourceFiles(s.name, s.category, s.format, units.base, units.units, s.text_field, s.id_field,
+                                   s.exempt_from_fuzzy_dedup, units.sizes, units.detail))
         return out
 
     def benchmarks(self) -> list[dict]:

@@ -10,7 +10,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from mixture.spec.load import SpecError, list_source, load_spec, resolve_uri, spec_dir
+from mixture.spec.load import SpecError, load_spec, resolve_uri, spec_dir
+from mixture.spec.source_formats import source_format
 
 err = Console(stderr=True)
 out = Console(soft_wrap=True)
@@ -59,17 +60,9 @@ def register(app: typer.Typer) -> None:
         if not offline:
             for src in s.sources:
                 uri = resolve_uri(src.uri, base)
-                if src.format == "datasets":
-                    from mixture.spec.datasets_source import describe_dataset_source
-
-                    out.print(escape(f"  {src.name:<24} {src.format:<9} {describe_dataset_source(src, uri)}  {uri}"))
-                    continue
-                if uri.startswith("hf://"):
-                    out.print(escape(f"  {src.name:<24} {src.format:<9} hub  {uri}"))
-                    continue
-                listing = list_source(uri, src.format)
-                out.print(escape(f"  {src.name:<24} {src.format:<9} {len(listing.files)} file(s)  {uri}"))
-                for message in listing.skipped.messages(src.name):
+                summary, warnings = source_format(src.format).describe_source(src, uri)
+                out.print(escape(f"  {src.name:<24} {src.format:<9} {summary}  {uri}"))
+                for message in warnings:
                     err.print(f"[yellow]warning[/] {escape(message)}", highlight=False, soft_wrap=True)
         out.print(escape(f"  store → {resolve_uri(s.store.uri, base)}"))
 

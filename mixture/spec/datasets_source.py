@@ -11,7 +11,10 @@ from typing import Any, Literal
 
 from fsspec.core import url_to_fs
 
+from mixture.spec.inputs import ListedSource, files_under, list_files
 from mixture.spec.models import Source
+from mixture.spec.source_formats import SourceUnits
+from mixture.store.formats import SourceInputs
 
 HUB_PREFIX = "hf://datasets/"
 _HUB_RE = re.compile(r"^[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?$")
@@ -181,21 +184,35 @@ def check_dataset_source(src: Source, uri: str) -> list[tuple[str, str]]:
         elif form == "folder":
             _open_streaming(src, uri, None, f"the data files at {uri!r}")
     except DatasetSourceError as exc:
-        return [(exc.field, exc.detail)]
+        return [(exc.field, str(exc))]
     return []
 
 
-def describe_dataset_source(src: Source, uri: str) -> str:
-    """One line for `mixture validate`: what the source is and how much of it there is."""
+def describe_dataset_source(src: Source, uri: str) -> tuple[str, list[str]]:
+    """Its line in `mixture validate`: what the source is and how much of it there is (and no warnings)."""
     form = dataset_form(src, uri)
     if form == "hub":
-        return "hub dataset (load_dataset, resolved when the build starts)"
+        return "hub dataset (load_dataset, resolved when the build starts)", []
     if form == "saved":
         split, saved = _saved(src, uri)
         what = "saved Dataset" if split is None else f"saved dataset, split {split!r}"
-        return f"{what}: {len(saved.files)} Arrow file(s)"
+        return f"{what}: {len(saved.files)} Arrow file(s)", []
     split, ds = _open_streaming(src, uri, None, f"the data files at {uri!r}")
-    return f"data files (load_dataset), split {split!r}: {ds.num_shards} shard(s)"
+    return f"data files (load_dataset), split {split!r}: {ds.num_shards} shard(s)", []
+
+
+def dataset_inputs(src: Source, uri: str) -> ListedSource:
+    """The manifest entry of the source, without preparing it: a saved dataset's Arrow files, a hub dataset's commit
+    (one request), a local folder's data files. Its units are resolved when its stage is built (`dataset_units`: a
+    hub dataset with `streaming: false` is downloaded and prepared then)."""
+    form = dataset_form(src, uri)
+    if form == "saved":
+        entry = SourceInputs(name=src.name, base=uri, files=files_under(uri, saved_files(src, uri)))
+    elif repo := hub_repo(uri):
+        entry = SourceInputs(name=src.name, base=uri, files=[], revision=hub_revision(src, repo))
+    else:
+        entry = SourceInputs(name=src.name, base=uri, files=list_files(uri))
+    return ListedSource(entry, uri, (), ())
 
 
 def _sizes(fs, paths: list[str]) -> tuple[int | None, ...]:
@@ -228,6 +245,12 @@ def _shard_sizes(src: Source, path: str, revision: str | None, split: str, n: in
         return _sizes(fs, [url_to_fs(f)[1] for f in files])
     except Exception:  # noqa: BLE001 - sizes only balance the tasks
         return (None,) * n
+
+
+def dataset_source_units(src: Source, uri: str, listed: ListedSource) -> SourceUnits:
+    """The units the build's tasks share (`dataset_units`); the reader opens them as `detail` tells."""
+    units = dataset_units(src, uri)
+    return SourceUnits(units.base, units.units, units.sizes, units)
 
 
 def dataset_units(src: Source, uri: str) -> DatasetUnits:

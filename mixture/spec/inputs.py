@@ -9,10 +9,9 @@ from typing import Any
 
 from fsspec.core import url_to_fs
 
-from mixture.spec import load
-from mixture.spec.datasets_source import dataset_form, hub_repo, hub_revision, saved_files
-from mixture.spec.load import resolve_uri
+from mixture.spec.locations import resolve_uri
 from mixture.spec.models import Source, Spec
+from mixture.spec.source_formats import source_format
 from mixture.stages.keys import flatten
 from mixture.store.formats import InputFile, InputManifest, Provenance, SourceInputs
 
@@ -70,7 +69,8 @@ def _infos(fs, paths: list[str]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _files_under(base: str, rels: list[str]) -> list[InputFile]:
+def files_under(base: str, rels: list[str]) -> list[InputFile]:
+    """The manifest entries of files `rels` under `base`."""
     fs, root = url_to_fs(base)
     root = root.rstrip("/")
     infos = _infos(fs, [f"{root}/{rel}" for rel in rels])
@@ -96,7 +96,7 @@ def list_files(uri: str) -> list[InputFile]:
 @dataclass(frozen=True)
 class ListedSource:
     """A source as listed when the build starts: its manifest entry, and the files its readers share out (none
-    for a `format: datasets` source: its units come from `dataset_units`)."""
+    for a source whose units are resolved when its stage is built, like `format: datasets`)."""
 
     inputs: SourceInputs
     base: str
@@ -105,30 +105,11 @@ class ListedSource:
     skipped: tuple[str, ...] = ()  # a sentence per store folder under the source whose files the listing left out
 
 
-def dataset_inputs(src: Source, uri: str) -> SourceInputs:
-    """The manifest entry of a `format: datasets` source, without preparing it: a saved dataset's Arrow files, a
-    hub dataset's commit (one request), a local folder's data files."""
-    form = dataset_form(src, uri)
-    if form == "saved":
-        return SourceInputs(name=src.name, base=uri, files=_files_under(uri, saved_files(src, uri)))
-    repo = hub_repo(uri)
-    if repo:
-        return SourceInputs(name=src.name, base=uri, files=[], revision=hub_revision(src, repo))
-    return SourceInputs(name=src.name, base=uri, files=list_files(uri))
-
-
 def list_source(src: Source, uri: str) -> ListedSource:
-    """List one source (`uri` resolved): its files with their sizes and change marks, which its readers share out.
-    A `format: datasets` source gives its manifest entry only (`dataset_inputs`): its units are resolved when its
-    stage is built (`dataset_units`: a hub dataset with `streaming: false` is downloaded and prepared then)."""
-    if src.format == "datasets":
-        return ListedSource(dataset_inputs(src, uri), uri, (), ())
-    listing = load.list_source(uri, src.format)
-    base, listed = listing.base, listing.files
-    files = _files_under(base, [rel for rel, _ in listed])
-    sizes = tuple(f.size if f.size is not None else size for f, (_, size) in zip(files, listed, strict=True))
-    return ListedSource(SourceInputs(name=src.name, base=base, files=files), base, tuple(rel for rel, _ in listed),
-                        sizes, tuple(listing.skipped.messages(src.name)))
+    """List one source (`uri` resolved) as its format lists it (`SourceFormat.listing`): its files with their sizes
+    and change marks, which its readers share out; a `format: datasets` source gives its manifest entry only (its
+    units are resolved when its stage is built)."""
+    return source_format(src.format).list_source(src, uri)
 
 
 def spec_files(spec: Spec, spec_dir: str) -> dict[str, list[InputFile]]:

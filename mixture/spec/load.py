@@ -12,15 +12,9 @@ from fsspec.core import url_to_fs
 from pydantic import ValidationError
 
 from mixture.spec import preflight
-from mixture.spec.locations import (
-    StoreSkip,
-    glob_base,
-    has_glob,
-    resolve_uri,
-    skip_store_files,
-    store_overlap,
-)
+from mixture.spec.locations import resolve_uri, store_overlap
 from mixture.spec.models import Spec
+from mixture.spec.source_formats import source_format
 
 
 @dataclass
@@ -75,75 +69,12 @@ def _pydantic_problems(exc: ValidationError, prefix: tuple[Any, ...] = ()) -> li
     return problems
 
 
-def source_extensions(fmt: str) -> tuple[str, ...]:
-    return {
-        "jsonl": (".jsonl", ".json"),
-        "jsonl.gz": (".jsonl.gz", ".json.gz"),
-        "jsonl.zst": (".jsonl.zst", ".json.zst"),
-        "parquet": (".parquet",),
-        "hf": (".parquet", ".jsonl", ".json", ".jsonl.gz", ".jsonl.zst"),
-    }[fmt]
-
-
-@dataclass
-class SourceListing:
-    """The files of a source: its base folder, each file relative to it with its size (None if not reported), and
-    the store files the listing left out."""
-
-    base: str
-    files: list[tuple[str, int | None]]
-    skipped: StoreSkip
-
-
-def list_source(uri: str, fmt: str) -> SourceListing:
-    """The files of a path, folder or glob at any fsspec URI, sorted; a store's own files under it are left out
-    (`locations.skip_store_files`: the build never reads a store as its input)."""
-    fs, path = url_to_fs(uri)
-    exts = source_extensions(fmt)
-    listed, one_file = None, False
-    if has_glob(path):
-        base = glob_base(path)
-        found = fs.glob(path, detail=True)
-    elif fs.isdir(path):
-        base = path
-        everything = fs.find(path, withdirs=True, detail=True)  # folders too: an empty _build/ marks a store
-        listed = [f + "/" if info.get("type") == "directory" else f for f, info in everything.items()]
-        found = {f: info for f, info in everything.items() if f.endswith(exts) and info.get("type") != "directory"}
-    else:  # one file, named by the source itself: read even inside a store
-        base, one_file = os.path.dirname(path) or ".", True
-        found = {path: fs.info(path)} if fs.exists(path) else {}
-    base = base.rstrip("/")
-    kept, skipped = (sorted(found), StoreSkip()) if one_file else skip_store_files(fs, base, sorted(found), listed)
-    protocol = uri.split("://", 1)[0] + "://" if "://" in uri else ""
-    files = [(f[len(base) + 1 :] if f.startswith(base + "/") else f, found[f].get("size")) for f in kept]
-    return SourceListing(protocol + base, files, skipped)
-
-
 def _check_resources(spec: Spec, base_dir: str) -> list[SpecProblem]:
     problems: list[SpecProblem] = []
     for i, src in enumerate(spec.sources):
         uri = resolve_uri(src.uri, base_dir)
-        if src.format == "hf" and uri.startswith("hf://"):
-            continue  # hub datasets resolve at read time (network)
-        if src.format == "datasets":
-            from mixture.spec.datasets_source import check_dataset_source
-
-            problems += [SpecProblem(f"sources[{i}].{key}", f"source {src.name!r}: {msg}")
-                         for key, msg in check_dataset_source(src, uri)]
-            continue
-        try:
-            listing = list_source(uri, src.format)
-        except Exception as exc:  # permission, bad protocol, unreachable bucket
-            problems.append(SpecProblem(f"sources[{i}].uri", f"source {src.name!r}: cannot list {uri!r}: {type(exc).__name__}: {exc}"))
-            continue
-        if not listing.files:
-            exts = ", ".join(source_extensions(src.format))
-            skipped = "".join(f" (skipped {n:,} file(s) of a store under {folder})"
-                              for folder, n in sorted(listing.skipped.folders.items()))
-            problems.append(
-                SpecProblem(f"sources[{i}].uri", f"source {src.name!r} matches no {src.format} file ({exts}) at "
-                            f"{uri!r}{skipped}; check the path or glob")
-            )
+        problems += [SpecProblem(f"sources[{i}].{key}", msg)
+                     for key, msg in source_format(src.format).check_source(src, uri)]
     for i, bench in enumerate(spec.processing.decontamination.benchmarks):
         uri = resolve_uri(bench.uri, base_dir)
         try:

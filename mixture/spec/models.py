@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -16,6 +17,7 @@ from pydantic import (
     model_validator,
 )
 
+from mixture.spec import source_formats
 from mixture.spec.amounts import parse_amount
 from mixture.spec.mixture_section import MixtureSection
 from mixture.stages import registry as stage_registry
@@ -33,19 +35,14 @@ class Source(Strict):
     """One input source: files under a local path/glob or any fsspec URI (gs://, s3://, hf://, memory://), or a
     Hugging Face dataset read with the `datasets` library (`format: datasets`)."""
 
-    DATASETS_FIELDS: ClassVar[tuple[str, ...]] = ("split", "subset", "revision", "streaming")
-
     name: str = Field(pattern=NAME_RE, description="unique name; becomes the `source` column")
     uri: str = Field(
         min_length=1,
         description="path, glob or fsspec URI, relative paths are relative to the spec; `format: datasets`: a folder "
                     "written by save_to_disk (local or fsspec URI), a local folder of data files, or hf://datasets/<org>/<name>",
     )
-    format: Literal["jsonl", "jsonl.gz", "jsonl.zst", "parquet", "hf", "datasets"] = Field(
-        description="file format; `hf`: the Parquet/JSONL files of a Hugging Face dataset (a local copy or "
-                    "hf://datasets/...); `datasets`: a dataset read with the `datasets` library (save_to_disk folder, "
-                    "load_dataset of a hub dataset or a local folder of data files)"
-    )
+    format: Annotated[str, AfterValidator(source_formats.known_format)] = Field(
+        json_schema_extra=source_formats.format_schema)  # the names and their description: mixture/spec/source_formats.py
     split: str | None = Field(
         None, description="format: datasets: the split to read (default: the dataset's only split; a dataset with "
                           "several needs one named)")
@@ -67,22 +64,26 @@ class Source(Strict):
     synthetic: bool = False
     machine_translated: bool = False
 
+    def _foreign_fields(self) -> list[str]:
+        """The fields of other formats (`SourceFormat.fields`) that this source's format does not take."""
+        own = source_formats.source_format(self.format).fields
+        return [f for f in source_formats.format_fields() if f not in own]
+
     @model_validator(mode="after")
-    def _datasets_fields(self) -> Source:
-        if self.format != "datasets":
-            used = [f for f in self.DATASETS_FIELDS if f in self.model_fields_set]
-            if used:
-                raise ValueError(f"{', '.join(used)} appl{'y' if len(used) > 1 else 'ies'} to format: datasets only "
-                                 f"(this source has format: {self.format})")
+    def _format_fields(self) -> Source:
+        used = [f for f in self._foreign_fields() if f in self.model_fields_set]
+        if used:
+            owners = [f.name for f in source_formats.FORMATS.values() if set(used) & set(f.fields)]
+            raise ValueError(f"{', '.join(used)} appl{'y' if len(used) > 1 else 'ies'} to format: "
+                             f"{' or '.join(owners)} only (this source has format: {self.format})")
         return self
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # the datasets-only fields stay out of other sources' dumps: the spec hash of existing specs is unchanged
+        # another format's fields stay out of a source's dump: the spec hash of existing specs is unchanged
         data = handler(self)
-        if self.format != "datasets":
-            for f in self.DATASETS_FIELDS:
-                data.pop(f, None)
+        for f in self._foreign_fields():
+            data.pop(f, None)
         return data
 
 

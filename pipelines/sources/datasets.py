@@ -14,23 +14,22 @@ import fsspec
 import pyarrow as pa
 from datatrove.data import Document, DocumentsPipeline
 
-from mixture.pipelines.sources.records import SourceFiles, bad_record, describe_error
+from mixture.pipelines.sources.records import SourceFiles, bad_record, describe_error, to_document
 
 BATCH_ROWS = 256
 _SHARD_RE = re.compile(r"^(?P<split>.+)/shard-(?P<index>\d+)-of-(?P<n>\d+)$")
 
-MakeDoc = Callable[[SourceFiles, str, int, dict, Callable[[], str]], Document]
 
-
-def read_dataset_unit(src: SourceFiles, rel: str, make_doc: MakeDoc) -> DocumentsPipeline:
-    if src.dataset is not None and src.dataset.kind == "streaming":
-        yield from _read_shard(src, rel, make_doc)
+def read_dataset_unit(src: SourceFiles, rel: str) -> DocumentsPipeline:
+    """Unit `rel` of the source: a shard of a streaming dataset, or an Arrow file (`src.detail`: its DatasetUnits)."""
+    if src.detail.kind == "streaming":
+        yield from _read_shard(src, rel)
     else:
-        yield from _read_arrow(src, rel, make_doc)
+        yield from _read_arrow(src, rel)
 
 
 def _records(src: SourceFiles, rel: str, start: int, n: int, columns: dict[str, list],
-             raw: Callable[[int], Callable[[], str]], make_doc: MakeDoc) -> Iterator[Document]:
+             raw: Callable[[int], Callable[[], str]]) -> Iterator[Document]:
     """Documents of one decoded batch of `n` rows (`columns`: its text and id values, those it has); a null text is
     a missing one (a columnar dataset has no other way to lack a field), a dataset without the text column
     quarantines every record."""
@@ -42,14 +41,14 @@ def _records(src: SourceFiles, rel: str, start: int, n: int, columns: dict[str, 
         elif columns[src.text_field][j] is None:
             yield bad_record(src, rel, idx, "missing_text", f"field {src.text_field!r} is null or absent", raw(j))
         else:
-            yield make_doc(src, rel, idx, {c: v[j] for c, v in columns.items()}, raw(j))
+            yield to_document(src, rel, idx, {c: v[j] for c, v in columns.items()}, raw(j))
 
 
 def _dumps(row: dict[str, Any]) -> str:
     return json.dumps(row, ensure_ascii=False, default=str)
 
 
-def _read_arrow(src: SourceFiles, rel: str, make_doc: MakeDoc) -> DocumentsPipeline:
+def _read_arrow(src: SourceFiles, rel: str) -> DocumentsPipeline:
     """An Arrow file written by `save_to_disk` or `load_dataset`'s cache (the Arrow stream format), batch by batch
     from any fsspec URI: a task reads its files only (datasets.load_from_disk would first copy a remote dataset)."""
     from datasets import Features
@@ -67,7 +66,7 @@ def _read_arrow(src: SourceFiles, rel: str, make_doc: MakeDoc) -> DocumentsPipel
                 def raw(j: int, batch=batch, values=values) -> Callable[[], str]:
                     return lambda: _dumps({**batch.slice(j, 1).to_pylist()[0], **{c: v[j] for c, v in values.items()}})
 
-                yield from _records(src, rel, idx, batch.num_rows, values, raw, make_doc)
+                yield from _records(src, rel, idx, batch.num_rows, values, raw)
                 idx += batch.num_rows
     except Exception as exc:  # noqa: BLE001 - not Arrow, permission, unreachable: name the file, go on
         yield bad_record(src, rel, idx, "unreadable_file", describe_error(exc), b"")
@@ -80,7 +79,7 @@ def _streaming(path: str, name: str | None, split: str, revision: str | None):
     return load_dataset(path, name=name, split=split, revision=revision, streaming=True)
 
 
-def _read_shard(src: SourceFiles, rel: str, make_doc: MakeDoc) -> DocumentsPipeline:
+def _read_shard(src: SourceFiles, rel: str) -> DocumentsPipeline:
     """Shard I of N of the streaming dataset, as `IterableDataset.shard(N, I)` gives it (one data file, most often).
     A data error in the shard (a file that does not parse or cast) quarantines the rest of the shard as one record;
     a network error fails the task, and rerunning the build retries it."""
@@ -88,7 +87,7 @@ def _read_shard(src: SourceFiles, rel: str, make_doc: MakeDoc) -> DocumentsPipel
     if m is None:
         raise ValueError(f"source {src.name!r}: {rel!r} is not a shard name (<split>/shard-I-of-N)")
     index, n = int(m["index"]), int(m["n"])
-    ds = _streaming(**src.dataset.load)
+    ds = _streaming(**src.detail.load)
     if ds.num_shards != n:
         raise RuntimeError(f"source {src.name!r}: the dataset has {ds.num_shards} shards now and had {n} when the build "
                            "started; its files changed. Pin `revision`, or start the build again in a new store")
@@ -101,7 +100,7 @@ def _read_shard(src: SourceFiles, rel: str, make_doc: MakeDoc) -> DocumentsPipel
             def raw(j: int, batch=batch) -> Callable[[], str]:
                 return lambda: _dumps({c: v[j] for c, v in batch.items()})
 
-            yield from _records(src, rel, idx, rows, cols, raw, make_doc)
+            yield from _records(src, rel, idx, rows, cols, raw)
             idx += rows
     except (ValueError, TypeError, KeyError, pa.ArrowException) as exc:
         if isinstance(exc, OSError):

@@ -61,7 +61,7 @@ JSON_PARSERS = {
     ("pipelines/build.py", "_read_lock"): "the build lock _build/LOCK",
     ("pipelines/executors.py", "SlurmStageExecutor._record"): "the Slurm job record of a stage",
     ("pipelines/finalize/store_json.py", "finalize"): "the readers' tallies in _work/tally/",
-    ("pipelines/sources/files.py", "SourceReader._read_jsonl"): "the input records of a jsonl source",
+    ("pipelines/sources/jsonl.py", "read_jsonl"): "the input records of a jsonl source",
     ("pipelines/finalize/shard_facts.py", "read_task_facts"): "the assign tasks' shard facts in _work/",
 }
 

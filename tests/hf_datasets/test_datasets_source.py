@@ -146,7 +146,7 @@ def test_tasks_share_the_units_out(hf_data, tmp_path):
     spec = spec.model_copy(update={"sources": [s for s in spec.sources if s.streaming]})  # no cache to prepare
     sources = BuildContext(spec, str(tmp_path), str(tmp_path / "store"), 2).sources()
     units = [(s.name, f) for s in sources for f in s.files]
-    assert [s.dataset.kind for s in sources] == ["saved", "saved", "streaming"]
+    assert [s.detail.kind for s in sources] == ["saved", "saved", "streaming"]
     assert units == [("saved-dict", "train/data-00000-of-00002.arrow"), ("saved-dict", "train/data-00001-of-00002.arrow"),
                      *(("saved-one", f"data-{i:05d}-of-00003.arrow") for i in range(3)),
                      *(("jsonl-folder", f"train/shard-{i:05d}-of-00003") for i in range(3))]

@@ -18,8 +18,8 @@ from typer.testing import CliRunner
 
 from mixture.accounting import StoreReader, audit
 from mixture.cli import app
-from mixture.pipelines.sources.files import SourceReader, lost_after_break
-from mixture.pipelines.sources.records import SourceFiles
+from mixture.pipelines.sources.files import SourceReader
+from mixture.pipelines.sources.records import SourceFiles, lost_after_break
 from mixture.store.formats import BrokenFile, StoreArtifact, read_model
 from mixture.store.loss import loss_info, source_loss, store_loss
 from tests.robustness.badinput import jsonl, sentence_text

@@ -14,7 +14,7 @@ import yaml
 from typer.testing import CliRunner
 
 from mixture.cli import app
-from mixture.spec.load import list_source
+from mixture.spec.source_files import match_files
 from tests.robustness.badinput import jsonl, sentence_text
 
 
@@ -94,13 +94,13 @@ def test_a_source_listing_skips_every_store_under_it(tmp_path):
     for uri, files, skipped in ((str(src), ["a.parquet", "deep/b.parquet"], {"old": 6, "partial": 1}),
                                 (f"{src}/**/*.parquet", ["a.parquet", "deep/b.parquet"], {"old": 6, "partial": 1}),
                                 (f"{src}/*/*.parquet", ["deep/b.parquet"], {"partial": 1})):
-        listing = list_source(uri, "parquet")
+        listing = match_files(uri, (".parquet",))
         assert [f for f, _ in listing.files] == files, uri
         assert listing.skipped.folders == {f"{src}/{k}": n for k, n in skipped.items()}, uri
         assert all("never read as input" in m for m in listing.skipped.messages("s"))
     # a file the source names itself is read even inside a store
     one = f"{src}/old/cluster=00/quality=3/000_part-00000.parquet"
-    assert [f for f, _ in list_source(one, "parquet").files] == ["000_part-00000.parquet"]
+    assert [f for f, _ in match_files(one, (".parquet",)).files] == ["000_part-00000.parquet"]
 
 
 @pytest.mark.slow
