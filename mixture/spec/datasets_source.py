@@ -1,5 +1,6 @@
 """`format: datasets` sources: what the uri names (a save_to_disk folder, a hub dataset, a local folder of data
-files), its checks, and the units the build's tasks share (Arrow files or `IterableDataset` shards)."""
+files), its checks, its line in `mixture validate`, its manifest entry, and the units the build's tasks share (Arrow
+files or `IterableDataset` shards)."""
 
 from __future__ import annotations
 

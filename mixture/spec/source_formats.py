@@ -66,14 +66,13 @@ class SourceFormat:
         return load_function(self.units)(src, uri, listed)
 
 
-HF_FILES = (".parquet", ".jsonl", ".json", ".jsonl.gz", ".jsonl.zst")
-
 FORMATS: dict[str, SourceFormat] = {f.name: f for f in (
     SourceFormat("jsonl", (".jsonl", ".json"), f"{READERS}.jsonl:read_jsonl"),
     SourceFormat("jsonl.gz", (".jsonl.gz", ".json.gz"), f"{READERS}.jsonl:read_jsonl"),
     SourceFormat("jsonl.zst", (".jsonl.zst", ".json.zst"), f"{READERS}.jsonl:read_jsonl"),
     SourceFormat("parquet", (".parquet",), f"{READERS}.parquet:read_parquet"),
-    SourceFormat("hf", HF_FILES, f"{READERS}.parquet:read_parquet_or_jsonl", check=f"{FILES}:check_hf_files",
+    SourceFormat("hf", (".parquet", ".jsonl", ".json", ".jsonl.gz", ".jsonl.zst"),
+                 f"{READERS}.parquet:read_parquet_or_jsonl", check=f"{FILES}:check_hf_files",
                  about="the Parquet/JSONL files of a Hugging Face dataset (a local copy or hf://datasets/...)"),
     SourceFormat("datasets", (), f"{READERS}.datasets:read_dataset_unit",
                  about="a dataset read with the `datasets` library (save_to_disk folder, load_dataset of a hub "

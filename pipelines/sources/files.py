@@ -15,7 +15,8 @@ from mixture.store.io import write_json_atomic
 
 
 class SourceReader(PipelineStep):
-    """Reads every source's files; task `rank` takes files rank, rank+T, … of the sorted list of all files."""
+    """Reads every source's units (files, dataset shards), each with its format's reader; task `rank` reads its
+    share (`shard`)."""
 
     type = "📖 - READER"
     name = "mixture sources"
