@@ -166,7 +166,7 @@ def register(app: typer.Typer) -> None:
         from mixture.pipelines.executors import EXECUTORS
         from mixture.pipelines.reuse import StoreChanged
         from mixture.spec.cli import load_or_exit
-        from mixture.spec.datasets_source import DatasetSourceError
+        from mixture.spec.source_formats import SourceError
 
         parsed = load_or_exit(spec)
         if executor is not None and executor not in EXECUTORS:
@@ -183,7 +183,7 @@ def register(app: typer.Typer) -> None:
         except StoreChanged as exc:
             err.print(f"[bold red]build refused[/] {exc}", highlight=False, soft_wrap=True)
             raise typer.Exit(StoreChanged.exit_code) from None
-        except (BuildError, DatasetSourceError) as exc:  # a hub dataset is resolved when the build starts
+        except (BuildError, SourceError) as exc:  # a source (a hub dataset) is resolved when the build starts
             err.print(f"[bold red]build failed[/] {exc}", highlight=False)
             raise typer.Exit(1) from None
         except KeyboardInterrupt as exc:

@@ -14,7 +14,7 @@ from fsspec.core import url_to_fs
 
 from mixture.spec.inputs import ListedSource, files_under, list_files
 from mixture.spec.models import Source
-from mixture.spec.source_formats import SourceUnits
+from mixture.spec.source_formats import SourceError, SourceUnits
 from mixture.store.formats import SourceInputs
 
 HUB_PREFIX = "hf://datasets/"
@@ -24,14 +24,6 @@ STATE_JSON = "state.json"  # datasets.config.DATASET_STATE_JSON_FILENAME (save_t
 INFO_JSON = "dataset_info.json"
 
 Form = Literal["hub", "saved", "folder"]
-
-
-class DatasetSourceError(ValueError):
-    """A `format: datasets` source that cannot be read; `field` is the spec field to fix (uri, split, ...)."""
-
-    def __init__(self, source: str, message: str, field: str = "uri"):
-        super().__init__(f"source {source!r}: {message}")
-        self.field, self.detail = field, message
 
 
 @dataclass(frozen=True)
@@ -100,25 +92,25 @@ def dataset_form(src: Source, uri: str) -> Form:
         if hub_repo(uri):
             return "hub"
     except ValueError as exc:
-        raise DatasetSourceError(src.name, str(exc)) from None
+        raise SourceError(src.name, str(exc)) from None
     try:
         fs, path = url_to_fs(uri)
         is_dir = fs.isdir(path)
         saved = is_dir and (fs.exists(f"{path.rstrip('/')}/{DATASET_DICT_JSON}")
                             or fs.exists(f"{path.rstrip('/')}/{STATE_JSON}"))
     except Exception as exc:  # permission, bad protocol, unreachable bucket
-        raise DatasetSourceError(src.name, f"cannot list {uri!r}: {type(exc).__name__}: {exc}") from None
+        raise SourceError(src.name, f"cannot list {uri!r}: {type(exc).__name__}: {exc}") from None
     if saved:
         return "saved"
     if not is_dir:
-        raise DatasetSourceError(src.name, f"no folder at {uri!r}: expected a folder written by save_to_disk, a local "
+        raise SourceError(src.name, f"no folder at {uri!r}: expected a folder written by save_to_disk, a local "
                                            "folder of data files or hf://datasets/<org>/<name>")
     if "://" in uri:
-        raise DatasetSourceError(src.name, f"{uri!r} holds no dataset written by save_to_disk (no {DATASET_DICT_JSON} "
+        raise SourceError(src.name, f"{uri!r} holds no dataset written by save_to_disk (no {DATASET_DICT_JSON} "
                                            f"or {STATE_JSON}); for Parquet/JSONL files at a remote URI use format: "
                                            "parquet or jsonl")
     if src.revision:
-        raise DatasetSourceError(src.name, "revision applies to a hub dataset (hf://datasets/...), not a local folder",
+        raise SourceError(src.name, "revision applies to a hub dataset (hf://datasets/...), not a local folder",
                                  "revision")
     return "folder"
 
@@ -130,22 +122,22 @@ def pick_split(src: Source, available: list[str | None], what: str) -> str | Non
         if src.split in available:
             return src.split
         if available == [None]:
-            raise DatasetSourceError(src.name, f"{what} is one Dataset without a split name; remove `split`", "split")
-        raise DatasetSourceError(src.name, f"{what} has no split {src.split!r} (splits: {names})", "split")
+            raise SourceError(src.name, f"{what} is one Dataset without a split name; remove `split`", "split")
+        raise SourceError(src.name, f"{what} has no split {src.split!r} (splits: {names})", "split")
     if len(available) == 1:
         return available[0]
-    raise DatasetSourceError(src.name, f"{what} has splits {names}; set `split` to the one to read", "split")
+    raise SourceError(src.name, f"{what} has splits {names}; set `split` to the one to read", "split")
 
 
 def _check_columns(src: Source, columns: list[str] | None, what: str) -> None:
     if columns is not None and src.text_field not in columns:
-        raise DatasetSourceError(src.name, f"{what} has no column {src.text_field!r} (columns: {columns[:10]}); "
+        raise SourceError(src.name, f"{what} has no column {src.text_field!r} (columns: {columns[:10]}); "
                                            "set text_field", "text_field")
 
 
 def _saved(src: Source, uri: str) -> tuple[str | None, SavedSplit]:
     if src.subset or src.revision:
-        raise DatasetSourceError(src.name, "subset and revision apply to datasets read with load_dataset, not a "
+        raise SourceError(src.name, "subset and revision apply to datasets read with load_dataset, not a "
                                            "folder written by save_to_disk", "subset" if src.subset else "revision")
     splits = saved_splits(uri)
     assert splits is not None  # dataset_form found the marker file
@@ -163,7 +155,7 @@ def _open_streaming(src: Source, path: str, revision: str | None, what: str):
     try:
         splits = load_dataset(path, name=src.subset, revision=revision, streaming=True)
     except Exception as exc:  # no data files, unknown subset, unreachable hub: datasets' message says which
-        raise DatasetSourceError(src.name, f"load_dataset({path!r}) failed: {type(exc).__name__}: {exc}") from None
+        raise SourceError(src.name, f"load_dataset({path!r}) failed: {type(exc).__name__}: {exc}") from None
     split = pick_split(src, list(splits), what)
     ds = splits[split]
     _check_columns(src, list(ds.features) if ds.features is not None else None, f"split {split!r} of {what}")
@@ -184,7 +176,7 @@ def check_dataset_source(src: Source, uri: str) -> list[tuple[str, str]]:
             _saved(src, uri)
         elif form == "folder":
             _open_streaming(src, uri, None, f"the data files at {uri!r}")
-    except DatasetSourceError as exc:
+    except SourceError as exc:
         return [(exc.field, str(exc))]
     return []
 
@@ -230,7 +222,7 @@ def hub_revision(src: Source, repo: str) -> str:
     try:
         return HfApi().dataset_info(repo, revision=src.revision).sha
     except Exception as exc:
-        raise DatasetSourceError(src.name, f"cannot resolve hub dataset {repo!r} at revision "
+        raise SourceError(src.name, f"cannot resolve hub dataset {repo!r} at revision "
                                            f"{src.revision or 'main'}: {type(exc).__name__}: {exc}") from None
 
 
@@ -256,7 +248,7 @@ def dataset_source_units(src: Source, uri: str, listed: ListedSource) -> SourceU
 
 def dataset_units(src: Source, uri: str) -> DatasetUnits:
     """The units of a `format: datasets` source, resolved when the build starts (hub datasets need the network);
-    raises DatasetSourceError naming the source and the field to fix."""
+    raises SourceError naming the source and the field to fix."""
     form = dataset_form(src, uri)
     if form == "saved":
         _, saved = _saved(src, uri)
@@ -278,12 +270,12 @@ def dataset_units(src: Source, uri: str) -> DatasetUnits:
     try:  # download and prepare the Arrow cache here, once; the tasks read its files
         prepared = load_dataset(path, name=src.subset, split=split, revision=revision)
     except Exception as exc:
-        raise DatasetSourceError(src.name, f"load_dataset({path!r}, split={split!r}) failed: "
+        raise SourceError(src.name, f"load_dataset({path!r}, split={split!r}) failed: "
                                            f"{type(exc).__name__}: {exc}") from None
     files = [f["filename"] for f in prepared.cache_files]
     folders = {os.path.dirname(f) for f in files}
     if not files or len(folders) != 1:
-        raise DatasetSourceError(src.name, f"load_dataset({path!r}) gave no single cache folder ({sorted(folders)}); "
+        raise SourceError(src.name, f"load_dataset({path!r}) gave no single cache folder ({sorted(folders)}); "
                                            "use streaming: true", "streaming")
     base = folders.pop()
     return DatasetUnits("prepared", base, tuple(os.path.basename(f) for f in files),

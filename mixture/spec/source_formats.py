@@ -23,6 +23,15 @@ FILES = "mixture.spec.source_files"
 READERS = "mixture.pipelines.sources"
 
 
+class SourceError(ValueError):
+    """A source its format cannot read (raised when the build starts, or caught by its check); `field` is the spec
+    field to fix (uri, split, ...)."""
+
+    def __init__(self, source: str, message: str, field: str = "uri"):
+        super().__init__(f"source {source!r}: {message}")
+        self.field = field
+
+
 @dataclass(frozen=True)
 class SourceUnits:
     """What the build's reader tasks share out: `units` (with their bytes, None if unknown) under `base`, and what
@@ -50,7 +59,7 @@ class SourceFormat:
     check: str = f"{FILES}:check_files"
     # (src: Source, uri: str) -> (summary, warnings): its line in `mixture validate`
     describe: str = f"{FILES}:describe_files"
-    # (src: Source, uri: str, listed: ListedSource) -> SourceUnits: resolved when the build starts
+    # (src: Source, uri: str, listed: ListedSource) -> SourceUnits: resolved when the build starts (SourceError)
     units: str = f"{FILES}:file_units"
 
     def list_source(self, src: Source, uri: str) -> ListedSource:
