@@ -1,6 +1,7 @@
-"""The drops the exact stages list (`duplicate_ids`, `find_duplicates`): every later occurrence, in spec order, of a
-key all of whose documents are in the task's partition, filed by prepared file (`<work>/drops/<file>/`) with its
-evidence, and the number each task dropped."""
+"""The drops the exact stages list (`duplicate_ids`, `find_duplicates`): the later occurrences, in spec order, of
+each key repeated in the task's partition, the first occurrence as evidence, filed by prepared file
+(`<work>/drops/<file>/`, read by route_drops.load_drops); and the number each task dropped. All documents of one key
+are in one partition, so the partitions' drops are those of one query over every document."""
 
 from __future__ import annotations
 

@@ -3,6 +3,8 @@ partition's files as views, the task's stats; each stage adds only its own queri
 
 from __future__ import annotations
 
+from abc import abstractmethod
+
 import pyarrow as pa
 from datatrove.data import DocumentsPipeline
 from datatrove.pipeline.base import PipelineStep
@@ -13,9 +15,10 @@ from mixture.pipelines.runtime.duckdb_connection import duckdb_connection
 
 class PartitionedStep(PipelineStep):
     """Task q of a stage that reads partition q of one or more shuffles with DuckDB (memory limit `memory_limit`,
-    spilling to local disk past it). A subclass names the partition folders it reads (`inputs`: each becomes a view,
-    an empty table of its schema when no writer had rows for it) and does its work over them (`process`, which
-    returns the task's stats); the tables it makes are dropped when the task ends."""
+    spilling to local disk past it); a stage of one task reads a whole shuffle as its partition. A subclass names the
+    partition folders it reads (`inputs`: each becomes a view, an empty table of its schema when no writer had rows
+    for it) and does its work over them (`process`, which returns the task's stats); the tables it makes are
+    dropped when the task ends."""
 
     type = "🫂 - DEDUP"
 
@@ -27,9 +30,9 @@ class PartitionedStep(PipelineStep):
         """(view, partition folder, schema) of each partition task `rank` reads."""
         return []
 
+    @abstractmethod
     def process(self, con, rank: int) -> dict[str, int]:
         """The task's work over its views; returns its stats, in the order they are recorded."""
-        raise NotImplementedError
 
     def run(self, data: DocumentsPipeline = None, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
         if data:
