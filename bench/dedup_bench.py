@@ -52,9 +52,10 @@ def run_task(spec_path: str, what: str, rank: int) -> dict:
     import importlib
 
     from mixture.pipelines.runtime.memory import configure_memory
+    from mixture.stages.registry import STAGES
 
-    for module in ("duckdb", "mixture.pipelines.stages", "tests.dedup.dedup_reference"):
-        importlib.import_module(module)  # before the clock starts
+    for module in ("duckdb", "tests.dedup.dedup_reference", *(s.steps.partition(":")[0] for s in STAGES)):
+        importlib.import_module(module)  # before the clock starts (every stage's steps module)
     configure_memory()  # as every build task does
     ctx = spec_path if what == "greedy" else _context(spec_path)
     before = _status_kb("VmRSS:")
@@ -68,7 +69,7 @@ def run_task(spec_path: str, what: str, rank: int) -> dict:
 def _task(ctx, what: str, rank: int) -> None:
     """A stage's pipeline for task `rank`, `keys` (prepare's last step alone), `old-exact` / `old-near` (the
     single-task stages this replaced, tests/dedup/dedup_reference.py), or `noop`."""
-    from mixture.pipelines.dedup import exact as duplicates
+    from mixture.pipelines.dedup.keys import DedupKeys
     from mixture.pipelines.runtime.threads import task_threads
     from mixture.pipelines.stages import build_stage
     from mixture.stages import registry as stage_registry
@@ -76,10 +77,10 @@ def _task(ctx, what: str, rank: int) -> None:
     if what == "noop":
         return
     if what == "greedy":  # ctx: the folder of synthetic verified pairs
-        from mixture.pipelines.dedup.near import ResolveNearDuplicates
+        from mixture.pipelines.dedup.minhash_cluster import MinhashCluster
 
-        step = ResolveNearDuplicates(ctx, f"{ctx}/fuzzy_drops", f"{ctx}/report.json", threshold=0.72, ngram=5,
-                                     permutations=112, memory_limit=os.environ.get("BENCH_MEMORY", GREEDY_MEMORY))
+        step = MinhashCluster(ctx, f"{ctx}/fuzzy_drops", f"{ctx}/report.json", threshold=0.72, ngram=5,
+                              permutations=112, memory_limit=os.environ.get("BENCH_MEMORY", GREEDY_MEMORY))
         for _ in step.run(None, 0, 1):
             pass
         return
@@ -94,8 +95,7 @@ def _task(ctx, what: str, rank: int) -> None:
                                        threshold=fz.similarity_threshold, ngram=fz.ngram, permutations=fz.permutations)
         return
     if what == "keys":
-        pipeline, world = [duplicates.DedupKeys(f"{ctx.work}/prepared", ctx.dedup_folder,
-                                                ctx.memory_limit("prepare"))], ctx.tasks
+        pipeline, world = [DedupKeys(f"{ctx.work}/prepared", ctx.dedup_folder, ctx.memory_limit("prepare"))], ctx.tasks
     else:
         stage = build_stage(ctx, stage_registry.get(what))
         pipeline, world = stage.pipeline, stage.tasks
@@ -187,7 +187,7 @@ def synthetic_verified(folder: Path, n_edges: int, partitions: int, seed: int = 
     import numpy as np
     import pyarrow as pa
 
-    from mixture.pipelines.dedup.near import VERIFIED
+    from mixture.pipelines.dedup.minhash_verify import VERIFIED
     from mixture.pipelines.dedup.shuffle import mix64, prefix_partition
 
     rng = np.random.default_rng(seed)

@@ -91,12 +91,12 @@ class BuildContext:
 
     @property
     def dedup_folder(self) -> str:
-        """The exact-dedup shuffle (duplicates.py): keys by id and hash partition, file tables, counts."""
+        """The exact-dedup shuffle (dedup/keys.py): keys by id and hash partition, file tables, counts."""
         return f"{self.work}/dedup"
 
     @property
     def near_dups_folder(self) -> str:
-        """The near-duplicate work (near_duplicates.py): candidate pairs by partition, verified pairs, counts."""
+        """The near-duplicate work (dedup/minhash_*.py): candidate pairs by partition, verified pairs, counts."""
         return f"{self.work}/near_dups"
 
     def memory_limit(self, stage: str) -> str:

@@ -1,5 +1,6 @@
-"""The steps of each stage of the registry (`mixture.stages.registry.STAGES`) for a build's context, and the
-stage as a datatrove pipeline (name, steps, task count)."""
+"""The steps of each stage of the registry (`mixture.stages.registry.STAGES`) for a build's context (the dedup
+stages': `steps` of their own module in pipelines/dedup/), and the stage as a datatrove pipeline (name, steps,
+task count)."""
 
 from __future__ import annotations
 
@@ -8,17 +9,17 @@ import pyarrow.parquet as pq
 
 from mixture.pipelines import writers
 from mixture.pipelines.context import BuildContext, BuildError, Stage
-from mixture.pipelines.dedup import exact as duplicates
-from mixture.pipelines.dedup import fingerprints as dedup
-from mixture.pipelines.dedup import minhash_gather as candidate_texts
-from mixture.pipelines.dedup import near as near_duplicates
+from mixture.pipelines.dedup.drop_lists import dropped_count
+from mixture.pipelines.dedup.keys import DedupKeys
+from mixture.pipelines.dedup.route_drops import RouteDrops
 from mixture.pipelines.finalize.shard_facts import ShardFacts
 from mixture.pipelines.prepare import decontaminate as decontaminate_step
 from mixture.pipelines.prepare import steps
+from mixture.pipelines.prepare.fingerprint import Fingerprint
 from mixture.pipelines.sources.files import RankFilesReader
 from mixture.spec import preflight
 from mixture.spec.load import resolve_uri
-from mixture.stages.registry import ID_QUARANTINE, StageDef, bucket_slices
+from mixture.stages.registry import ID_QUARANTINE, StageDef
 from mixture.store import drops, layout
 from mixture.store.formats import NearDuplicateReport, read_model
 
@@ -45,7 +46,7 @@ def prepare_steps(ctx: BuildContext) -> list:
         steps.Gates(flt.length.min_chars, flt.length.max_chars, flt.length.min_words, flt.heuristics.max_symbol_ratio,
                     flt.heuristics.max_duplicate_line_ratio,
                     exclusion_writer=writers.drop_writer(ctx.at(layout.dropped_dir("filtered")), "filtered")),
-        dedup.Fingerprint(
+        Fingerprint(
             {"ngram": fz.ngram, "permutations": fz.permutations, "seed": fz.seed} if fz.enabled else None,
             decontaminate_step.settings(dc, ctx.benchmarks()) if decontaminate else None),
     ]
@@ -57,56 +58,8 @@ def prepare_steps(ctx: BuildContext) -> list:
     prepare += [steps.Annotate(q.scorer, q.fasttext_model and resolve_uri(q.fasttext_model, ctx.spec_dir), q.fasttext_label,
                                language_model=lid_model, language_min_score=lang.min_score),
                 writers.work_writer(f"{ctx.work}/prepared"),
-                duplicates.DedupKeys(f"{ctx.work}/prepared", ctx.dedup_folder, ctx.memory_limit("prepare"))]
+                DedupKeys(f"{ctx.work}/prepared", ctx.dedup_folder, ctx.memory_limit("prepare"))]
     return prepare
-
-
-def duplicate_ids_steps(ctx: BuildContext) -> list:
-    """Repeated ids, one id partition per task (DuckDB)."""
-    return [duplicates.DuplicateIds(ctx.dedup_folder, ctx.work, ctx.memory_limit("duplicate_ids"))]
-
-
-def find_duplicates_steps(ctx: BuildContext) -> list:
-    """Exact duplicates, one exact-hash partition per task (DuckDB)."""
-    return [duplicates.ExactDuplicates(ctx.dedup_folder, ctx.work, ctx.spec.processing.dedup.exact.enabled,
-                                       ctx.memory_limit("find_duplicates"))]
-
-
-def minhash_sigs_steps(ctx: BuildContext) -> list:
-    fz = ctx.spec.processing.dedup.fuzzy
-    # fields, not the rows_per_band property: the stage-key test counts a property as reading the whole section
-    return [dedup.MinhashSigs(ctx.work, f"{ctx.work}/mh_sigs", fz.bands, fz.permutations // fz.bands,
-                              slices=bucket_slices(fz.bands, ctx.tasks))]
-
-
-def minhash_buckets_steps(ctx: BuildContext) -> list:
-    """Per band and slice of its first-hash range: the slice's collisions, then its candidate pairs sent to the
-    verification partitions (T)."""
-    fz = ctx.spec.processing.dedup.fuzzy
-    return [dedup.BandCollisions(f"{ctx.work}/mh_sigs", f"{ctx.work}/mh_buckets", fz.permutations // fz.bands,
-                                 slices=bucket_slices(fz.bands, ctx.tasks)),
-            near_duplicates.BucketPairs(f"{ctx.work}/mh_buckets", ctx.dedup_folder, ctx.near_dups_folder, ctx.tasks,
-                                        memory_limit=ctx.memory_limit("minhash_buckets"))]
-
-
-def minhash_gather_steps(ctx: BuildContext) -> list:
-    """Per prepared file: its candidate documents, read once, sent to the verification partitions that need them."""
-    return [candidate_texts.GatherCandidates(ctx.near_dups_folder, f"{ctx.work}/prepared",
-                                             ctx.memory_limit("minhash_gather"))]
-
-
-def minhash_verify_steps(ctx: BuildContext) -> list:
-    fz = ctx.spec.processing.dedup.fuzzy
-    return [near_duplicates.VerifyPairs(ctx.near_dups_folder, threshold=fz.similarity_threshold,
-                                        ngram=fz.ngram, permutations=fz.permutations,
-                                        memory_limit=ctx.memory_limit("minhash_verify"))]
-
-
-def minhash_cluster_steps(ctx: BuildContext) -> list:
-    fz = ctx.spec.processing.dedup.fuzzy
-    return [near_duplicates.ResolveNearDuplicates(
-        ctx.near_dups_folder, ctx.fuzzy_drops, ctx.near_duplicates_report, threshold=fz.similarity_threshold,
-        ngram=fz.ngram, permutations=fz.permutations, memory_limit=ctx.memory_limit("minhash_cluster"))]
 
 
 def steps_reader(ctx: BuildContext):
@@ -124,7 +77,7 @@ def count_kept(ctx: BuildContext) -> int:
     for p in fs.glob(f"{root}/prepared/*.parquet"):
         with fs.open(p, "rb") as f:
             total += pq.ParquetFile(f).metadata.num_rows
-    total -= duplicates.dropped_count(ctx.dedup_folder)
+    total -= dropped_count(ctx.dedup_folder)
     if ctx.near_duplicates_report:
         total -= read_model(NearDuplicateReport, ctx.near_duplicates_report).drops
     return total
@@ -156,7 +109,7 @@ def assign_steps(ctx: BuildContext) -> list:
     assign = steps.Assign(ctx.at(layout.MODEL_DIR), tokenizer_ref(ctx), list(c.quality.edges), c.clusters.k,
                           s.keep_token_ids, s.samples_per_cell, s.exemplars_per_cell, ctx.spec.seed, f"{ctx.work}/samples",
                           assignments_folder=f"{ctx.work}/fit_assignments")
-    route = dedup.RouteDrops(ctx.work, ctx.fuzzy_drops, {
+    route = RouteDrops(ctx.work, ctx.fuzzy_drops, {
         "duplicate_id": writers.quarantine_writer(ctx.at(layout.QUARANTINE_DIR), ID_QUARANTINE),
         **{r.name: writers.drop_writer(ctx.at(r.folder), r.name) for r in drops.dropped_by("assign")}})
     store = writers.store_writer(ctx.store, s.keep_token_ids, s.shard_bytes, s.compression)

@@ -91,8 +91,8 @@ def _drop_files(stage: str) -> tuple[str, ...]:
 
 
 WORK = layout.WORK_DIR
-DEDUP = f"{WORK}/dedup"  # the exact-dedup shuffle (pipelines/dedup/exact.py)
-NEAR = f"{WORK}/near_dups"  # candidate and verified near-duplicate pairs (pipelines/dedup/near.py)
+DEDUP = f"{WORK}/dedup"  # the exact-dedup shuffle (pipelines/dedup/keys.py)
+NEAR = f"{WORK}/near_dups"  # candidate and verified near-duplicate pairs (pipelines/dedup/minhash_*.py)
 
 STAGES: tuple[StageDef, ...] = (
     StageDef("prepare", "read, clean, filter, fingerprint and score every document",
@@ -104,32 +104,32 @@ STAGES: tuple[StageDef, ...] = (
                     "processing.dedup.fuzzy.permutations", "processing.dedup.fuzzy.seed", "processing.decontamination",
                     "processing.language", "partition.quality.scorer", "partition.quality.fasttext_model", "partition.quality.fasttext_label")),
     StageDef("duplicate_ids", "repeated ids, one id hash partition per task (DuckDB)",
-             "mixture.pipelines.stages:duplicate_ids_steps", TASKS, chained=True,
+             "mixture.pipelines.dedup.duplicate_ids:steps", TASKS, chained=True,
              side_files=(f"{WORK}/drops/*/ids-{{rank}}.parquet", f"{DEDUP}/id_drops/*/{{rank}}.parquet",
                          f"{DEDUP}/counts/ids-{{rank}}.parquet")),
     StageDef("find_duplicates", "exact duplicates, one text hash partition per task (DuckDB)",
-             "mixture.pipelines.stages:find_duplicates_steps", TASKS, chained=True,
+             "mixture.pipelines.dedup.find_duplicates:steps", TASKS, chained=True,
              side_files=(f"{WORK}/drops/*/exact-{{rank}}.parquet", f"{DEDUP}/counts/exact-{{rank}}.parquet"),
              reads=("processing.dedup.exact.enabled",)),
     StageDef("minhash_sigs", "MinHash signatures of the kept fuzzy-group documents",
-             "mixture.pipelines.stages:minhash_sigs_steps", TASKS, when=FUZZY, chained=True,
+             "mixture.pipelines.dedup.minhash_sigs:steps", TASKS, when=FUZZY, chained=True,
              reads=MINHASH,
              outputs=(f"{WORK}/mh_sigs",)),
     StageDef("minhash_buckets", "candidate near-duplicate pairs, one task per band and first-hash slice",
-             "mixture.pipelines.stages:minhash_buckets_steps", BAND_SLICES, when=FUZZY, chained=True,
+             "mixture.pipelines.dedup.minhash_buckets:steps", BAND_SLICES, when=FUZZY, chained=True,
              side_files=(f"{NEAR}/pairs/*/{{rank}}.parquet", f"{NEAR}/members/*/{{rank}}.parquet",
                          f"{NEAR}/requests/*/{{rank}}.parquet", f"{NEAR}/bands/{{rank}}.parquet"),
              reads=MINHASH,
              outputs=(f"{WORK}/mh_buckets",)),
     StageDef("minhash_gather", "candidate documents, each prepared file read once, to their partitions",
-             "mixture.pipelines.stages:minhash_gather_steps", TASKS, when=FUZZY, chained=True,
+             "mixture.pipelines.dedup.minhash_gather:steps", TASKS, when=FUZZY, chained=True,
              side_files=(f"{NEAR}/texts/*/{{rank}}.parquet",)),
     StageDef("minhash_verify", "candidate pairs verified on their shingles, by partition",
-             "mixture.pipelines.stages:minhash_verify_steps", TASKS, when=FUZZY, chained=True,
+             "mixture.pipelines.dedup.minhash_verify:steps", TASKS, when=FUZZY, chained=True,
              side_files=(f"{NEAR}/verified/{{rank}}.parquet", f"{NEAR}/verify_counts/{{rank}}.parquet"),
              reads=("processing.dedup.fuzzy",)),
     StageDef("minhash_cluster", "near duplicates: greedy keep in spec order over the verified pairs",
-             "mixture.pipelines.stages:minhash_cluster_steps", 1, when=FUZZY, chained=True,
+             "mixture.pipelines.dedup.minhash_cluster:steps", 1, when=FUZZY, chained=True,
              reads=("processing.dedup.fuzzy",),
              outputs=(f"{WORK}/fuzzy_drops", f"{WORK}/near_duplicates.json")),
     # not chained: its sample rate comes from the number of documents dedup kept

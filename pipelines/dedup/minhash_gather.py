@@ -10,17 +10,10 @@ import fsspec
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from datatrove.data import DocumentsPipeline
-from datatrove.pipeline.base import PipelineStep
 
-from mixture.pipelines.dedup.shuffle import (
-    PART,
-    duckdb_connection,
-    partition_files,
-    register,
-    sorted_batches,
-    write_partitions,
-)
+from mixture.pipelines.context import BuildContext
+from mixture.pipelines.dedup.partitioned import PartitionedStep
+from mixture.pipelines.dedup.shuffle import PART, sorted_batches, write_partitions
 
 # what the bucket stage asks of prepared file f (`requests/<f>/<bucket task>.parquet`): its row `idx`, the
 # document's spec position `g`, and the verification partition `dest` that needs it
@@ -40,37 +33,34 @@ def texts_folder(folder: str, partition: int) -> str:
     return f"{folder}/texts/{partition:05d}"
 
 
-class GatherCandidates(PipelineStep):
+class MinhashGather(PartitionedStep):
     """Stage `minhash_gather`, task f: the rows of prepared file f that a candidate pair names (every bucket
     task's requests for the file, `<folder>/requests/<f>/`), read once, only the row groups that hold one → each
     document, with its signature, text and evidence fields, to every verification partition that asked for it
     (`<folder>/texts/<q>/<f>.parquet`). The rows wait in DuckDB, sorted by partition (spilled past
     `memory_limit`), so memory does not grow with the file."""
 
-    type = "🫂 - DEDUP"
     name = "🎯 MinHash gather candidates"
 
     def __init__(self, folder: str, prepared: str, memory_limit: str | None = None):
-        super().__init__()
-        self.folder, self.prepared, self.memory_limit = folder, prepared, memory_limit
+        super().__init__(memory_limit)
+        self.folder, self.prepared = folder, prepared
 
-    def run(self, data: DocumentsPipeline = None, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
-        if data:
-            yield from data
-        with duckdb_connection(self.memory_limit) as con:
-            register(con, "raw_requests", partition_files(requests_folder(self.folder, rank)), REQUESTS)
-            con.execute("CREATE TABLE wanted AS SELECT DISTINCT idx, g, dest FROM raw_requests")
-            rows = con.execute("SELECT DISTINCT idx FROM wanted ORDER BY idx").fetchnumpy()["idx"]
-            con.execute("""CREATE TABLE docs (idx BIGINT, minhash BLOB, text VARCHAR, id VARCHAR, source VARCHAR,
-                           origin VARCHAR)""")
-            if len(rows):
-                self._read(con, np.asarray(rows, np.int64), rank)
-            self.stat_update("documents_gathered", value=len(rows))
-            written = write_partitions(sorted_batches(con, f"""
-                SELECT w.g, d.minhash, d.text, d.id, d.source, d.origin, w.dest AS {PART}
-                FROM wanted w JOIN docs d USING (idx) ORDER BY {PART}"""),
-                lambda q: f"{texts_folder(self.folder, q)}/{rank:05d}.parquet")
-        self.stat_update("documents_sent", value=sum(written.values()))
+    def inputs(self, rank: int) -> list[tuple[str, str, pa.Schema]]:
+        return [("raw_requests", requests_folder(self.folder, rank), REQUESTS)]
+
+    def process(self, con, rank: int) -> dict[str, int]:
+        con.execute("CREATE TABLE wanted AS SELECT DISTINCT idx, g, dest FROM raw_requests")
+        rows = con.execute("SELECT DISTINCT idx FROM wanted ORDER BY idx").fetchnumpy()["idx"]
+        con.execute("""CREATE TABLE docs (idx BIGINT, minhash BLOB, text VARCHAR, id VARCHAR, source VARCHAR,
+                       origin VARCHAR)""")
+        if len(rows):
+            self._read(con, np.asarray(rows, np.int64), rank)
+        written = write_partitions(sorted_batches(con, f"""
+            SELECT w.g, d.minhash, d.text, d.id, d.source, d.origin, w.dest AS {PART}
+            FROM wanted w JOIN docs d USING (idx) ORDER BY {PART}"""),
+            lambda q: f"{texts_folder(self.folder, q)}/{rank:05d}.parquet")
+        return {"documents_gathered": len(rows), "documents_sent": sum(written.values())}
 
     def _read(self, con, rows: np.ndarray, rank: int) -> None:
         """Table `docs`: rows `rows` (ascending) of prepared file `rank`, each row group that holds one read once."""
@@ -98,3 +88,8 @@ class GatherCandidates(PipelineStep):
                     size = 0
         if held:
             insert()
+
+
+def steps(ctx: BuildContext) -> list:
+    """Per prepared file: its candidate documents, read once, sent to the verification partitions that need them."""
+    return [MinhashGather(ctx.near_dups_folder, f"{ctx.work}/prepared", ctx.memory_limit("minhash_gather"))]

@@ -1,17 +1,10 @@
 """Hash-partitioned work files between two stages (a shuffle): a writer task splits its rows by partition into
-`<folder>/<partition>/<writer>.parquet`, and task q of the next stage reads `<folder>/<q>/` alone.
-
-Also the DuckDB connection every dedup task opens: its threads and memory limit from the task's configuration, a
-local spill folder past that limit."""
+`<folder>/<partition>/<writer>.parquet`, and task q of the next stage reads `<folder>/<q>/` alone; and the one-row
+counts a task leaves for a later stage to sum."""
 
 from __future__ import annotations
 
-import atexit
 import contextlib
-import os
-import shutil
-import tempfile
-import threading
 from collections.abc import Callable, Iterable, Iterator
 
 import fsspec
@@ -20,7 +13,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import xxhash
 
-from mixture.pipelines.runtime.threads import duckdb_threads
 from mixture.store.io import open_atomic
 
 PART = "part"  # the column that names a row's partition in the streams given to `write_partitions`
@@ -47,68 +39,6 @@ def string_hashes(values: Iterable[str]) -> np.ndarray:
     """xxh3-64 of each string's UTF-8 bytes (lone surrogates kept), as uint64."""
     return np.fromiter((xxhash.xxh3_64_intdigest(v.encode("utf-8", "surrogatepass")) for v in values),
                        dtype=np.uint64)
-
-
-_db: dict = {}  # pid → this process's DuckDB instance (a forked child never uses its parent's): opening one takes
-# ~20 ms, and a build opens one per task of every dedup stage
-_db_lock = threading.Lock()
-_db_dirty: list = []  # not empty: the last task's tables may remain
-
-
-def _process_db():
-    import duckdb
-
-    pid = os.getpid()
-    if pid not in _db:
-        spill = tempfile.mkdtemp(prefix="mixture-duckdb-")
-        atexit.register(shutil.rmtree, spill, ignore_errors=True)
-        _db[pid] = duckdb.connect(config={"temp_directory": spill, "preserve_insertion_order": False})
-    return _db[pid]
-
-
-def _drop_tables(con) -> None:
-    """Drop every table and view of the shared instance's main schema (a task's own, when it ends)."""
-    for name, kind in con.execute("""SELECT table_name, 'TABLE' FROM duckdb_tables() WHERE database_name = 'memory'
-                                     UNION ALL SELECT view_name, 'VIEW' FROM duckdb_views()
-                                     WHERE database_name = 'memory' AND NOT internal AND NOT temporary""").fetchall():
-        con.execute(f'DROP {kind} IF EXISTS memory.main."{name}"')
-
-
-@contextlib.contextmanager
-def duckdb_connection(memory_limit: str | None = None) -> Iterator:
-    """A DuckDB connection sized to the running task (pipelines/runtime/threads.py), with `memory_limit` (e.g. "1.5GB";
-    None: DuckDB's default, 80 % of the machine), spilling to a temporary local folder past that limit. The
-    process's DuckDB instance is shared by the tasks that run in it one after another, each dropping the tables it
-    made (a second connection while one is open gets an instance of its own)."""
-    import duckdb
-
-    if not _db_lock.acquire(blocking=False):
-        spill = tempfile.mkdtemp(prefix="mixture-duckdb-")
-        config = {"temp_directory": spill, "preserve_insertion_order": False, **duckdb_threads()}
-        con = duckdb.connect(config={**config, **({"memory_limit": memory_limit} if memory_limit else {})})
-        try:
-            yield con
-        finally:
-            con.close()
-            shutil.rmtree(spill, ignore_errors=True)
-        return
-    try:
-        con = _process_db().cursor()
-        try:
-            if _db_dirty:  # a task failed before it could drop its tables
-                _drop_tables(con)
-            _db_dirty.append(True)
-            threads = duckdb_threads().get("threads")
-            con.execute(f"SET threads = {int(threads)}" if threads else "RESET threads")
-            con.execute(f"SET memory_limit = '{memory_limit}'" if memory_limit else "RESET memory_limit")
-            yield con
-        finally:
-            with contextlib.suppress(duckdb.Error):  # a failed task's connection may refuse: the next one drops them
-                _drop_tables(con)
-                _db_dirty.clear()
-            con.close()
-    finally:
-        _db_lock.release()
 
 
 def partition_files(folder: str) -> list[str]:
@@ -184,3 +114,17 @@ def write_rows(uri: str, table: pa.Table, compression: str = "zstd") -> None:
     fs, path = fsspec.core.url_to_fs(uri)
     with open_atomic(fs, path) as f:
         pq.write_table(table, f, compression=compression)
+
+
+def write_counts(uri: str, schema: pa.Schema, counts: dict[str, int]) -> None:
+    """A task's counts (the fields of `schema`) as a one-row Parquet file, published atomically."""
+    write_rows(uri, pa.table({k: [int(counts[k])] for k in schema.names}, schema=schema))
+
+
+def summed_counts(folder: str, schema: pa.Schema) -> dict[str, int]:
+    """The counts of every task that wrote one to `folder` (`write_counts`), summed field by field."""
+    total = dict.fromkeys(schema.names, 0)
+    for path in partition_files(folder):
+        for k, v in read_small(path, schema).to_pylist()[0].items():
+            total[k] += int(v)
+    return total

@@ -153,7 +153,7 @@ class SampleForFit(PipelineStep):
         import pyarrow.parquet as pq
 
         from mixture.fit.sample_files import FILL, write_part
-        from mixture.pipelines.dedup.fingerprints import load_drops
+        from mixture.pipelines.dedup.route_drops import load_drops
         from mixture.pipelines.sources.files import read_rows
 
         drops = load_drops(self.work, rank, self.fuzzy_drops)
@@ -322,7 +322,7 @@ class Assign(PipelineStep):
         write_parquet_rows(f"{self.samples_folder}/{rank:05d}.parquet", rows, SAMPLE.append(pa.field("key", pa.float64())))
 
     def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
-        from mixture.pipelines.dedup.fingerprints import text_batches
+        from mixture.pipelines.prepare.fingerprint import text_batches
 
         self._load(rank)
         self._seq = 0

@@ -9,8 +9,8 @@ import numpy as np
 from datatrove.data import Document
 
 from mixture.decontam.tokens import words
-from mixture.pipelines.dedup.fingerprints import Fingerprint
 from mixture.pipelines.prepare.decontaminate import settings
+from mixture.pipelines.prepare.fingerprint import Fingerprint
 from mixture.spec.models import Decontamination
 from mixture.text.shingles import WordHashes
 

@@ -1,8 +1,8 @@
 """The single-task dedup the build ran before issue 15, kept as the reference the partitioned stages must equal
 (`assert_same_as_reference`):
 `find_duplicates` as one DuckDB query over every prepared document, `minhash_cluster` as one task (candidate
-pairs from every band, verification, greedy keep). Copied from pipelines/dedup/fingerprints.py and near_duplicates.py as they
-were (only their file outputs replaced by return values)."""
+pairs from every band, verification, greedy keep). Copied from the build's dedup code as it was then (only its
+file outputs replaced by return values)."""
 
 from __future__ import annotations
 
@@ -17,11 +17,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from mixture.pipelines.dedup.near import (
-    ANCHORS,
+from mixture.pipelines.dedup.minhash_buckets import ANCHORS, band_buckets
+from mixture.pipelines.dedup.minhash_verify import (
     PAIRS_PER_FETCH,
     Segments,
-    band_buckets,
     jaccard,
     signature_margin,
     unique_shingles,
@@ -94,7 +93,7 @@ def _scalar(con, sql: str) -> int:
 
 
 class _Reference:
-    """The old ResolveNearDuplicates, step for step."""
+    """The old single-task `minhash_cluster` step, step for step."""
 
     def __init__(self, pairs_folder: str, prepared: str, *, threshold: float, ngram: int, permutations: int,
                  anchors: int = ANCHORS):
@@ -227,7 +226,7 @@ class _Reference:
 
 def near_drops(pairs_folder: str, prepared: str, *, threshold: float, ngram: int, permutations: int
                ) -> tuple[list[tuple], dict]:
-    """(rank, idx, reason, detail) of the old ResolveNearDuplicates, sorted, and its report's counts."""
+    """(rank, idx, reason, detail) of the old single-task `minhash_cluster`, sorted, and its report's counts."""
     return _Reference(pairs_folder, prepared, threshold=threshold, ngram=ngram, permutations=permutations).run()
 
 

@@ -1,4 +1,4 @@
-"""The MinHash bucket stage (mixture.pipelines.dedup.fingerprints.BandCollisions) against datatrove's MinhashDedupBuckets as the oracle."""
+"""The MinHash bucket stage (mixture.pipelines.dedup.minhash_buckets.BandCollisions) against datatrove's MinhashDedupBuckets as the oracle."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from datatrove.pipeline.dedup.minhash import MinhashConfig, MinhashDedupBuckets
 
-from mixture.pipelines.dedup.fingerprints import BandCollisions
+from mixture.pipelines.dedup.minhash_buckets import BandCollisions
 
 ROWS, BANDS = 3, 2
 
@@ -60,7 +60,7 @@ def test_a_band_without_signatures_writes_no_pair(tmp_path):
 
 def buckets_of(path) -> list[frozenset]:
     """The buckets (sets of (file, doc) members) of one `.dups` file, read back as the bucket stage does."""
-    from mixture.pipelines.dedup.near import bucket_members
+    from mixture.pipelines.dedup.minhash_buckets import bucket_members
 
     bucket, members = bucket_members(np.fromfile(path, dtype="<u4").reshape(-1, 4))
     return [frozenset(map(tuple, members[bucket == b].tolist())) for b in np.unique(bucket)]
@@ -75,7 +75,7 @@ def run_slices(sigs, out, slices: int, memory: int = 256 * 2**20) -> list[list]:
 
 def write_slice_index(sigs, slices: int) -> None:
     """The `.minhash.slices` index MinhashSigs writes beside each signature file."""
-    from mixture.pipelines.dedup.fingerprints import slice_offsets
+    from mixture.pipelines.dedup.minhash_buckets import slice_offsets
 
     dtype = np.dtype([(f"h{j}", "<u8") for j in range(ROWS)] + [("doc", "<u4")])
     for path in sigs.glob("bucket_*/*.minhash.sig"):
@@ -104,7 +104,7 @@ def test_a_bucket_at_a_slice_boundary_stays_whole(tmp_path, index):
     """Equal band signatures whose first hash is a slice's first value, the value before it, 0 and 2^64 - 1, in
     every file: each bucket is written whole by exactly one slice (a bucket split across slices, or a record read
     by two slices or none, fails)."""
-    from mixture.pipelines.dedup.fingerprints import slice_bounds
+    from mixture.pipelines.dedup.minhash_buckets import slice_bounds
 
     slices, files = 3, 4
     dtype = np.dtype([(f"h{j}", "<u8") for j in range(ROWS)] + [("doc", "<u4")])

@@ -15,9 +15,10 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from mixture.pipelines.dedup import near as nd
-from mixture.pipelines.dedup.fingerprints import BandCollisions
-from mixture.pipelines.dedup.minhash_gather import GatherCandidates
+from mixture.pipelines.dedup.minhash_buckets import BAND_COUNTS, BandCollisions, MinhashBuckets
+from mixture.pipelines.dedup.minhash_cluster import MinhashCluster
+from mixture.pipelines.dedup.minhash_gather import MinhashGather
+from mixture.pipelines.dedup.minhash_verify import MinhashVerify
 from mixture.spec.load import load_spec
 from mixture.stages.registry import bucket_slices, get
 from mixture.store.formats import NearDuplicateReport, StoreArtifact, read_model
@@ -63,22 +64,22 @@ def rerun_near_duplicates(work: Path, out: Path, slices: int, partitions: int) -
     rows, n = fz.permutations // fz.bands, fz.bands * slices
     for r in range(n):
         list(BandCollisions(str(work / "mh_sigs"), str(out / "mh_buckets"), rows, slices=slices).run(None, r, n) or ())
-        list(nd.BucketPairs(str(out / "mh_buckets"), str(work / "dedup"), str(out / "near_dups"), partitions)
+        list(MinhashBuckets(str(out / "mh_buckets"), str(work / "dedup"), str(out / "near_dups"), partitions)
              .run(None, r, n) or ())
     settings = {"threshold": fz.similarity_threshold, "ngram": fz.ngram, "permutations": fz.permutations}
     files = len(list((work / "prepared").glob("*.parquet")))
     for f in range(files):
-        list(GatherCandidates(str(out / "near_dups"), str(work / "prepared")).run(None, f, files) or ())
+        list(MinhashGather(str(out / "near_dups"), str(work / "prepared")).run(None, f, files) or ())
     for q in range(partitions):
-        list(nd.VerifyPairs(str(out / "near_dups"), **settings).run(None, q, partitions) or ())
-    list(nd.ResolveNearDuplicates(str(out / "near_dups"), str(out / "fuzzy_drops"), str(out / "report.json"),
-                                  **settings).run(None, 0, 1) or ())
+        list(MinhashVerify(str(out / "near_dups"), **settings).run(None, q, partitions) or ())
+    list(MinhashCluster(str(out / "near_dups"), str(out / "fuzzy_drops"), str(out / "report.json"), **settings)
+         .run(None, 0, 1) or ())
     bands = [pq.read_table(f).to_pylist()[0] for f in sorted((out / "near_dups" / "bands").glob("*.parquet"))]
     assert len(bands) == n and len(list((out / "mh_buckets").glob("*_00.dups"))) == n
     pairs = {q.name: _rows(q) for q in sorted((out / "near_dups" / "pairs").iterdir())}
     members = {q.name: _rows(q) for q in sorted((out / "near_dups" / "members").iterdir())}
     return {"pairs": pairs, "members": members,
-            "counts": {k: sum(b[k] for b in bands) for k in nd.BAND_COUNTS.names},
+            "counts": {k: sum(b[k] for b in bands) for k in BAND_COUNTS.names},
             "verified": _rows(out / "near_dups" / "verified"), "drops": _rows(out / "fuzzy_drops"),
             "report": read_model(NearDuplicateReport, str(out / "report.json"))}
 

@@ -1,7 +1,8 @@
-"""Near duplicates with evidence (mixture.pipelines.dedup.near): buckets read back from the bucket stage's
-pairs, exact Jaccard, the greedy keep in priority order (a chain A~B~C keeps C), and on real multilingual text and
-the demo corpus: every drop at or above the threshold against the kept document it names (recomputed here from
-the texts), planted near duplicates caught, the same decisions for 2 and 4 tasks."""
+"""Near duplicates with evidence (mixture.pipelines.dedup: minhash_buckets, minhash_verify, minhash_cluster):
+buckets read back from the bucket stage's pairs, exact Jaccard, the greedy keep in priority order (a chain A~B~C
+keeps C), and on real multilingual text and the demo corpus: every drop at or above the threshold against the kept
+document it names (recomputed here from the texts), planted near duplicates caught, the same decisions for 2 and 4
+tasks."""
 
 from __future__ import annotations
 
@@ -16,7 +17,16 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from mixture.pipelines.dedup import near as nd
+from mixture.pipelines.dedup import minhash_verify
+from mixture.pipelines.dedup.minhash_buckets import (
+    ANCHORS,
+    BAND_BITS,
+    MinhashBuckets,
+    band_buckets,
+    bucket_members,
+)
+from mixture.pipelines.dedup.minhash_cluster import MinhashCluster
+from mixture.pipelines.dedup.minhash_verify import MinhashVerify
 from mixture.store.formats import NearDuplicateReport, StoreArtifact, read_model
 from tests.dedup.dedup_reference import assert_same_as_reference
 
@@ -41,7 +51,7 @@ def jaccard(a: str, b: str, n: int = 5) -> float:
 # -- units ---------------------------------------------------------------------------------------------------
 def test_bucket_members_reads_chains_and_stars():
     chain = np.array([[0, 1, 0, 2], [0, 2, 1, 0], [1, 5, 1, 6], [0, 9, 1, 7], [0, 9, 1, 8]], dtype=np.uint32)
-    bucket, members = nd.bucket_members(chain)  # buckets {0:1, 0:2, 1:0}, {1:5, 1:6}, {0:9, 1:7, 1:8} (a star)
+    bucket, members = bucket_members(chain)  # buckets {0:1, 0:2, 1:0}, {1:5, 1:6}, {0:9, 1:7, 1:8} (a star)
     got = {}
     for b, m in zip(bucket.tolist(), map(tuple, members.tolist()), strict=True):
         got.setdefault(b, set()).add(m)
@@ -60,14 +70,14 @@ def test_band_buckets_hold_a_bucket_cut_by_a_block(tmp_path):
     path = tmp_path / "00003_00.dups"
     path.write_bytes(np.array(pairs, dtype="<u4").tobytes())
     def read(block: int) -> pa.Table:
-        t = pa.concat_tables(nd.band_buckets(str(path), fsspec.filesystem("file"), 3, block=block))
+        t = pa.concat_tables(band_buckets(str(path), fsspec.filesystem("file"), 3, block=block))
         return t.sort_by([("bucket", "ascending"), ("idx", "ascending")])
 
     whole = read(1 << 20)
     for block in (1, 2, 5, 7):
         assert read(block).equals(whole), block
     buckets = whole.column("bucket").to_numpy()
-    assert len(np.unique(buckets)) == 40 and (buckets >> nd.BAND_BITS == 3).all() and whole.num_rows == doc
+    assert len(np.unique(buckets)) == 40 and (buckets >> BAND_BITS == 3).all() and whole.num_rows == doc
 
 
 @pytest.mark.parametrize("memory", [256 * 2**20, 1])
@@ -77,7 +87,7 @@ def test_buckets_read_back_from_the_bucket_stages_pairs(tmp_path, memory):
     import fsspec
     from datatrove.pipeline.dedup.minhash import MinhashConfig, MinhashDedupBuckets
 
-    from mixture.pipelines.dedup.fingerprints import BandCollisions
+    from mixture.pipelines.dedup.minhash_buckets import BandCollisions
     from tests.dedup.test_band_collisions import BANDS, ROWS, write_sig_files
 
     write_sig_files(tmp_path / "sigs", np.random.default_rng(3), files=4, docs=2000, shared=30, run=600)
@@ -94,7 +104,7 @@ def test_buckets_read_back_from_the_bucket_stages_pairs(tmp_path, memory):
              or ())
         MinhashDedupBuckets(str(tmp_path / "sigs"), str(tmp_path / "datatrove"), config=config).run(None, b, BANDS)
         for folder in ("ours", "datatrove"):
-            t = pa.concat_tables(nd.band_buckets(str(tmp_path / folder / f"{b:05d}_00.dups"),
+            t = pa.concat_tables(band_buckets(str(tmp_path / folder / f"{b:05d}_00.dups"),
                                                  fsspec.filesystem("file"), b, block=97))
             got: dict[int, set] = {}
             for bucket, rank, idx in zip(*(t.column(c).to_pylist() for c in ("bucket", "rank", "idx")), strict=True):
@@ -107,18 +117,18 @@ def test_exact_jaccard_of_segments():
     pool = np.concatenate([rng.integers(0, 2**63, 300, dtype=np.uint64) * np.uint64(2),  # hashes, and values
                            np.arange(100, dtype=np.uint64)])  # that share their top bits (the one-by-one path)
     sets = [np.unique(rng.choice(pool, rng.integers(0, 300))) for _ in range(30)]
-    seg = nd.Segments(np.concatenate(sets), np.cumsum([0] + [len(s) for s in sets[:-1]]).astype(np.int64),
+    seg = minhash_verify.Segments(np.concatenate(sets), np.cumsum([0] + [len(s) for s in sets[:-1]]).astype(np.int64),
                       np.array([len(s) for s in sets], np.int64))
     a, b = rng.integers(0, 30, 200), rng.integers(0, 30, 200)
     want = [len(set(sets[i]) & set(sets[j])) / max(1, len(set(sets[i]) | set(sets[j]))) if len(sets[i]) + len(sets[j])
             else 1.0 for i, j in zip(a, b, strict=True)]
-    old = nd.SHINGLES_PER_CHECK
+    old = minhash_verify.SHINGLES_PER_CHECK
     try:
         for per_check in (old, 100):  # one group, then many
-            nd.SHINGLES_PER_CHECK = per_check
-            assert np.allclose(nd.jaccard(seg, a, b), want)
+            minhash_verify.SHINGLES_PER_CHECK = per_check
+            assert np.allclose(minhash_verify.jaccard(seg, a, b), want)
     finally:
-        nd.SHINGLES_PER_CHECK = old
+        minhash_verify.SHINGLES_PER_CHECK = old
 
 
 def _words(rng: random.Random, n: int) -> list[str]:
@@ -143,28 +153,28 @@ def _prepared(path, texts: list[str], permutations: int = 112) -> None:
 
 
 def run_near_duplicates(work, bands: int, partitions: int, threshold: float = 0.719, permutations: int = 112,
-                        anchors: int = nd.ANCHORS) -> None:
+                        anchors: int = ANCHORS) -> None:
     """The near-duplicate steps of the build over `work` (prepared/, mh_buckets/ holding one `.dups` per band):
-    the dedup keys of each prepared file (DedupKeys: its file table), each band's candidate pairs (BucketPairs),
-    each prepared file's candidates sent to their partitions (GatherCandidates), each partition's verification
-    (VerifyPairs), then the greedy pass (ResolveNearDuplicates)."""
-    from mixture.pipelines.dedup.exact import DedupKeys
-    from mixture.pipelines.dedup.minhash_gather import GatherCandidates
+    the dedup keys of each prepared file (DedupKeys: its file table), each band's candidate pairs (MinhashBuckets),
+    each prepared file's candidates sent to their partitions (MinhashGather), each partition's verification
+    (MinhashVerify), then the greedy pass (MinhashCluster)."""
+    from mixture.pipelines.dedup.keys import DedupKeys
+    from mixture.pipelines.dedup.minhash_gather import MinhashGather
 
     prepared = sorted((work / "prepared").glob("*.parquet"))
     for path in prepared:
         list(DedupKeys(str(work / "prepared"), str(work / "dedup")).run(None, int(path.stem), len(prepared)) or ())
     for band in range(bands):
-        list(nd.BucketPairs(str(work / "mh_buckets"), str(work / "dedup"), str(work / "near_dups"), partitions,
+        list(MinhashBuckets(str(work / "mh_buckets"), str(work / "dedup"), str(work / "near_dups"), partitions,
                             anchors=anchors).run(None, band, bands) or ())
     for path in prepared:
-        list(GatherCandidates(str(work / "near_dups"), str(work / "prepared")).run(None, int(path.stem), len(prepared))
+        list(MinhashGather(str(work / "near_dups"), str(work / "prepared")).run(None, int(path.stem), len(prepared))
              or ())
     for q in range(partitions):
-        list(nd.VerifyPairs(str(work / "near_dups"), threshold=threshold, ngram=5,
-                            permutations=permutations).run(None, q, partitions) or ())
-    list(nd.ResolveNearDuplicates(str(work / "near_dups"), str(work / "fuzzy_drops"), str(work / "report.json"),
-                                  threshold=threshold, ngram=5, permutations=permutations, anchors=anchors)
+        list(MinhashVerify(str(work / "near_dups"), threshold=threshold, ngram=5,
+                           permutations=permutations).run(None, q, partitions) or ())
+    list(MinhashCluster(str(work / "near_dups"), str(work / "fuzzy_drops"), str(work / "report.json"),
+                        threshold=threshold, ngram=5, permutations=permutations, anchors=anchors)
          .run(None, 0, 1) or ())
 
 
@@ -235,7 +245,7 @@ def test_anchors_bound_the_pairs_of_a_large_bucket(tmp_path):
     base = _words(rng, 120)
     texts = [" ".join(base[:i] + ["x"] + base[i + 1:]) for i in range(40)]
     drops, report = _resolve(tmp_path, texts, [list(range(40))[::-1]])
-    k = nd.ANCHORS
+    k = ANCHORS
     assert report.pairs_considered == k * (k - 1) // 2 + (40 - k) * k
     assert set(drops) == {f"d{i}" for i in range(1, 40)}
     assert all(DETAIL.match(d).group(1) in {f"d{i}" for i in range(k)} for d in drops.values())

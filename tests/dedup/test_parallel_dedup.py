@@ -15,8 +15,12 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from mixture.pipelines.dedup import near as nd
-from mixture.pipelines.dedup.exact import KEYS, DedupKeys, DuplicateIds, ExactDuplicates, dropped_count
+from mixture.pipelines.dedup.drop_lists import dropped_count
+from mixture.pipelines.dedup.duplicate_ids import DuplicateIds
+from mixture.pipelines.dedup.find_duplicates import FindDuplicates
+from mixture.pipelines.dedup.keys import KEYS, DedupKeys
+from mixture.pipelines.dedup.minhash_buckets import PAIRS
+from mixture.pipelines.dedup.minhash_verify import MinhashVerify
 from mixture.pipelines.dedup.shuffle import mix64, prefix_partition, string_hashes
 from mixture.store.formats import StoreArtifact, read_model
 from tests.conftest import small_spec
@@ -122,7 +126,7 @@ def test_ids_and_texts_decided_as_by_one_query_for_any_partition_count(tmp_path,
     for q in range(partitions):
         list(DuplicateIds(str(work / "dedup"), str(work)).run(None, q, partitions) or ())
     for q in range(partitions):
-        list(ExactDuplicates(str(work / "dedup"), str(work), True).run(None, q, partitions) or ())
+        list(FindDuplicates(str(work / "dedup"), str(work), True).run(None, q, partitions) or ())
     want = reference.exact_drops(str(work / "prepared"))
     assert exact_drop_rows(work) == want
     assert {r[2] for r in want} == {"duplicate_id", "exact_duplicate"}
@@ -146,7 +150,7 @@ def test_spec_positions_are_the_spec_order(tmp_path):
     not consecutive rows in record order is refused, naming the file."""
     import pyarrow as pa
 
-    from mixture.pipelines.dedup.exact import positions, spec_positions
+    from mixture.pipelines.dedup.keys import positions, spec_positions
 
     work = tmp_path / "work"
     _prepared_files(work / "prepared", np.random.default_rng(3))
@@ -203,7 +207,7 @@ def test_exact_dedup_tasks_read_their_partition_only(demo_builds, tmp_path):
             if (copy / "dedup" / kind).exists():
                 _garble_other_partitions(copy / "dedup" / kind, q)
         list(DuplicateIds(str(copy / "dedup"), str(copy)).run(None, q, 4) or ())
-        list(ExactDuplicates(str(copy / "dedup"), str(copy), True).run(None, q, 4) or ())
+        list(FindDuplicates(str(copy / "dedup"), str(copy), True).run(None, q, 4) or ())
         for kind in ("ids", "exact"):
             assert drop_rows(sorted(copy.glob(f"drops/*/{kind}-{q:05d}.parquet"))) == \
                 drop_rows(sorted(work.glob(f"drops/*/{kind}-{q:05d}.parquet"))), (q, kind)
@@ -221,7 +225,7 @@ def test_verification_tasks_hold_their_pairs_documents_only(demo_builds, tmp_pat
     total = 0
     for q in range(4):
         pairs = ds.dataset([str(p) for p in sorted(work.glob(f"near_dups/pairs/{q:05d}/*.parquet"))],
-                           schema=nd.PAIRS).to_table()
+                           schema=PAIRS).to_table()
         assert (prefix_partition(mix64(pairs.column("b").to_numpy()), 4) == q).all()
         total += pairs.num_rows
         copy = tmp_path / f"q{q}"
@@ -230,8 +234,8 @@ def test_verification_tasks_hold_their_pairs_documents_only(demo_builds, tmp_pat
         _garble_other_partitions(copy / "members", q)
         _garble_other_partitions(copy / "texts", q)
         (copy / "verified" / f"{q:05d}.parquet").unlink()
-        step = nd.VerifyPairs(str(copy), threshold=fz.similarity_threshold, ngram=fz.ngram,
-                              permutations=fz.permutations)
+        step = MinhashVerify(str(copy), threshold=fz.similarity_threshold, ngram=fz.ngram,
+                             permutations=fz.permutations)
         list(step.run(None, q, 4) or ())
         assert pq.read_table(copy / "verified" / f"{q:05d}.parquet").equals(
             pq.read_table(work / "near_dups" / "verified" / f"{q:05d}.parquet"))
@@ -253,7 +257,7 @@ def test_gathered_texts_hold_each_candidate_once_and_a_missing_one_stops_verific
     work = demo_builds[4] / "_build" / "work"
     for q in range(4):
         pairs = ds.dataset([str(p) for p in sorted(work.glob(f"near_dups/pairs/{q:05d}/*.parquet"))],
-                           schema=nd.PAIRS).to_table()
+                           schema=PAIRS).to_table()
         gathered = ds.dataset([str(p) for p in sorted(work.glob(f"near_dups/texts/{q:05d}/*.parquet"))],
                               schema=GATHERED).to_table()
         endpoints = np.unique(np.concatenate([pairs.column("a").to_numpy(), pairs.column("b").to_numpy()]))
@@ -262,7 +266,7 @@ def test_gathered_texts_hold_each_candidate_once_and_a_missing_one_stops_verific
     shutil.copytree(work / "near_dups", copy)
     lost = sorted((copy / "texts" / "00000").glob("*.parquet"))[0]
     lost.unlink()
-    step = nd.VerifyPairs(str(copy), threshold=fz.similarity_threshold, ngram=fz.ngram, permutations=fz.permutations)
+    step = MinhashVerify(str(copy), threshold=fz.similarity_threshold, ngram=fz.ngram, permutations=fz.permutations)
     with pytest.raises(RuntimeError, match=r"candidate documents of verification partition 0 were not gathered.*"
                                            r"_build/minhash_gather/"):
         list(step.run(None, 0, 4) or ())

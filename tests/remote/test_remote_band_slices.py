@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mixture.pipelines.dedup.fingerprints import BandCollisions
+from mixture.pipelines.dedup.minhash_buckets import BandCollisions
 from tests.dedup.test_band_collisions import BANDS, ROWS, write_sig_files, write_slice_index
 from tests.remote.conftest import Remote, upload
 

@@ -3,7 +3,7 @@
 import duckdb
 import pytest
 
-from mixture.pipelines.dedup.shuffle import duckdb_connection
+from mixture.pipelines.runtime.duckdb_connection import duckdb_connection
 
 
 def test_tasks_in_one_process_share_an_instance_but_not_their_tables():

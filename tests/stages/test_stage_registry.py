@@ -78,6 +78,13 @@ def test_the_registry_is_well_formed():
         stage_registry.get("nope")
 
 
+def test_each_dedup_stage_is_a_module_named_as_the_stage():
+    """A dedup stage's steps are `steps` of the module of pipelines/dedup/ named as the stage."""
+    dedup = [s for s in stage_registry.STAGES if s.name in ("duplicate_ids", "find_duplicates")
+             or s.name.startswith("minhash_")]
+    assert [s.steps for s in dedup] == [f"mixture.pipelines.dedup.{s.name}:steps" for s in dedup]
+
+
 def test_each_stage_is_built_from_its_entry(demo_corpus, tmp_path):
     """Every stage's steps for a real spec: the name, the task count, and the side files cleared first."""
     from mixture.pipelines import stages

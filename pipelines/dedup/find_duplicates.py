@@ -1,0 +1,49 @@
+"""Stage `find_duplicates`: exact duplicates, one exact-hash partition of the keys shuffle per task (DuckDB), among
+the documents whose id was not dropped."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from mixture.pipelines.context import BuildContext
+from mixture.pipelines.dedup.drop_lists import COUNTS, LATER, drops_folder, write_drops
+from mixture.pipelines.dedup.duplicate_ids import GONE
+from mixture.pipelines.dedup.keys import DOCS, KEYS
+from mixture.pipelines.dedup.partitioned import PartitionedStep
+from mixture.pipelines.dedup.shuffle import write_counts
+
+EXACT_DETAIL = "same text as {id!r} ({src}, {file}:{rec})"
+
+
+class FindDuplicates(PartitionedStep):
+    """Stage `find_duplicates`, task q: among the documents of exact-hash partition q whose id was not dropped,
+    the later occurrences (spec order) of a text are listed as `exact_duplicate`
+    (`<work>/drops/<file>/exact-<q>.parquet`, the detail naming the kept copy). With exact dedup off, none."""
+
+    name = "find exact duplicates"
+
+    def __init__(self, folder: str, work: str, exact: bool, memory_limit: str | None = None):
+        super().__init__(memory_limit)
+        self.folder, self.work, self.exact = folder, work, exact
+
+    def inputs(self, rank: int) -> list[tuple[str, str, pa.Schema]]:
+        if not self.exact:
+            return []
+        return [("part", f"{self.folder}/by_hash/{rank:05d}", KEYS), ("gone", f"{self.folder}/id_drops/{rank:05d}", GONE)]
+
+    def process(self, con, rank: int) -> dict[str, int]:
+        n = 0
+        if self.exact:
+            con.execute(f"CREATE TEMP TABLE kept AS SELECT * FROM ({DOCS.format(table='part')}) "
+                        "ANTI JOIN gone USING (rank, idx)")
+            later = LATER.format(key="exact_hash", table="kept")
+            n = write_drops(con, f"SELECT * FROM ({later}) ORDER BY rank, idx", "exact_duplicate", EXACT_DETAIL,
+                            lambda r: f"{drops_folder(self.work, r)}/exact-{rank:05d}.parquet")
+        write_counts(f"{self.folder}/counts/exact-{rank:05d}.parquet", COUNTS, {"drops": n})
+        return {"exact_duplicate": n}
+
+
+def steps(ctx: BuildContext) -> list:
+    """Exact duplicates, one exact-hash partition per task (DuckDB)."""
+    return [FindDuplicates(ctx.dedup_folder, ctx.work, ctx.spec.processing.dedup.exact.enabled,
+                           ctx.memory_limit("find_duplicates"))]

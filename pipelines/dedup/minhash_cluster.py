@@ -1,0 +1,107 @@
+"""Stage `minhash_cluster`, one task: the near duplicates decided over the verified pairs alone, greedily in spec
+order (a document is dropped only for a kept document it is itself similar to), and the near-duplicate report."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import fsspec
+import numpy as np
+import pyarrow as pa
+
+from mixture.pipelines.context import BuildContext
+from mixture.pipelines.dedup.minhash_buckets import ANCHORS, BAND_COUNTS
+from mixture.pipelines.dedup.minhash_verify import PAIRS_PER_FETCH, VERIFIED, VERIFY_COUNTS, signature_margin
+from mixture.pipelines.dedup.partitioned import PartitionedStep
+from mixture.pipelines.dedup.shuffle import PART, sorted_batches, summed_counts, write_partitions
+from mixture.pipelines.runtime.duckdb_connection import scalar
+from mixture.pipelines.schemas import DROPS
+from mixture.store.formats import NearDuplicateReport, write_model
+
+
+class MinhashCluster(PartitionedStep):
+    """Stage `minhash_cluster`, one task over the verified pairs only, in place of datatrove's MinhashDedupCluster
+    (union-find over the bucket pairs, which chains documents through shared boilerplate): in spec order (source,
+    file, record, as for exact duplicates) a document is dropped when a verified pair joins it to an earlier
+    document that is kept; the detail names that document (the most similar one) and the similarity. Holds one
+    byte per document of a verified pair; the pairs stream from DuckDB sorted (spilled past `memory_limit`).
+    Writes the drops by prepared file (`<output>/<file>.parquet`) and the report (`report`, NearDuplicateReport,
+    the counts of every task summed)."""
+
+    name = "🎯 MinHash near duplicates"
+
+    def __init__(self, folder: str, output: str, report: str, *, threshold: float, ngram: int, permutations: int,
+                 anchors: int = ANCHORS, memory_limit: str | None = None):
+        super().__init__(memory_limit)
+        self.folder, self.output, self.report = folder, output, report
+        self.threshold, self.ngram, self.permutations, self.anchors = threshold, ngram, permutations, anchors
+
+    def inputs(self, rank: int) -> list[tuple[str, str, pa.Schema]]:
+        return [("raw_verified", f"{self.folder}/verified", VERIFIED)]
+
+    def process(self, con, rank: int) -> dict[str, int]:
+        out_fs, out_root = fsspec.core.url_to_fs(self.output)
+        if out_fs.exists(out_root):  # an earlier attempt of this (only) task
+            out_fs.rm(out_root, recursive=True)
+        counts = {**summed_counts(f"{self.folder}/bands", BAND_COUNTS),
+                  **summed_counts(f"{self.folder}/verify_counts", VERIFY_COUNTS)}
+        con.execute("CREATE TABLE edges AS SELECT * FROM raw_verified")
+        con.execute("""CREATE TABLE nodes AS SELECT g, row_number() OVER (ORDER BY g) - 1 AS i
+                       FROM (SELECT a AS g FROM edges UNION SELECT b FROM edges)""")
+        drops, kept_similar = self._greedy(con)
+        counts.update(drops=drops, kept_similar=kept_similar,
+                      pairs_rejected=counts["pairs_considered"] - counts["pairs_verified"])
+        fs, path = fsspec.core.url_to_fs(self.report)
+        write_model(fs, path, NearDuplicateReport(
+            measure=f"word {self.ngram}-gram Jaccard", threshold=round(self.threshold, 4), anchors=self.anchors,
+            signature_margin=round(signature_margin(self.threshold, self.permutations), 4), **counts))
+        return {key: counts[key] for key in ("pairs_considered", "pairs_verified", "drops")}
+
+    def _greedy(self, con) -> tuple[int, int]:
+        """In spec order, each document with a verified pair to an earlier kept document is dropped, naming the most
+        similar such document. Writes the drops; returns their number and the number of documents kept although
+        similar to an earlier one (every such one was dropped: a components approach would drop them)."""
+        dropped = np.zeros(scalar(con, "SELECT count(*) FROM nodes"), dtype=bool)
+        con.execute("""CREATE TABLE decided (rank INTEGER, idx BIGINT, kept_id VARCHAR, kept_source VARCHAR,
+                       kept_file VARCHAR, kept_record BIGINT, sim DOUBLE)""")
+        kept_similar, current, done = 0, -1, False
+        stream = con.cursor().sql("""
+            SELECT na.i AS ai, nb.i AS bi, e.sim, e.rank_b AS rank, e.idx_b AS idx, e.kept_id, e.kept_source,
+                   e.kept_file, e.kept_record
+            FROM edges e JOIN nodes na ON na.g = e.a JOIN nodes nb ON nb.g = e.b ORDER BY e.b, e.sim DESC, e.a""")
+        for batch in stream.to_arrow_reader(PAIRS_PER_FETCH):
+            taken = []
+            for row, (a, b) in enumerate(zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True)):
+                if b != current:
+                    kept_similar += current >= 0 and not done
+                    current, done = b, False
+                if not done and not dropped[a]:
+                    dropped[b], done = True, True
+                    taken.append(row)
+            if taken:
+                con.register("batch", batch.take(pa.array(taken, pa.int64())))
+                con.execute("""INSERT INTO decided SELECT rank, idx, kept_id, kept_source, kept_file, kept_record, sim
+                               FROM batch""")
+                con.unregister("batch")
+        kept_similar += current >= 0 and not done
+        measure = f"word {self.ngram}-gram Jaccard"
+
+        def rows() -> Iterator[pa.RecordBatch]:
+            for batch in sorted_batches(con, "SELECT * FROM decided ORDER BY rank, idx"):
+                cols = [batch.column(c).to_pylist() for c in ("kept_id", "kept_source", "kept_file", "kept_record",
+                                                               "sim")]
+                detail = [f"near duplicate of {i!r} ({s}, {f}:{r}): {measure} {sim:.3f}" for i, s, f, r, sim in zip(
+                    *cols, strict=True)]
+                yield pa.RecordBatch.from_arrays(
+                    [batch.column("rank"), batch.column("idx"), pa.array(["fuzzy_duplicate"] * batch.num_rows),
+                     pa.array(detail, pa.string()), batch.column("rank")], names=[*DROPS.names, PART])
+
+        written = write_partitions(rows(), lambda r: f"{self.output}/{r:05d}.parquet")
+        return sum(written.values()), int(kept_similar)
+
+
+def steps(ctx: BuildContext) -> list:
+    fz = ctx.spec.processing.dedup.fuzzy
+    return [MinhashCluster(ctx.near_dups_folder, ctx.fuzzy_drops, ctx.near_duplicates_report,
+                           threshold=fz.similarity_threshold, ngram=fz.ngram, permutations=fz.permutations,
+                           memory_limit=ctx.memory_limit("minhash_cluster"))]

@@ -1,0 +1,83 @@
+"""Stage `minhash_sigs`: the MinHash signatures `prepare` computed, of the fuzzy-group documents the exact stages
+kept, as datatrove's signature files, one per band, sorted (the input of `minhash_buckets`)."""
+
+from __future__ import annotations
+
+import tempfile
+
+import fsspec
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from datatrove.data import DocumentsPipeline
+from datatrove.pipeline.base import PipelineStep
+
+from mixture.pipelines.context import BuildContext
+from mixture.pipelines.dedup.minhash_buckets import slice_offsets
+from mixture.pipelines.dedup.route_drops import load_drops
+from mixture.stages.registry import bucket_slices
+from mixture.store.io import write_atomic
+
+
+class MinhashSigs(PipelineStep):
+    """Writes the MinHash signatures of task `rank`'s surviving fuzzy-group documents as datatrove signature files
+    (`bucket_<b>/<rank>.minhash.sig`: rows of `rows` uint64 and the document index, sorted), read from the prepared
+    file's `minhash` column alone; with `slices` > 1, beside each the first record of each first-hash slice the
+    bucket stage reads (`<rank>.minhash.slices`, slice_offsets)."""
+
+    type = "🫂 - DEDUP"
+    name = "🎯 MinHash signatures"
+
+    def __init__(self, work: str, output_folder: str, bands: int, rows: int, slices: int = 1):
+        super().__init__()
+        self.work, self.output_folder, self.bands, self.rows, self.slices = work, output_folder, bands, rows, slices
+
+    def run(self, data: DocumentsPipeline = None, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
+        drops = load_drops(self.work, rank, None)
+        dtype = np.dtype([(f"h{j}", "<u8") for j in range(self.rows)] + [("doc", "<u4")])
+        fs, root = fsspec.core.url_to_fs(f"{self.work}/prepared/{rank:05d}.parquet")
+        out_fs, out_root = fsspec.core.url_to_fs(self.output_folder)
+        n = 0
+        with tempfile.TemporaryDirectory(prefix="mixture-sigs-") as tmp:
+            # one unsorted local file per band, written batch by batch; then each band alone is sorted and published
+            bands = [open(f"{tmp}/{b}", "wb") for b in range(self.bands)]  # noqa: SIM115 - closed below
+            try:
+                if fs.exists(root):
+                    with fs.open(root, "rb") as f:
+                        for batch in pq.ParquetFile(f).iter_batches(columns=["idx", "minhash"], batch_size=4096):
+                            n += self._spill(batch, drops, bands, dtype)
+            finally:
+                for band in bands:
+                    band.close()
+            for b in range(self.bands):
+                records = np.fromfile(f"{tmp}/{b}", dtype=dtype)
+                records.sort(order=dtype.names)  # the bucket stage merges files sorted by signature
+                out_fs.makedirs(f"{out_root}/bucket_{b:03d}", exist_ok=True)
+                if self.slices > 1:  # the index first: a published signature file always has its index
+                    write_atomic(out_fs, f"{out_root}/bucket_{b:03d}/{rank:05d}.minhash.slices",
+                                 slice_offsets(records["h0"], self.slices).tobytes())
+                write_atomic(out_fs, f"{out_root}/bucket_{b:03d}/{rank:05d}.minhash.sig", records.tobytes())
+        self.stat_update("signatures", value=n)
+        if data:
+            yield from data
+
+    def _spill(self, batch: pa.RecordBatch, drops: dict, bands: list, dtype: np.dtype) -> int:
+        keep = [(i, sig) for i, sig in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True)
+                if sig is not None and i not in drops]
+        if not keep:
+            return 0
+        matrix = np.frombuffer(b"".join(sig for _, sig in keep), dtype="<u8").reshape(len(keep), -1)
+        for b, band in enumerate(bands):
+            records = np.empty(len(keep), dtype=dtype)
+            for j in range(self.rows):
+                records[f"h{j}"] = matrix[:, b * self.rows + j]
+            records["doc"] = [i for i, _ in keep]
+            band.write(records.tobytes())
+        return len(keep)
+
+
+def steps(ctx: BuildContext) -> list:
+    fz = ctx.spec.processing.dedup.fuzzy
+    # fields, not the rows_per_band property: the stage-key test counts a property as reading the whole section
+    return [MinhashSigs(ctx.work, f"{ctx.work}/mh_sigs", fz.bands, fz.permutations // fz.bands,
+                        slices=bucket_slices(fz.bands, ctx.tasks))]

@@ -1,0 +1,237 @@
+"""Stage `minhash_verify`, one task per partition of the candidate pairs (that of a pair's later document): each
+pair checked on its evidence. Signature agreement rules out the clearly dissimilar pairs; the exact Jaccard
+similarity of the two documents' shingle sets decides the others."""
+
+from __future__ import annotations
+
+import math
+import tempfile
+from dataclasses import dataclass
+
+import fsspec
+import numpy as np
+import pyarrow as pa
+
+from mixture.pipelines.context import BuildContext
+from mixture.pipelines.dedup.minhash_buckets import MEMBERS, PAIRS
+from mixture.pipelines.dedup.minhash_gather import GATHERED, texts_folder
+from mixture.pipelines.dedup.partitioned import PartitionedStep
+from mixture.pipelines.dedup.shuffle import PART, sorted_batches, write_counts, write_partitions, write_rows
+from mixture.pipelines.runtime.duckdb_connection import scalar
+from mixture.text.shingles import WordHashes
+
+SIGMAS = 6  # a pair whose signature agreement is this many standard errors below the threshold is not compared
+PAIRS_PER_FETCH = 16_384  # pairs read at a time (their two signatures: 16k × 2 × 112 × 8 bytes = 29 MB)
+SHINGLES_PER_CHECK = 4_000_000  # shingles compared at once (each held as value, key and owner: ~24 bytes)
+
+VERIFY_COUNTS = pa.schema([(f, pa.int64()) for f in ("documents", "pairs_considered", "pairs_ruled_out",
+                                                     "pairs_compared", "pairs_verified")])
+# a verified pair with its evidence: the later document's address, the earlier one's id, source, file, record
+VERIFIED = pa.schema([("a", pa.int64()), ("b", pa.int64()), ("sim", pa.float64()), ("rank_b", pa.int32()),
+                      ("idx_b", pa.int64()), ("kept_id", pa.string()), ("kept_source", pa.string()),
+                      ("kept_file", pa.string()), ("kept_record", pa.int64())])
+
+
+@dataclass
+class Segments:
+    """Variable-length uint64 rows in a local file: row i is `values[start[i]:start[i] + length[i]]`."""
+
+    values: np.ndarray  # np.memmap (or array) of uint64
+    start: np.ndarray  # int64 per row
+    length: np.ndarray  # int64 per row
+
+    def gather(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The values of `rows`, concatenated, and the position in `rows` of each value."""
+        lengths = self.length[rows]
+        owner = np.repeat(np.arange(len(rows)), lengths)
+        first = np.cumsum(lengths) - lengths
+        at = np.repeat(self.start[rows] - first, lengths) + np.arange(int(lengths.sum()))
+        return np.asarray(self.values[at]), owner
+
+
+def unique_shingles(grams: np.ndarray, doc: np.ndarray, n_docs: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each document's distinct shingles, sorted, document after document (`doc` ascending, as `ngrams` gives
+    them), and how many each has."""
+    bounds = np.searchsorted(doc, np.arange(n_docs + 1))
+    sets = [np.unique(grams[bounds[i]:bounds[i + 1]]) for i in range(n_docs)]
+    return (np.concatenate(sets) if sets else np.empty(0, np.uint64)), np.array([len(x) for x in sets], np.int64)
+
+
+_OWNER_BITS = 15  # pairs compared at once: at most 2**15, their index in the top bits of a 64-bit sort key
+
+
+def jaccard(shingles: Segments, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The Jaccard similarity of the shingle sets of documents a[i] and b[i] (rows of `shingles`, each sorted and
+    distinct), pairs taken in groups of at most SHINGLES_PER_CHECK shingles and 2**15 pairs.
+
+    No sort: a key of (pair, top 49 bits of the shingle) is ascending over the group's first sets as they are
+    stored, so each shingle of a second set is looked up by binary search and counts when a shingle of the first
+    set under its key has the same 64-bit value (a key holds more than one shingle about once in 10^7 pairs of
+    5,000-shingle documents; those few are checked one by one)."""
+    out = np.empty(len(a), dtype=np.float64)
+    size = shingles.length[a] + shingles.length[b]
+    ends = np.cumsum(size)
+    shift = np.uint64(_OWNER_BITS)
+    i = 0
+    while i < len(a):
+        j = min(len(a), i + (1 << _OWNER_BITS),
+                max(i + 1, int(np.searchsorted(ends, (ends[i - 1] if i else 0) + SHINGLES_PER_CHECK, side="right"))))
+        va, oa = shingles.gather(a[i:j])
+        vb, ob = shingles.gather(b[i:j])
+        ka = (oa.astype(np.uint64) << np.uint64(64 - _OWNER_BITS)) | (va >> shift)
+        kb = (ob.astype(np.uint64) << np.uint64(64 - _OWNER_BITS)) | (vb >> shift)
+        at = np.searchsorted(ka, kb)
+        hit = np.zeros(len(kb), dtype=bool)
+        found = np.flatnonzero(at < len(ka))
+        found = found[ka[at[found]] == kb[found]]
+        hit[found] = va[at[found]] == vb[found]
+        if len(ka) > 1 and (ka[1:] == ka[:-1]).any():  # a key holding several shingles of a first set: rare
+            for x in found[~hit[found]]:
+                hit[x] = bool((va[at[x]:np.searchsorted(ka, kb[x], side="right")] == vb[x]).any())
+        shared = np.bincount(ob[hit], minlength=j - i)
+        union = size[i:j] - shared
+        out[i:j] = np.where(union > 0, shared / np.maximum(union, 1), 1.0)
+        i = j
+    return out
+
+
+def signature_margin(threshold: float, permutations: int) -> float:
+    """How far below the threshold a pair's signature agreement must be to rule it out without comparing its
+    shingles: SIGMAS standard errors of the agreement of a pair exactly at the threshold."""
+    return SIGMAS * math.sqrt(threshold * (1 - threshold) / permutations)
+
+
+class MinhashVerify(PartitionedStep):
+    """Stage `minhash_verify`, task q: the distinct candidate pairs of partition q (every pair whose later
+    document hashes there, from every band), each verified: signature agreement rules out the clearly dissimilar,
+    the exact Jaccard similarity of the two documents' shingle sets decides the others. Only the documents of
+    these pairs are read, as `minhash_gather` sent them to this partition (`<folder>/texts/<q>/`: their signatures,
+    then the texts of those not ruled out). Writes the verified pairs with their evidence
+    (`<folder>/verified/<q>.parquet`) and the task's counts (`verify_counts/<q>.parquet`)."""
+
+    name = "🎯 MinHash verify pairs"
+
+    def __init__(self, folder: str, *, threshold: float, ngram: int, permutations: int,
+                 memory_limit: str | None = None):
+        super().__init__(memory_limit)
+        self.folder = folder
+        self.threshold, self.ngram, self.permutations = threshold, ngram, permutations
+
+    def inputs(self, rank: int) -> list[tuple[str, str, pa.Schema]]:
+        return [("raw_pairs_files", f"{self.folder}/pairs/{rank:05d}", PAIRS),
+                ("gathered_files", texts_folder(self.folder, rank), GATHERED),
+                ("raw_members", f"{self.folder}/members/{rank:05d}", MEMBERS)]
+
+    def process(self, con, rank: int) -> dict[str, int]:
+        # each of the partition's folders is one file per writer task (T of them): read once into a table, not
+        # once per query (a scan pays per file)
+        for name in ("raw_pairs", "gathered"):
+            con.execute(f"CREATE TABLE {name} AS SELECT * FROM {name}_files")
+        counts = {"documents": scalar(con, "SELECT count(DISTINCT g) FROM raw_members")}
+        counts.update(self._candidates(con))
+        with tempfile.TemporaryDirectory(prefix="mixture-neardup-") as tmp:
+            counts.update(self._verify(con, tmp, rank))
+        self._evidence(con)
+        write_partitions(sorted_batches(con, f"""
+            SELECT ca.g AS a, cb.g AS b, v.sim, cb.rank AS rank_b, cb.idx AS idx_b, k.id AS kept_id,
+                   k.source AS kept_source, k.file AS kept_file, k.record AS kept_record, 0 AS {PART}
+            FROM verified v JOIN cand ca ON ca.prio = v.a JOIN cand cb ON cb.prio = v.b JOIN kept k ON k.g = ca.g
+            ORDER BY {PART}, b, a"""), lambda _: f"{self.folder}/verified/{rank:05d}.parquet")
+        fs, root = fsspec.core.url_to_fs(f"{self.folder}/verified/{rank:05d}.parquet")
+        if not fs.exists(root):  # no verified pair: an empty file, so that the resolution sees every task's
+            write_rows(f"{self.folder}/verified/{rank:05d}.parquet", VERIFIED.empty_table())
+        write_counts(f"{self.folder}/verify_counts/{rank:05d}.parquet", VERIFY_COUNTS, counts)
+        return {key: int(counts[key]) for key in ("pairs_considered", "pairs_verified")}
+
+    def _candidates(self, con) -> dict[str, int]:
+        """Tables `cand` (g, rank, idx, prio: the task's own numbering of its pairs' documents, in spec order) and
+        `pairs` (a, b: prio of the earlier and the later document of each distinct pair)."""
+        con.execute("""CREATE TABLE cand AS SELECT g, rank, idx, row_number() OVER (ORDER BY g) - 1 AS prio FROM (
+                       SELECT a AS g, rank_a AS rank, idx_a AS idx FROM raw_pairs
+                       UNION SELECT b, rank_b, idx_b FROM raw_pairs)""")
+        con.execute("""CREATE TABLE pairs AS SELECT DISTINCT ca.prio AS a, cb.prio AS b FROM raw_pairs p
+                       JOIN cand ca ON ca.g = p.a JOIN cand cb ON cb.g = p.b""")
+        return {"pairs_considered": scalar(con, "SELECT count(*) FROM pairs")}
+
+    def _load(self, con, tmp: str, column: str, docs: str | None = None) -> Segments:
+        """`column` of the candidate documents as gathered for this partition (`minhash`: the signature; `text`:
+        its distinct shingles), of all or of those whose prio is in table `docs`, by prio, in a local file."""
+        n = scalar(con, "SELECT count(*) FROM cand")
+        start, length = np.zeros(n, np.int64), np.zeros(n, np.int64)
+        written = loaded = 0
+        needed = f"JOIN {docs} n ON n.prio = c.prio" if docs else ""
+        with open(f"{tmp}/{column}", "wb") as out:
+            for batch in con.cursor().sql(f"""SELECT c.prio, x.{column} FROM gathered x JOIN cand c ON c.g = x.g
+                                              {needed}""").to_arrow_reader(256):
+                prio = batch.column(0).to_numpy()
+                values, counts = self._values(batch.column(1), column)
+                out.write(values.astype("<u8").tobytes())
+                start[prio] = written + np.cumsum(counts) - counts
+                length[prio] = counts
+                written += len(values)
+                loaded += len(prio)
+        self.stat_update("signatures_loaded" if column == "minhash" else "texts_loaded", value=loaded)
+        values = np.memmap(f"{tmp}/{column}", dtype="<u8", mode="r") if written else np.empty(0, np.uint64)
+        return Segments(values, start, length)
+
+    def _values(self, col: pa.Array, column: str) -> tuple[np.ndarray, np.ndarray]:
+        if column == "minhash":
+            sigs = col.to_pylist()
+            return np.frombuffer(b"".join(sigs), dtype="<u8"), np.array([len(s) // 8 for s in sigs], np.int64)
+        texts = col.to_pylist()
+        grams, doc = WordHashes.of(texts).ngrams(self.ngram)
+        return unique_shingles(grams, doc, len(texts))
+
+    def _verify(self, con, tmp: str, rank: int) -> dict[str, int]:
+        """Table `verified` (a, b, sim): the candidate pairs whose shingle sets have a Jaccard similarity of at
+        least the threshold. A pair whose signature agreement is below the threshold by more than the margin is
+        ruled out without reading the texts."""
+        con.execute("CREATE TABLE verified (a BIGINT, b BIGINT, sim DOUBLE)")
+        sigs = self._load(con, tmp, "minhash")
+        missing = int((sigs.length == 0).sum())
+        if missing:  # the gather stage's output does not match the pairs: never verify without them
+            raise RuntimeError(f"{missing} of the {len(sigs.length)} candidate documents of verification partition "
+                               f"{rank} were not gathered ({self.folder}/texts/{rank:05d}/ lacks them); remove the "
+                               "store's _build/minhash_gather/ (the gather stage's completions) and build again")
+        k = self.permutations
+        floor = self.threshold - signature_margin(self.threshold, k)
+        con.execute("CREATE TABLE plausible (a BIGINT, b BIGINT)")
+        ruled_out = 0
+        for batch in con.cursor().sql("SELECT a, b FROM pairs").to_arrow_reader(PAIRS_PER_FETCH):
+            a, b = batch.column(0).to_numpy(), batch.column(1).to_numpy()
+            va, _ = sigs.gather(a)
+            vb, _ = sigs.gather(b)
+            agree = (va.reshape(-1, k) == vb.reshape(-1, k)).mean(axis=1)
+            keep = agree >= floor
+            ruled_out += int((~keep).sum())
+            con.register("batch", pa.table({"a": a[keep], "b": b[keep]}))
+            con.execute("INSERT INTO plausible SELECT * FROM batch")
+            con.unregister("batch")
+        con.execute("CREATE TABLE needed AS SELECT a AS prio FROM plausible UNION SELECT b FROM plausible")
+        shingles = self._load(con, tmp, "text", "needed")
+        compared = verified = 0
+        for batch in con.cursor().sql("SELECT a, b FROM plausible").to_arrow_reader(PAIRS_PER_FETCH):
+            a, b = batch.column(0).to_numpy(), batch.column(1).to_numpy()
+            sim = jaccard(shingles, a, b)
+            ok = sim >= self.threshold
+            compared += len(a)
+            verified += int(ok.sum())
+            con.register("batch", pa.table({"a": a[ok], "b": b[ok], "sim": sim[ok]}))
+            con.execute("INSERT INTO verified SELECT * FROM batch")
+            con.unregister("batch")
+        return {"pairs_ruled_out": ruled_out, "pairs_compared": compared, "pairs_verified": verified}
+
+    def _evidence(self, con) -> None:
+        """Table `kept` (g, id, source, file, record) of the earlier documents of the verified pairs, as gathered
+        (the document a drop will name)."""
+        con.execute("""CREATE TABLE kept AS
+                       SELECT x.g, x.id, x.source, regexp_extract(x.origin, '^(.*):[0-9]+$', 1) AS file,
+                              CAST(regexp_extract(x.origin, ':([0-9]+)$', 1) AS BIGINT) AS record
+                       FROM gathered x JOIN (SELECT DISTINCT c.g FROM verified v JOIN cand c ON c.prio = v.a) k
+                       ON k.g = x.g""")
+
+
+def steps(ctx: BuildContext) -> list:
+    fz = ctx.spec.processing.dedup.fuzzy
+    return [MinhashVerify(ctx.near_dups_folder, threshold=fz.similarity_threshold, ngram=fz.ngram,
+                          permutations=fz.permutations, memory_limit=ctx.memory_limit("minhash_verify"))]
