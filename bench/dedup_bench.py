@@ -52,8 +52,10 @@ def run_task(spec_path: str, what: str, rank: int) -> dict:
     import importlib
 
     from mixture.pipelines.runtime.memory import configure_memory
+    from mixture.stages import registry as stage_registry
 
-    for module in ("duckdb", "mixture.pipelines.stages", "tests.dedup.dedup_reference"):
+    steps_modules = [s.steps.partition(":")[0] for s in stage_registry.STAGES]
+    for module in ("duckdb", "mixture.pipelines.build", *steps_modules, "tests.dedup.dedup_reference"):
         importlib.import_module(module)  # before the clock starts
     configure_memory()  # as every build task does
     ctx = spec_path if what == "greedy" else _context(spec_path)
@@ -68,9 +70,9 @@ def run_task(spec_path: str, what: str, rank: int) -> dict:
 def _task(ctx, what: str, rank: int) -> None:
     """A stage's pipeline for task `rank`, `keys` (prepare's last step alone), `old-exact` / `old-near` (the
     single-task stages this replaced, tests/dedup/dedup_reference.py), or `noop`."""
+    from mixture.pipelines.build import build_stage
     from mixture.pipelines.dedup import exact as duplicates
     from mixture.pipelines.runtime.threads import task_threads
-    from mixture.pipelines.stages import build_stage
     from mixture.stages import registry as stage_registry
 
     if what == "noop":
@@ -120,8 +122,7 @@ def measure(spec_path: Path, what: str, rank: int, memory: str | None = None) ->
 # -- the driver -------------------------------------------------------------------------------------------------
 def run_to_dedup(spec_path: Path, workers: int) -> float:
     """Every stage up to `minhash_cluster` (local executor); returns the wall time."""
-    from mixture.pipelines.build import run_stage
-    from mixture.pipelines.stages import build_stage
+    from mixture.pipelines.build import build_stage, run_stage
     from mixture.stages import registry as stage_registry
 
     ctx = _context(str(spec_path))
