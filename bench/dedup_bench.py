@@ -52,11 +52,10 @@ def run_task(spec_path: str, what: str, rank: int) -> dict:
     import importlib
 
     from mixture.pipelines.runtime.memory import configure_memory
-    from mixture.stages import registry as stage_registry
+    from mixture.stages.registry import STAGES
 
-    steps_modules = [s.steps.partition(":")[0] for s in stage_registry.STAGES]
-    for module in ("duckdb", "mixture.pipelines.build", *steps_modules, "tests.dedup.dedup_reference"):
-        importlib.import_module(module)  # before the clock starts
+    for module in ("duckdb", "tests.dedup.dedup_reference", *(s.steps.partition(":")[0] for s in STAGES)):
+        importlib.import_module(module)  # before the clock starts (every stage's steps module)
     configure_memory()  # as every build task does
     ctx = spec_path if what == "greedy" else _context(spec_path)
     before = _status_kb("VmRSS:")

@@ -12,7 +12,7 @@ from datatrove.pipeline.base import PipelineStep
 from mixture.fit.one_thread import one_thread
 from mixture.pipelines import writers
 from mixture.pipelines.context import BuildContext
-from mixture.pipelines.dedup import fingerprints as dedup
+from mixture.pipelines.dedup.route_drops import RouteDrops
 from mixture.pipelines.finalize.shard_facts import ShardFacts
 from mixture.pipelines.sources.files import RankFilesReader
 from mixture.stages.registry import ID_QUARANTINE
@@ -142,7 +142,7 @@ class Assign(PipelineStep):
         write_parquet_rows(f"{self.samples_folder}/{rank:05d}.parquet", rows, SAMPLE.append(pa.field("key", pa.float64())))
 
     def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
-        from mixture.pipelines.dedup.fingerprints import text_batches
+        from mixture.pipelines.prepare.fingerprint import text_batches
 
         self._load(rank)
         self._seq = 0
@@ -169,7 +169,7 @@ def steps(ctx: BuildContext) -> list:
     assign = Assign(ctx.at(layout.MODEL_DIR), ctx.tokenizer_ref(), list(c.quality.edges), c.clusters.k,
                     s.keep_token_ids, s.samples_per_cell, s.exemplars_per_cell, ctx.spec.seed, f"{ctx.work}/samples",
                     assignments_folder=f"{ctx.work}/fit_assignments")
-    route = dedup.RouteDrops(ctx.work, ctx.fuzzy_drops, {
+    route = RouteDrops(ctx.work, ctx.fuzzy_drops, {
         "duplicate_id": writers.quarantine_writer(ctx.at(layout.QUARANTINE_DIR), ID_QUARANTINE),
         **{r.name: writers.drop_writer(ctx.at(r.folder), r.name) for r in drops.dropped_by("assign")}})
     store = writers.store_writer(ctx.store, s.keep_token_ids, s.shard_bytes, s.compression)

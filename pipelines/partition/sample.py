@@ -9,7 +9,7 @@ from datatrove.data import DocumentsPipeline
 from datatrove.pipeline.base import PipelineStep
 
 from mixture.pipelines.context import BuildContext, BuildError
-from mixture.pipelines.dedup import exact as duplicates
+from mixture.pipelines.dedup.drop_lists import dropped_count
 from mixture.store.formats import NearDuplicateReport, read_model
 from mixture.text.normalize import stable_unit
 
@@ -39,7 +39,7 @@ class SampleForFit(PipelineStep):
         import pyarrow.parquet as pq
 
         from mixture.fit.sample_files import FILL, write_part
-        from mixture.pipelines.dedup.fingerprints import load_drops
+        from mixture.pipelines.dedup.route_drops import load_drops
         from mixture.pipelines.sources.files import read_rows
 
         drops = load_drops(self.work, rank, self.fuzzy_drops)
@@ -105,7 +105,7 @@ def count_kept(ctx: BuildContext) -> int:
     for p in fs.glob(f"{root}/prepared/*.parquet"):
         with fs.open(p, "rb") as f:
             total += pq.ParquetFile(f).metadata.num_rows
-    total -= duplicates.dropped_count(ctx.dedup_folder)
+    total -= dropped_count(ctx.dedup_folder)
     if ctx.near_duplicates_report:
         total -= read_model(NearDuplicateReport, ctx.near_duplicates_report).drops
     return total

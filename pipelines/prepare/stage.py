@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from mixture.pipelines import writers
 from mixture.pipelines.context import BuildContext
-from mixture.pipelines.dedup import exact as duplicates
-from mixture.pipelines.dedup.fingerprints import Fingerprint
+from mixture.pipelines.dedup.keys import DedupKeys
 from mixture.pipelines.prepare import decontaminate as decontaminate_step
 from mixture.pipelines.prepare.annotate import Annotate
+from mixture.pipelines.prepare.fingerprint import Fingerprint
 from mixture.pipelines.prepare.gates import Gates
 from mixture.pipelines.prepare.normalize import Normalize, Quarantine
 from mixture.pipelines.sources.files import SourceReader
@@ -40,5 +40,5 @@ def steps(ctx: BuildContext) -> list:
     prepare += [Annotate(q.scorer, q.fasttext_model and resolve_uri(q.fasttext_model, ctx.spec_dir), q.fasttext_label,
                          language_model=lid_model, language_min_score=lang.min_score),
                 writers.work_writer(f"{ctx.work}/prepared"),
-                duplicates.DedupKeys(f"{ctx.work}/prepared", ctx.dedup_folder, ctx.memory_limit("prepare"))]
+                DedupKeys(f"{ctx.work}/prepared", ctx.dedup_folder, ctx.memory_limit("prepare"))]
     return prepare
