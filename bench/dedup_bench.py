@@ -69,9 +69,9 @@ def run_task(spec_path: str, what: str, rank: int) -> dict:
 def _task(ctx, what: str, rank: int) -> None:
     """A stage's pipeline for task `rank`, `keys` (prepare's last step alone), `old-exact` / `old-near` (the
     single-task stages this replaced, tests/dedup/dedup_reference.py), or `noop`."""
+    from mixture.pipelines.build import build_stage
     from mixture.pipelines.dedup.keys import DedupKeys
     from mixture.pipelines.runtime.threads import task_threads
-    from mixture.pipelines.stages import build_stage
     from mixture.stages import registry as stage_registry
 
     if what == "noop":
@@ -120,8 +120,7 @@ def measure(spec_path: Path, what: str, rank: int, memory: str | None = None) ->
 # -- the driver -------------------------------------------------------------------------------------------------
 def run_to_dedup(spec_path: Path, workers: int) -> float:
     """Every stage up to `minhash_cluster` (local executor); returns the wall time."""
-    from mixture.pipelines.build import run_stage
-    from mixture.pipelines.stages import build_stage
+    from mixture.pipelines.build import build_stage, run_stage
     from mixture.stages import registry as stage_registry
 
     ctx = _context(str(spec_path))

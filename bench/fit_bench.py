@@ -35,7 +35,7 @@ def _sample(ctx, rate: float, folder: Path) -> dict:
     """The sample stage's tasks run one after another in this process (each on one core, as a worker runs it):
     each task's wall time, and the part of it that counts terms (PartCounts.of on the task's texts, again)."""
     from mixture.fit.part_counts import PartCounts
-    from mixture.pipelines.stages import sample_for_fit
+    from mixture.pipelines.partition.sample import sample_for_fit
 
     step = sample_for_fit(ctx, rate)[0]
     step.output_folder = str(folder)
@@ -148,7 +148,8 @@ def markdown(results: list[dict], info: dict, cmd: str) -> str:
 def main(argv: list[str] | None = None) -> None:
     from mixture.pipelines.build import build
     from mixture.pipelines.context import BuildContext
-    from mixture.pipelines.stages import count_kept, fit_steps
+    from mixture.pipelines.partition import fit as fit_stage
+    from mixture.pipelines.partition.sample import count_kept
     from mixture.spec.load import load_spec
 
     p = argparse.ArgumentParser(description=__doc__)
@@ -175,7 +176,7 @@ def main(argv: list[str] | None = None) -> None:
             print(f"  built {root / 'build' / 'store'} in {time.perf_counter() - t:.1f} s", flush=True)
         ctx = BuildContext(load_spec(str(spec_path)), str(root / "build"), str(root / "build" / "store"), TASKS)
         kept = count_kept(ctx)
-        params = fit_steps(ctx)[0].params
+        params = fit_stage.steps(ctx)[0].params
         sizes = [kept if s == "all" else int(s) for s in args.sizes.split(",")]
         results = []
         for size in sizes:

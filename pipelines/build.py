@@ -17,8 +17,8 @@ from datatrove.utils.logging import logger
 from mixture.pipelines import reuse
 from mixture.pipelines.context import BuildContext, BuildError, Stage
 from mixture.pipelines.executors import SlurmChain, make_executor
+from mixture.pipelines.runtime.attempts import ClearTaskFiles
 from mixture.pipelines.runtime.datatrove_compat import quiet_datatrove_console
-from mixture.pipelines.stages import build_stage
 from mixture.spec.load import load_spec, resolve_uri, spec_dir
 from mixture.stages import registry as stage_registry
 from mixture.store import layout
@@ -120,6 +120,15 @@ def store_lock(store: str, break_lock: bool = False):
     finally:
         if (_read_lock(fs, path) or {}).get("token") == me["token"]:
             fs.rm(path)
+
+
+def build_stage(ctx: BuildContext, stage: stage_registry.StageDef) -> Stage:
+    """The stage's pipeline for this build; a stage with side files first removes those of an earlier attempt."""
+    pipeline = stage.steps_function()(ctx)
+    if stage.side_files:
+        pipeline = [ClearTaskFiles([ctx.at(glob) for glob in stage.side_files],
+                                   ctx.at(f"{layout.stage_dir(stage.name)}/attempts")), *pipeline]
+    return Stage(stage.name, pipeline, stage.task_count(ctx.spec, ctx.tasks))
 
 
 def _completed(ctx: BuildContext, stage: Stage) -> int:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datatrove.utils.logging import logger
 
 from mixture.pipelines.sources.records import SourceFiles
+from mixture.spec import preflight
 from mixture.spec.inputs import ListedSource, list_source, spec_files
 from mixture.spec.load import resolve_uri
 from mixture.spec.models import Execution, Spec
@@ -78,6 +79,10 @@ class BuildContext:
             out.append(SourceFiles(s.name, s.category, s.format, units.base, units.units, s.text_field, s.id_field,
                                    s.exempt_from_fuzzy_dedup, units.sizes, units.detail))
         return out
+
+    def tokenizer_ref(self) -> str:
+        """The spec's tokenizer with local tokenizer.json paths made absolute."""
+        return preflight.tokenizer_ref(self.spec.tokenizer, self.spec_dir)
 
     def benchmarks(self) -> list[dict]:
         return [{"name": b.name, "uri": resolve_uri(b.uri, self.spec_dir), "fields": list(b.fields),

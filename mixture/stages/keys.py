@@ -25,7 +25,7 @@ from mixture.store.formats import (
 )
 
 # bump when what a key hashes changes: every stage of every unfinished build is then redone. 2: a task removes what
-# an earlier attempt of it left only when that attempt left its marker (steps.ClearTaskFiles); work of version 1
+# an earlier attempt of it left only when that attempt left its marker (pipelines/runtime/attempts.py); work of version 1
 # has no markers, so it is redone, not resumed. 3: the bucket stage also writes each prepared file's requests
 # (stage minhash_gather reads them); a bucket stage finished by older code has none
 KEYS_VERSION = 3

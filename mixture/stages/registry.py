@@ -50,7 +50,7 @@ class StageDef:
     when: str | None = None  # the dotted boolean spec field that turns the stage on; None: every build runs it
     chained: bool = False
     # globs under the store ({rank}: the task, 5 digits) of the files a task writes under names its rerun may not
-    # rewrite; the stage's first step removes them (see steps.ClearTaskFiles)
+    # rewrite; the stage's first step removes them (pipelines/runtime/attempts.py)
     side_files: tuple[str, ...] = ()
     # the spec fields the stage's output depends on, as paths of the canonical spec (mixture/stages/keys.py): a
     # field (`seed`), a section (every field under it: `processing.filters`) or a field of every list item
@@ -96,7 +96,7 @@ NEAR = f"{WORK}/near_dups"  # candidate and verified near-duplicate pairs (pipel
 
 STAGES: tuple[StageDef, ...] = (
     StageDef("prepare", "read, clean, filter, fingerprint and score every document",
-             "mixture.pipelines.stages:prepare_steps", TASKS, chained=True,
+             "mixture.pipelines.prepare.stage:steps", TASKS, chained=True,
              side_files=(f"{layout.QUARANTINE_DIR}/part-{{rank}}.parquet", f"{WORK}/prepared/{{rank}}.parquet",
                          f"{WORK}/tally/{{rank}}.json", *_drop_files("prepare"), f"{DEDUP}/files/{{rank}}.parquet",
                          f"{DEDUP}/by_id/*/{{rank}}.parquet", f"{DEDUP}/by_hash/*/{{rank}}.parquet"),
@@ -134,14 +134,14 @@ STAGES: tuple[StageDef, ...] = (
              outputs=(f"{WORK}/fuzzy_drops", f"{WORK}/near_duplicates.json")),
     # not chained: its sample rate comes from the number of documents dedup kept
     StageDef("sample", "a seeded sample of the kept documents, its tokens and terms counted",
-             "mixture.pipelines.stages:sample_steps", TASKS,
+             "mixture.pipelines.partition.sample:steps", TASKS,
              reads=("partition.clusters.sample_docs", "seed", FUZZY, "tokenizer"), outputs=(f"{layout.WORK_DIR}/sample",)),
     StageDef("fit", "embedder (merged term counts), clusters, labels, quality calibration",
-             "mixture.pipelines.stages:fit_steps", 1, chained=True,
+             "mixture.pipelines.partition.fit:steps", 1, chained=True,
              reads=("partition.clusters", "partition.quality", "seed"),
              outputs=(layout.MODEL_DIR, f"{layout.WORK_DIR}/fit_assignments")),
     StageDef("assign", "route duplicates; cluster, score and tokenize; write the cells",
-             "mixture.pipelines.stages:assign_steps", TASKS, chained=True,
+             "mixture.pipelines.partition.assign:steps", TASKS, chained=True,
              side_files=("cluster=*/quality=*/*part-{rank}.parquet", f"{layout.WORK_DIR}/samples/{{rank}}.parquet",
                          f"{layout.WORK_DIR}/shard_facts/{{rank}}.json",
                          f"{layout.QUARANTINE_DIR}/{ID_QUARANTINE.replace('${rank}', '{rank}')}",

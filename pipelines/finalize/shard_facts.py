@@ -52,7 +52,7 @@ def task_facts(store: str, rank: int, cell_sources: dict[tuple[int, int, str], l
     fs, root = fsspec.core.url_to_fs(store)
     root = root.rstrip("/")
     fs.invalidate_cache(root)
-    if written is not None:  # the task's own shards, as its writer named them (steps.ClearTaskFiles removed any
+    if written is not None:  # the task's own shards, as its writer named them (ClearTaskFiles removed any
         # of an earlier attempt): listing every cell folder instead cost each task a look at every task's shards
         found = {}
         for path in (f"{root}/{rel}" for rel in written):

@@ -22,7 +22,7 @@ DETAIL = re.compile(r'^(?P<bench>\S+) item (?P<index>\d+)(?: \((?P<id>[^)]*)\))?
 
 
 def humaneval_benchmark(fields: list[str] = FIELDS) -> list[dict]:
-    """The benchmark as the build passes it to its steps (pipelines.stages.BuildContext.benchmarks)."""
+    """The benchmark as the build passes it to its steps (pipelines.context.BuildContext.benchmarks)."""
     return [{"name": "humaneval", "uri": str(humaneval_path()), "fields": list(fields), "id_field": "task_id"}]
 
 

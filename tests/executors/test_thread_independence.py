@@ -39,13 +39,13 @@ def _digests(folder: Path) -> dict[str, str]:
 def test_the_fit_writes_the_same_bytes_whatever_its_threads(tmp_path, demo_corpus):
     from mixture.pipelines.build import build
     from mixture.pipelines.context import BuildContext
-    from mixture.pipelines.stages import fit_steps
+    from mixture.pipelines.partition import fit as fit_stage
     from mixture.spec.models import Spec
 
     spec = small_spec(str(demo_corpus), "store")
     (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec))
     build(str(tmp_path / "spec.yaml"), progress=False, keep_work=True)
-    step = fit_steps(BuildContext(Spec.model_validate(spec), str(tmp_path), str(tmp_path / "store"), 2))[0]
+    step = fit_stage.steps(BuildContext(Spec.model_validate(spec), str(tmp_path), str(tmp_path / "store"), 2))[0]
     built = _digests(tmp_path / "store" / "_model")
     assigned = _digests(Path(f"{step.assignments_folder}"))  # the sample's clusters, reused by `assign`
     assert {"embedder.npz", "centroids.npz", "clusters.json"} <= set(built)

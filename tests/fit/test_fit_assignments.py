@@ -48,7 +48,7 @@ def test_fit_writes_what_assign_would_compute(built_store, tmp_path):
 def test_assign_takes_the_fit_clusters_of_sample_documents_and_embeds_the_rest(built_store, tmp_path):
     from datatrove.data import Document
 
-    from mixture.pipelines.prepare.steps import Assign
+    from mixture.pipelines.partition.assign import Assign
     from mixture.tokenizer import load_tokenizer
 
     parts = sample_folder(built_store, tmp_path / "sample")

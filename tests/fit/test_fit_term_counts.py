@@ -177,7 +177,7 @@ def test_the_fit_merges_the_tasks_counts_and_reads_no_text(sampled_builds, tmp_p
     from mixture.fit.embed import min_df_for
     from mixture.fit.model_store import fit_and_save
     from mixture.pipelines.context import BuildContext
-    from mixture.pipelines.stages import fit_steps
+    from mixture.pipelines.partition import fit as fit_stage
     from mixture.spec.models import Spec
 
     root = sampled_builds[4]
@@ -192,7 +192,7 @@ def test_the_fit_merges_the_tasks_counts_and_reads_no_text(sampled_builds, tmp_p
     assert "text" not in read_sample(str(folder)).rows
     assert merged.terms == [whole.terms[i] for i in keep] and _same_matrix(merged.counts, whole.counts[:, keep])
 
-    step = fit_steps(BuildContext(Spec.model_validate(yaml.safe_load((root / "spec.yaml").read_text())), str(root),
+    step = fit_stage.steps(BuildContext(Spec.model_validate(yaml.safe_load((root / "spec.yaml").read_text())), str(root),
                                   str(root / "store"), 4))[0]
     model = _digests(root / "store/_model")
     for variant, drop in (("no_text", ["text"]), ("no_counts", list(TERM_COLUMNS))):

@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from mixture.pipelines import stages
+from mixture.pipelines.build import build_stage
+from mixture.pipelines.context import BuildContext
+from mixture.pipelines.partition import sample as sample_stage
 from mixture.spec.canonical import canonical_spec
 from mixture.spec.inputs import list_source
 from mixture.spec.models import Source, Spec
@@ -84,12 +86,12 @@ def test_each_stage_reads_only_the_fields_its_key_covers(demo_corpus, tmp_path, 
     raw = _raw(str(demo_corpus))
     raw["processing"]["dedup"]["fuzzy"]["enabled"] = fuzzy
     spec = Spec.model_validate(raw)
-    monkeypatch.setattr(stages, "count_kept", lambda ctx: 1000)  # sample's rate reads dedup's results otherwise
+    monkeypatch.setattr(sample_stage, "count_kept", lambda ctx: 1000)  # sample's rate reads dedup's results otherwise
     seen_by: dict[str, set[str]] = {}
     for info in stage_registry.planned(spec):
         seen: set[str] = set()
-        ctx = stages.BuildContext(Recorder(spec, "", seen), str(tmp_path), str(tmp_path / "store"), 2)  # type: ignore[arg-type]
-        stages.build_stage(ctx, info)
+        ctx = BuildContext(Recorder(spec, "", seen), str(tmp_path), str(tmp_path / "store"), 2)  # type: ignore[arg-type]
+        build_stage(ctx, info)
         seen_by[info.name] = {pattern_of(p) for p in seen}
         covered = (*info.reads, *([info.when] if info.when else []))
         # execution settings (e.g. DuckDB's memory limit) shape how a stage runs, never what it writes

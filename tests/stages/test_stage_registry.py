@@ -87,11 +87,13 @@ def test_each_dedup_stage_is_a_module_named_as_the_stage():
 
 def test_each_stage_is_built_from_its_entry(demo_corpus, tmp_path):
     """Every stage's steps for a real spec: the name, the task count, and the side files cleared first."""
-    from mixture.pipelines import stages
-    from mixture.pipelines.prepare.steps import ClearTaskFiles
+    from mixture.pipelines.build import build_stage
+    from mixture.pipelines.context import BuildContext
+    from mixture.pipelines.partition.sample import sample_for_fit
+    from mixture.pipelines.runtime.attempts import ClearTaskFiles
 
-    ctx = stages.BuildContext(_spec(str(demo_corpus)), str(tmp_path), str(tmp_path / "store"), 2)
-    built = {info.name: stages.build_stage(ctx, info)
+    ctx = BuildContext(_spec(str(demo_corpus)), str(tmp_path), str(tmp_path / "store"), 2)
+    built = {info.name: build_stage(ctx, info)
              for info in stage_registry.planned(ctx.spec) if info.name != "sample"}  # sample reads dedup's results
     assert {n: s.tasks for n, s in built.items()} == {
         "prepare": 2, "duplicate_ids": 2, "find_duplicates": 2, "minhash_sigs": 2, "minhash_buckets": 14,
@@ -117,7 +119,7 @@ def test_each_stage_is_built_from_its_entry(demo_corpus, tmp_path):
                    f"{store}/_build/work/shard_facts/{{rank}}.json", f"{store}/_quarantine/part-ids-{{rank}}.parquet",
                    f"{store}/_dropped/exact_duplicate/part-{{rank}}.parquet",
                    f"{store}/_dropped/fuzzy_duplicate/part-{{rank}}.parquet"]}
-    assert [type(s).__name__ for s in stages.sample_for_fit(ctx, 0.5)] == ["SampleForFit"]
+    assert [type(s).__name__ for s in sample_for_fit(ctx, 0.5)] == ["SampleForFit"]
 
 
 def test_adding_or_removing_a_registry_entry_is_the_only_edit(monkeypatch):
@@ -188,22 +190,3 @@ def test_the_docs_list_the_registry():
         return "T" if s.tasks == TASKS else str(s.tasks).rsplit(".", 1)[-1]
 
     assert documented == [(s.name, shown(s)) for s in stage_registry.STAGES]
-
-
-def test_a_rerun_task_removes_its_earlier_attempts_files_and_a_first_attempt_lists_nothing(tmp_path):
-    """A task's first attempt leaves a marker and searches no folder (a search per task lists every partition or
-    cell: T × T listings over a stage); a rerun finds the marker and removes what the killed attempt wrote."""
-    from mixture.pipelines.prepare.steps import ClearTaskFiles
-
-    cell = tmp_path / "store" / "cluster=00" / "quality=0"
-    cell.mkdir(parents=True)
-    step = ClearTaskFiles([f"{tmp_path}/store/cluster=*/quality=*/*part-{{rank}}.parquet"], f"{tmp_path}/attempts")
-    stale = cell / "001_part-00003.parquet"
-    stale.write_bytes(b"PAR1 partial")
-    list(step.run(None, rank=3))  # first attempt: the file cannot be its own (a new key clears the stage first)
-    assert (tmp_path / "attempts" / "00003").exists() and stale.exists()
-    other = cell / "001_part-00004.parquet"
-    other.write_bytes(b"PAR1 another task's")
-    list(step.run(None, rank=3))  # the rerun of task 3
-    assert not stale.exists() and other.exists()
-    assert step.stats["removed_files"].total == 1

@@ -1,0 +1,1 @@
+"""Stages `sample`, `fit` and `assign`: the fit's sample, the frozen model, the documents written to their cells."""

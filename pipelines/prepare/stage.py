@@ -1,0 +1,44 @@
+"""Stage `prepare`: its steps for a build's context, from the sources to the prepared files and the dedup keys."""
+
+from __future__ import annotations
+
+from mixture.pipelines import writers
+from mixture.pipelines.context import BuildContext
+from mixture.pipelines.dedup.keys import DedupKeys
+from mixture.pipelines.prepare import decontaminate as decontaminate_step
+from mixture.pipelines.prepare.annotate import Annotate
+from mixture.pipelines.prepare.fingerprint import Fingerprint
+from mixture.pipelines.prepare.gates import Gates
+from mixture.pipelines.prepare.normalize import Normalize, Quarantine
+from mixture.pipelines.sources.files import SourceReader
+from mixture.spec.load import resolve_uri
+from mixture.store import layout
+
+
+def steps(ctx: BuildContext) -> list:
+    """read → normalise → quarantine → gates → fingerprint → decontaminate → annotate. No stage after `prepare`
+    reads the text: the dedup stages read only the ids, hashes and signatures it wrote."""
+    p = ctx.spec.processing
+    flt, fz, dc = p.filters, p.dedup.fuzzy, p.decontamination
+    decontaminate = dc.enabled and bool(dc.benchmarks)
+    prepare = [
+        SourceReader(ctx.sources(), f"{ctx.work}/tally"),
+        Normalize(),
+        Quarantine(writers.quarantine_writer(ctx.at(layout.QUARANTINE_DIR))),
+        Gates(flt.length.min_chars, flt.length.max_chars, flt.length.min_words, flt.heuristics.max_symbol_ratio,
+              flt.heuristics.max_duplicate_line_ratio,
+              exclusion_writer=writers.drop_writer(ctx.at(layout.dropped_dir("filtered")), "filtered")),
+        Fingerprint(
+            {"ngram": fz.ngram, "permutations": fz.permutations, "seed": fz.seed} if fz.enabled else None,
+            decontaminate_step.settings(dc, ctx.benchmarks()) if decontaminate else None),
+    ]
+    if decontaminate:
+        prepare.append(decontaminate_step.Decontaminate(
+            exclusion_writer=writers.drop_writer(ctx.at(layout.dropped_dir("contaminated")), "contaminated")))
+    q, lang = ctx.spec.partition.quality, p.language
+    lid_model = lang.model if lang.model == "cld2" else f"fasttext:{resolve_uri(lang.model[9:], ctx.spec_dir)}"
+    prepare += [Annotate(q.scorer, q.fasttext_model and resolve_uri(q.fasttext_model, ctx.spec_dir), q.fasttext_label,
+                         language_model=lid_model, language_min_score=lang.min_score),
+                writers.work_writer(f"{ctx.work}/prepared"),
+                DedupKeys(f"{ctx.work}/prepared", ctx.dedup_folder, ctx.memory_limit("prepare"))]
+    return prepare
