@@ -16,8 +16,6 @@ from mixture.pipelines.finalize.shard_facts import ShardFacts
 from mixture.pipelines.prepare import decontaminate as decontaminate_step
 from mixture.pipelines.prepare import steps
 from mixture.pipelines.sources.files import RankFilesReader
-from mixture.spec import preflight
-from mixture.spec.load import resolve_uri
 from mixture.stages.registry import ID_QUARANTINE, StageDef, bucket_slices
 from mixture.store import drops, layout
 from mixture.store.formats import NearDuplicateReport, read_model
@@ -53,9 +51,8 @@ def prepare_steps(ctx: BuildContext) -> list:
         prepare.append(decontaminate_step.Decontaminate(
             exclusion_writer=writers.drop_writer(ctx.at(layout.dropped_dir("contaminated")), "contaminated")))
     q, lang = ctx.spec.partition.quality, p.language
-    lid_model = lang.model if lang.model == "cld2" else f"fasttext:{resolve_uri(lang.model[9:], ctx.spec_dir)}"
-    prepare += [steps.Annotate(q.scorer, q.fasttext_model and resolve_uri(q.fasttext_model, ctx.spec_dir), q.fasttext_label,
-                               language_model=lid_model, language_min_score=lang.min_score),
+    prepare += [steps.Annotate(q.scorer, ctx.refs.quality_model, q.fasttext_label,
+                               language_model=ctx.refs.language_id, language_min_score=lang.min_score),
                 writers.work_writer(f"{ctx.work}/prepared"),
                 duplicates.DedupKeys(f"{ctx.work}/prepared", ctx.dedup_folder, ctx.memory_limit("prepare"))]
     return prepare
@@ -139,7 +136,7 @@ def sample_steps(ctx: BuildContext) -> list:
 
 
 def sample_for_fit(ctx: BuildContext, rate: float) -> list:
-    return [steps.SampleForFit(rate, ctx.spec.seed, ctx.work, ctx.fuzzy_drops, f"{ctx.work}/sample", tokenizer_ref(ctx))]
+    return [steps.SampleForFit(rate, ctx.spec.seed, ctx.work, ctx.fuzzy_drops, f"{ctx.work}/sample", ctx.refs.tokenizer)]
 
 
 def fit_steps(ctx: BuildContext) -> list:
@@ -147,13 +144,13 @@ def fit_steps(ctx: BuildContext) -> list:
     params = {"k": c.k, "fine_k": c.fine_k, "min_share": c.min_share, "max_share": c.max_token_share,
               "embedding_dim": c.embedding_dim, "seed": ctx.spec.seed, "edges": list(q.edges), "embedder": c.embedder,
               "per_language": q.per_language, "group_min_docs": q.group_min_docs,
-              "sentence_model": c.sentence_model and resolve_uri(c.sentence_model, ctx.spec_dir)}
+              "sentence_model": ctx.refs.sentence_model}
     return [steps.FitModel(f"{ctx.work}/sample", ctx.at(layout.MODEL_DIR), params, f"{ctx.work}/fit_assignments")]
 
 
 def assign_steps(ctx: BuildContext) -> list:
     s, c = ctx.spec.store, ctx.spec.partition
-    assign = steps.Assign(ctx.at(layout.MODEL_DIR), tokenizer_ref(ctx), list(c.quality.edges), c.clusters.k,
+    assign = steps.Assign(ctx.at(layout.MODEL_DIR), ctx.refs.tokenizer, list(c.quality.edges), c.clusters.k,
                           s.keep_token_ids, s.samples_per_cell, s.exemplars_per_cell, ctx.spec.seed, f"{ctx.work}/samples",
                           assignments_folder=f"{ctx.work}/fit_assignments")
     route = dedup.RouteDrops(ctx.work, ctx.fuzzy_drops, {
@@ -166,8 +163,3 @@ def assign_steps(ctx: BuildContext) -> list:
 
 ASSIGN_COLUMNS = ["id", "text", "source", "category", "origin", "content_type", "language", "language_score",
                   "raw_score", "idx"]
-
-
-def tokenizer_ref(ctx: BuildContext) -> str:
-    """The spec's tokenizer with local tokenizer.json paths made absolute."""
-    return preflight.tokenizer_ref(ctx.spec.tokenizer, ctx.spec_dir)

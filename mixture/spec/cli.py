@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from mixture.spec.load import SpecError, list_source, load_spec, resolve_uri, spec_dir
+from mixture.spec.load import SpecError, list_source, load_spec
 
 err = Console(stderr=True)
 out = Console(soft_wrap=True)
@@ -54,11 +54,9 @@ def register(app: typer.Typer) -> None:
         store is outside every source and writable; the tokenizer loads offline; a fastText or sentence model
         loads. Exit 2 if invalid."""
         s = load_or_exit(spec, check_resources=not offline)
-        base = spec_dir(spec)
         out.print(f"[green]ok[/] {escape(f'{spec}: spec {s.name!r}, {len(s.sources)} sources, tokenizer {s.tokenizer}')}")
         if not offline:
-            for src in s.sources:
-                uri = resolve_uri(src.uri, base)
+            for src, uri in zip(s.sources, s.refs.sources, strict=True):
                 if src.format == "datasets":
                     from mixture.spec.datasets_source import describe_dataset_source
 
@@ -71,7 +69,7 @@ def register(app: typer.Typer) -> None:
                 out.print(escape(f"  {src.name:<24} {src.format:<9} {len(listing.files)} file(s)  {uri}"))
                 for message in listing.skipped.messages(src.name):
                     err.print(f"[yellow]warning[/] {escape(message)}", highlight=False, soft_wrap=True)
-        out.print(escape(f"  store → {resolve_uri(s.store.uri, base)}"))
+        out.print(escape(f"  store → {s.refs.store}"))
 
     @app.command()
     def schema(

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
     BeforeValidator,
     ConfigDict,
     Field,
+    PrivateAttr,
     SerializerFunctionWrapHandler,
     field_validator,
     model_serializer,
@@ -19,6 +20,9 @@ from pydantic import (
 from mixture.spec.amounts import parse_amount
 from mixture.spec.mixture_section import MixtureSection
 from mixture.stages import registry as stage_registry
+
+if TYPE_CHECKING:
+    from mixture.spec.resolve import References
 
 TokenAmount = Annotated[int, BeforeValidator(parse_amount), Field(description="tokens: 18.75T, 926B, 48e9 or an int")]
 NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
@@ -339,6 +343,16 @@ class Spec(Strict):
     store: StoreSection
     execution: Execution = Execution()
     mixture: MixtureSection | None = Field(None, description="the planner's section (see docs/planner.md)")
+    _refs: References | None = PrivateAttr(None)  # set by load_spec
+
+    @property
+    def refs(self) -> References:
+        """What the spec names outside itself (tokenizer, models, source, benchmark and store locations), resolved
+        against the folder of the file `load_spec` read it from."""
+        if self._refs is None:
+            raise ValueError("a spec not read by load_spec has no folder: resolve it with "
+                             "mixture.spec.resolve.References(spec, folder)")
+        return self._refs
 
     @field_validator("tokenizer")
     @classmethod

@@ -13,6 +13,7 @@ from datatrove.pipeline.writers.disk_base import DiskWriter
 
 from mixture.fit.one_thread import one_thread
 from mixture.pipelines.runtime.datatrove_compat import CountedFilter
+from mixture.store.formats import TokenizerRef
 from mixture.store.io import write_atomic, write_parquet_atomic
 from mixture.text.content_type import detect_content_type
 from mixture.text.gates import gate_counts
@@ -143,7 +144,7 @@ class SampleForFit(PipelineStep):
     COLUMNS = ["id", "text", "source", "content_type", "language", "raw_score"]
 
     def __init__(self, rate: float, seed: int, work: str, fuzzy_drops: str | None, output_folder: str,
-                 tokenizer: str | None = None):
+                 tokenizer: TokenizerRef | None = None):
         super().__init__()
         self.rate, self.seed, self.work, self.fuzzy_drops = rate, seed, work, fuzzy_drops
         self.output_folder, self.tokenizer = output_folder, tokenizer
@@ -221,7 +222,7 @@ class Assign(PipelineStep):
     type = "🏷 - ASSIGN"
     name = "cluster + quality + tokens"
 
-    def __init__(self, model_dir: str, tokenizer: str, edges: list[float], k: int, keep_token_ids: bool,
+    def __init__(self, model_dir: str, tokenizer: TokenizerRef, edges: list[float], k: int, keep_token_ids: bool,
                  samples_per_cell: int, exemplars_per_cell: int, seed: int, samples_folder: str, batch_size: int = 256,
                  assignments_folder: str | None = None):
         super().__init__()
