@@ -7,12 +7,19 @@ import os
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from mixture.spec.locations import resolve_uri
 from mixture.store.formats import TokenizerRef
 from mixture.tokenizer import file_sha256
 
 if TYPE_CHECKING:
     from mixture.spec.models import Spec
+
+
+def resolve_uri(uri: str, folder: str) -> str:
+    """A relative local path is taken relative to `folder` (the spec file's); URIs and absolute paths stay as they
+    are."""
+    if "://" in uri or os.path.isabs(uri):
+        return uri
+    return os.path.normpath(os.path.join(folder, uri))
 
 
 def resolve_tokenizer(tokenizer: str, folder: str) -> TokenizerRef:
