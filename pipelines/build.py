@@ -19,7 +19,7 @@ from mixture.pipelines.context import BuildContext, BuildError, Stage
 from mixture.pipelines.executors import SlurmChain, make_executor
 from mixture.pipelines.runtime.attempts import ClearTaskFiles
 from mixture.pipelines.runtime.datatrove_compat import quiet_datatrove_console
-from mixture.spec.load import load_spec, resolve_uri, spec_dir
+from mixture.spec.load import load_spec
 from mixture.stages import registry as stage_registry
 from mixture.store import layout
 from mixture.store.formats import FormatError, StoreArtifact, read_model
@@ -236,12 +236,11 @@ def build_store(spec_path: str, *, executor: str | None = None, tasks: int | Non
     from mixture.pipelines.finalize.store_json import finalize
 
     spec = load_spec(spec_path)
-    base = spec_dir(spec_path)
-    store = resolve_uri(spec.store.uri, base).rstrip("/")
+    store = spec.refs.store
     ex = spec.execution
     n_tasks = tasks or ex.tasks
     n_workers = workers or (ex.workers if ex.workers > 0 else (os.cpu_count() or 1))
-    ctx = BuildContext(spec, base, store, n_tasks, dict(overrides or {}))
+    ctx = BuildContext(spec, spec.refs.folder, store, n_tasks, dict(overrides or {}))
     fs, root = fsspec.core.url_to_fs(store)
     if fs.exists(f"{root}/{layout.STORE_JSON}"):
         try:

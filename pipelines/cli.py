@@ -174,9 +174,7 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(2)
         overrides = {"address": address, "partition": partition, "time": time_limit, "cpus_per_task": cpus_per_task,
                      "mem_per_cpu_gb": mem_per_cpu_gb, "tasks_per_job": tasks_per_job}
-        from mixture.spec.load import resolve_uri, spec_dir
-
-        store = resolve_uri(artifact_store(spec), spec_dir(spec))
+        store = parsed.refs.store
         try:
             built = build_store(str(spec), executor=executor, tasks=tasks, workers=workers, break_lock=break_lock,
                                 keep_work=keep_work, overrides=overrides, redo_changed=redo_changed)
@@ -217,9 +215,3 @@ def register(app: typer.Typer) -> None:
             err.print(str(exc), highlight=False)
             raise typer.Exit(1) from None
         print_summary(artifact, store)
-
-
-def artifact_store(spec: Path) -> str:
-    from mixture.spec.load import load_spec
-
-    return load_spec(spec, check_resources=False).store.uri

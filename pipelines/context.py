@@ -4,14 +4,14 @@ once when the build starts, and where the stages' work lives."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from datatrove.utils.logging import logger
 
 from mixture.pipelines.sources.records import SourceFiles
-from mixture.spec import preflight
 from mixture.spec.inputs import ListedSource, list_source, spec_files
-from mixture.spec.load import resolve_uri
 from mixture.spec.models import Execution, Spec
+from mixture.spec.resolve import References
 from mixture.spec.source_formats import source_format
 from mixture.store import layout
 from mixture.store.formats import InputManifest
@@ -47,6 +47,11 @@ class BuildContext:
         ex = Execution.model_validate({**self.spec.execution.model_dump(), **given}) if given else self.spec.execution
         return ex.for_stage(stage) if stage else ex
 
+    @cached_property
+    def refs(self) -> References:
+        """The spec's tokenizer, models and locations, resolved against its folder (each on first use)."""
+        return References(self.spec, self.spec_dir)
+
     def at(self, rel: str) -> str:
         return f"{self.store}/{rel}"
 
@@ -58,35 +63,31 @@ class BuildContext:
         """Every source as listed once, when the build starts (hub datasets resolve here): the files the readers
         share out are the files the input manifest records."""
         if self._listed is None:
-            self._listed = [list_source(s, resolve_uri(s.uri, self.spec_dir)) for s in self.spec.sources]
+            self._listed = [list_source(s, uri) for s, uri in zip(self.spec.sources, self.refs.sources, strict=True)]
         return self._listed
 
     def inputs(self) -> InputManifest:
         """The input manifest: the sources' files and the other files the spec names, as listed once."""
         if self._inputs is None:
             self._inputs = InputManifest(sources=[src.inputs for src in self.listed()],
-                                         files=spec_files(self.spec, self.spec_dir))
+                                         files=spec_files(self.refs))
         return self._inputs
 
     def sources(self) -> list[SourceFiles]:
         """Every source with the units its readers share out, as its format resolves them (the files listed once;
         datasets: Arrow files or IterableDataset shards, hub datasets resolve here)."""
         out = []
-        for s, got in zip(self.spec.sources, self.listed(), strict=True):
+        for s, uri, got in zip(self.spec.sources, self.refs.sources, self.listed(), strict=True):
             for message in got.skipped:
                 logger.warning(message)
-            units = source_format(s.format).resolve_units(s, resolve_uri(s.uri, self.spec_dir), got)
+            units = source_format(s.format).resolve_units(s, uri, got)
             out.append(SourceFiles(s.name, s.category, s.format, units.base, units.units, s.text_field, s.id_field,
                                    s.exempt_from_fuzzy_dedup, units.sizes, units.detail))
         return out
 
-    def tokenizer_ref(self) -> str:
-        """The spec's tokenizer with local tokenizer.json paths made absolute."""
-        return preflight.tokenizer_ref(self.spec.tokenizer, self.spec_dir)
-
     def benchmarks(self) -> list[dict]:
-        return [{"name": b.name, "uri": resolve_uri(b.uri, self.spec_dir), "fields": list(b.fields),
-                 "id_field": b.id_field} for b in self.spec.processing.decontamination.benchmarks]
+        return [{"name": b.name, "uri": uri, "fields": list(b.fields), "id_field": b.id_field}
+                for b, uri in zip(self.spec.processing.decontamination.benchmarks, self.refs.benchmarks, strict=True)]
 
     @property
     def fuzzy_drops(self) -> str | None:

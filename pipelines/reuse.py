@@ -30,7 +30,7 @@ class StoreChanged(BuildError):
 
 def current_records(ctx: BuildContext) -> list[StageRecord]:
     """The record (key) of every stage a build of this context runs, from its spec and inputs as listed now."""
-    return stage_keys.stage_records(canonical_spec(ctx.spec, ctx.spec_dir), ctx.inputs(), ctx.tasks)
+    return stage_keys.stage_records(canonical_spec(ctx.refs), ctx.inputs(), ctx.tasks)
 
 
 def _stage_dir(root: str, name: str) -> str:
@@ -122,7 +122,7 @@ class Reuse:
 
 def finished_changes(ctx: BuildContext, artifact: StoreArtifact, records: list[StageRecord]) -> Changes:
     """What differs between a finished store and a build of this spec and inputs (empty: it is already built)."""
-    canon = canonical_spec(ctx.spec, ctx.spec_dir)
+    canon = canonical_spec(ctx.refs)
     prov = artifact.provenance
     if prov is None:  # built before stage keys were recorded: the spec's hash is all there is
         same = artifact.spec.hash == stage_keys.spec_hash(canon)

@@ -309,7 +309,7 @@ class _Audit:
         from mixture.spec.inputs import relist
         from mixture.stages import keys as stage_keys
 
-        now, problems = relist(art.provenance)
+        now, problems = relist(art.provenance, art.tokenizer_ref)
         for problem in problems:
             c.fail("inputs", problem)
         recorded = art.provenance.inputs
@@ -435,12 +435,16 @@ class _Audit:
     def deep(self, present: list[tuple[str, LedgerShard]], facts: dict[str, FileFacts], art: StoreArtifact, sample: int,
              seed: int) -> None:
         c = self.new("tokens (deep)", "re-tokenized documents have the n_tokens the store recorded")
-        from mixture.tokenizer import count_tokens, load_tokenizer
+        from mixture.tokenizer import count_tokens, file_sha256, load_tokenizer
 
+        ref = art.tokenizer_ref  # resolved when the store was built: a local file by its absolute path
         try:
-            tok = load_tokenizer(art.tokenizer)
+            tok = load_tokenizer(ref)
         except Exception as exc:  # noqa: BLE001
-            c.fail(layout.STORE_JSON, f"tokenizer {art.tokenizer!r} cannot be loaded ({exc})")
+            c.fail(layout.STORE_JSON, f"tokenizer {ref.spec_form!r} cannot be loaded ({exc})")
+            return
+        if ref.sha256 and (now := file_sha256(ref.name)) != ref.sha256:
+            c.fail(ref.name, "sha256: the tokenizer file changed since the build", ref.sha256, now, "store.json", "file")
             return
         readable = [(rel, facts[rel].rows or 0) for rel, _ in present if not facts[rel].error]
         sizes = np.array([n for _, n in readable], dtype=np.int64)

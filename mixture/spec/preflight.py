@@ -11,41 +11,31 @@ import uuid
 from fsspec.core import url_to_fs
 from fsspec.implementations.local import LocalFileSystem
 
-from mixture.spec.locations import resolve_uri
-from mixture.spec.models import Spec
+from mixture.spec.resolve import References
 from mixture.store import layout
 
 
-def tokenizer_ref(tokenizer: str, base_dir: str) -> str:
-    """The spec's tokenizer with a local tokenizer.json path made absolute (relative to the spec's folder)."""
-    if tokenizer.startswith("tiktoken:"):
-        return tokenizer
-    path = tokenizer.removeprefix("hf:")
-    local = resolve_uri(path, base_dir)
-    return f"hf:{local}" if os.path.exists(local) else f"hf:{path}"
-
-
-def tokenizer_problems(spec: Spec, base_dir: str) -> list[tuple[str, str]]:
+def tokenizer_problems(refs: References) -> list[tuple[str, str]]:
     """The tokenizer, loaded as the build will load it (offline)."""
     from mixture.tokenizer import TokenizerUnavailable, check_tokenizer
 
     try:
-        check_tokenizer(tokenizer_ref(spec.tokenizer, base_dir))
+        check_tokenizer(refs.tokenizer)
     except TokenizerUnavailable as exc:
         return [("tokenizer", str(exc))]
     return []
 
 
-def model_problems(spec: Spec, base_dir: str) -> list[tuple[str, str]]:
+def model_problems(refs: References) -> list[tuple[str, str]]:
     """The fastText models (quality scorer, language identifier: loaded) and the sentence model (a
     sentence-transformers folder, and the package)."""
     problems = []
-    q, c = spec.partition.quality, spec.partition.clusters
-    for key, path in (("partition.quality.fasttext_model", q.fasttext_model),
-                      ("partition.clusters.sentence_model", c.sentence_model)):
-        if path and not os.path.exists(resolve_uri(path, base_dir)):
-            problems.append((key, f"not found at {resolve_uri(path, base_dir)!r}"))
-    if q.scorer == "fasttext" and q.fasttext_model and os.path.exists(path := resolve_uri(q.fasttext_model, base_dir)):
+    q, c = refs.spec.partition.quality, refs.spec.partition.clusters
+    for key, path in (("partition.quality.fasttext_model", refs.quality_model),
+                      ("partition.clusters.sentence_model", refs.sentence_model)):
+        if path and not os.path.exists(path):
+            problems.append((key, f"not found at {path!r}"))
+    if q.scorer == "fasttext" and (path := refs.quality_model) and os.path.exists(path):
         try:
             import fasttext
 
@@ -56,16 +46,15 @@ def model_problems(spec: Spec, base_dir: str) -> list[tuple[str, str]]:
         except Exception as exc:  # noqa: BLE001 - fastText raises ValueError for a file it cannot read
             problems.append(("partition.quality.fasttext_model",
                              f"cannot load the fastText model {path!r}: {type(exc).__name__}: {exc}"))
-    if (lid := spec.processing.language.model).startswith("fasttext:"):  # a local language-identification model
-        path = resolve_uri(lid.removeprefix("fasttext:"), base_dir)
+    if refs.language_model is not None:  # a local language-identification model
         try:
             from mixture.text.language import LanguageIdentifier
 
-            LanguageIdentifier(f"fasttext:{path}").identify("a first sentence")
+            LanguageIdentifier(refs.language_id).identify("a first sentence")
         except Exception as exc:  # noqa: BLE001 - a missing file, or a file fastText cannot read (ValueError)
-            problems.append(("processing.language.model",
-                             f"cannot load the fastText language model {path!r}: {type(exc).__name__}: {exc}"))
-    if c.embedder == "sentence" and c.sentence_model and os.path.exists(path := resolve_uri(c.sentence_model, base_dir)):
+            problems.append(("processing.language.model", f"cannot load the fastText language model "
+                                                          f"{refs.language_model!r}: {type(exc).__name__}: {exc}"))
+    if c.embedder == "sentence" and (path := refs.sentence_model) and os.path.exists(path):
         if not os.path.isdir(path) or not any(os.path.exists(os.path.join(path, f)) for f in ("modules.json", "config.json")):
             problems.append(("partition.clusters.sentence_model",
                              f"{path!r} is not a sentence-transformers model folder (no modules.json or config.json)"))

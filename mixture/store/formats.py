@@ -242,6 +242,24 @@ SourceEntry = create_model(
 )
 
 
+class TokenizerRef(Format):
+    """The spec's tokenizer, resolved against the spec's folder (mixture.spec.resolve): a tiktoken encoding, a local
+    tokenizer.json (absolute path and sha256) or a Hugging Face hub name. The tokenizer loader takes it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: Literal["tiktoken", "file", "hub"] = Field(
+        description="tiktoken: a tiktoken encoding; file: a local tokenizer.json; hub: a hub tokenizer org/name")
+    name: str = Field(description="the encoding, the tokenizer.json's absolute path, or the hub name")
+    sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$",
+                               description="sha256 of the tokenizer.json (kind file; null: the file was not found)")
+
+    @property
+    def spec_form(self) -> str:
+        """The tokenizer as the canonical spec records it: tiktoken:<encoding>, or hf:<absolute path or hub name>."""
+        return f"tiktoken:{self.name}" if self.kind == "tiktoken" else f"hf:{self.name}"
+
+
 class SpecRef(Format):
     """The spec the store was built from."""
 
@@ -557,6 +575,8 @@ class StoreArtifact(Format):
     code_version: str = Field(description="version of mixture that built the store")
     created: str = Field(description="UTC time the build finished, ISO 8601 (2026-11-30T10:00:00Z)")
     tokenizer: str = Field(description="the spec's tokenizer (tiktoken:<encoding> or hf:<tokenizer.json>)")
+    tokenizer_ref: TokenizerRef = Field(description="the tokenizer the build counted tokens with, resolved (a local "
+                                                    "file's absolute path and sha256): what `audit --deep` loads")
     seed: int | None = Field(None, description="the spec's seed")
     partition: PartitionInfo = Field(description="how documents were partitioned into cells")
     raw_score_cutoffs: dict[str, list[float]] = Field(

@@ -174,7 +174,7 @@ def write_samples(ctx: BuildContext, fs, root: str) -> dict:
 def spec_hash(ctx: BuildContext) -> str:
     """sha256 of the canonical spec (mixture/spec/canonical.py): without execution, mixture,
     store.uri and processing.max_loss, relative paths resolved."""
-    return stage_keys.spec_hash(canonical_spec(ctx.spec, ctx.spec_dir))
+    return stage_keys.spec_hash(canonical_spec(ctx.refs))
 
 
 def provenance(ctx: BuildContext, records: list[StageRecord], records_in: Counter) -> Provenance:
@@ -183,7 +183,7 @@ def provenance(ctx: BuildContext, records: list[StageRecord], records_in: Counte
     inputs = ctx.inputs()
     sources = [s.model_copy(update={"records": records_in[s.name]}) for s in inputs.sources]
     return Provenance(keys_version=stage_keys.KEYS_VERSION, code_version=stage_keys.code_version(),
-                      spec=canonical_spec(ctx.spec, ctx.spec_dir),
+                      spec=canonical_spec(ctx.refs),
                       inputs=inputs.model_copy(update={"sources": sources}), stages=stage_keys.stage_keys(records))
 
 
@@ -255,6 +255,7 @@ def finalize(ctx: BuildContext, spec_path: str, records: list[StageRecord]) -> S
         code_version=mixture.__version__,
         created=dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         tokenizer=spec.tokenizer,
+        tokenizer_ref=ctx.refs.tokenizer,
         seed=spec.seed,
         partition=PartitionInfo(
             k=k, fine_k=model.fit["fine_k"], quality_levels=levels, bucket_edges=list(q.edges),

@@ -17,6 +17,7 @@ from mixture.pipelines.finalize.shard_facts import ShardFacts
 from mixture.pipelines.sources.files import RankFilesReader
 from mixture.stages.registry import ID_QUARANTINE
 from mixture.store import drops, layout
+from mixture.store.formats import TokenizerRef
 from mixture.store.io import write_parquet_atomic
 from mixture.text.normalize import stable_unit
 
@@ -41,7 +42,7 @@ class Assign(PipelineStep):
     type = "🏷 - ASSIGN"
     name = "cluster + quality + tokens"
 
-    def __init__(self, model_dir: str, tokenizer: str, edges: list[float], k: int, keep_token_ids: bool,
+    def __init__(self, model_dir: str, tokenizer: TokenizerRef, edges: list[float], k: int, keep_token_ids: bool,
                  samples_per_cell: int, exemplars_per_cell: int, seed: int, samples_folder: str, batch_size: int = 256,
                  assignments_folder: str | None = None):
         super().__init__()
@@ -166,7 +167,7 @@ ASSIGN_COLUMNS = ["id", "text", "source", "category", "origin", "content_type", 
 
 def steps(ctx: BuildContext) -> list:
     s, c = ctx.spec.store, ctx.spec.partition
-    assign = Assign(ctx.at(layout.MODEL_DIR), ctx.tokenizer_ref(), list(c.quality.edges), c.clusters.k,
+    assign = Assign(ctx.at(layout.MODEL_DIR), ctx.refs.tokenizer, list(c.quality.edges), c.clusters.k,
                     s.keep_token_ids, s.samples_per_cell, s.exemplars_per_cell, ctx.spec.seed, f"{ctx.work}/samples",
                     assignments_folder=f"{ctx.work}/fit_assignments")
     route = RouteDrops(ctx.work, ctx.fuzzy_drops, {

@@ -8,7 +8,6 @@ from datatrove.data import DocumentsPipeline
 from datatrove.pipeline.base import PipelineStep
 
 from mixture.pipelines.context import BuildContext
-from mixture.spec.load import resolve_uri
 from mixture.store import layout
 
 
@@ -37,5 +36,5 @@ def steps(ctx: BuildContext) -> list:
     params = {"k": c.k, "fine_k": c.fine_k, "min_share": c.min_share, "max_share": c.max_token_share,
               "embedding_dim": c.embedding_dim, "seed": ctx.spec.seed, "edges": list(q.edges), "embedder": c.embedder,
               "per_language": q.per_language, "group_min_docs": q.group_min_docs,
-              "sentence_model": c.sentence_model and resolve_uri(c.sentence_model, ctx.spec_dir)}
+              "sentence_model": ctx.refs.sentence_model}
     return [FitModel(f"{ctx.work}/sample", ctx.at(layout.MODEL_DIR), params, f"{ctx.work}/fit_assignments")]

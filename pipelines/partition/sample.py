@@ -10,7 +10,7 @@ from datatrove.pipeline.base import PipelineStep
 
 from mixture.pipelines.context import BuildContext, BuildError
 from mixture.pipelines.dedup.drop_lists import dropped_count
-from mixture.store.formats import NearDuplicateReport, read_model
+from mixture.store.formats import NearDuplicateReport, TokenizerRef, read_model
 from mixture.text.normalize import stable_unit
 
 
@@ -29,7 +29,7 @@ class SampleForFit(PipelineStep):
     COLUMNS = ["id", "text", "source", "content_type", "language", "raw_score"]
 
     def __init__(self, rate: float, seed: int, work: str, fuzzy_drops: str | None, output_folder: str,
-                 tokenizer: str | None = None):
+                 tokenizer: TokenizerRef | None = None):
         super().__init__()
         self.rate, self.seed, self.work, self.fuzzy_drops = rate, seed, work, fuzzy_drops
         self.output_folder, self.tokenizer = output_folder, tokenizer
@@ -120,4 +120,4 @@ def steps(ctx: BuildContext) -> list:
 
 
 def sample_for_fit(ctx: BuildContext, rate: float) -> list:
-    return [SampleForFit(rate, ctx.spec.seed, ctx.work, ctx.fuzzy_drops, f"{ctx.work}/sample", ctx.tokenizer_ref())]
+    return [SampleForFit(rate, ctx.spec.seed, ctx.work, ctx.fuzzy_drops, f"{ctx.work}/sample", ctx.refs.tokenizer)]

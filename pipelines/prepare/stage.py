@@ -11,7 +11,6 @@ from mixture.pipelines.prepare.fingerprint import Fingerprint
 from mixture.pipelines.prepare.gates import Gates
 from mixture.pipelines.prepare.normalize import Normalize, Quarantine
 from mixture.pipelines.sources.files import SourceReader
-from mixture.spec.load import resolve_uri
 from mixture.store import layout
 
 
@@ -36,9 +35,8 @@ def steps(ctx: BuildContext) -> list:
         prepare.append(decontaminate_step.Decontaminate(
             exclusion_writer=writers.drop_writer(ctx.at(layout.dropped_dir("contaminated")), "contaminated")))
     q, lang = ctx.spec.partition.quality, p.language
-    lid_model = lang.model if lang.model == "cld2" else f"fasttext:{resolve_uri(lang.model[9:], ctx.spec_dir)}"
-    prepare += [Annotate(q.scorer, q.fasttext_model and resolve_uri(q.fasttext_model, ctx.spec_dir), q.fasttext_label,
-                         language_model=lid_model, language_min_score=lang.min_score),
+    prepare += [Annotate(q.scorer, ctx.refs.quality_model, q.fasttext_label,
+                         language_model=ctx.refs.language_id, language_min_score=lang.min_score),
                 writers.work_writer(f"{ctx.work}/prepared"),
                 DedupKeys(f"{ctx.work}/prepared", ctx.dedup_folder, ctx.memory_limit("prepare"))]
     return prepare

@@ -29,6 +29,7 @@ from mixture.store.formats import (
     SourceEntry,
     SpecRef,
     StoreArtifact,
+    TokenizerRef,
     write_model,
 )
 
@@ -213,6 +214,7 @@ def build_store(root: Path, k: int = 5, scale: int = 1, shards_per_cell: int = 1
         format_version=1,
         spec=SpecRef(name="synthetic", hash="0" * 64, path="specs/synthetic.yaml"),
         code_version="0.1.0", created="2026-11-30T10:00:00Z", tokenizer="whitespace",
+        tokenizer_ref=TokenizerRef(kind="hub", name="whitespace"),
         partition=PartitionInfo(k=k, fine_k=k * 10, quality_levels=5, bucket_edges=[0.2, 0.4, 0.6, 0.8],
                                 quality_names=QUALITY_NAMES),
         raw_score_cutoffs={"code": [0.31, 0.42, 0.5, 0.61], "prose": [0.22, 0.39, 0.58, 0.77],

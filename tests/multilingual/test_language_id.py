@@ -101,12 +101,13 @@ def test_validate_loads_a_fasttext_language_model(tmp_path):
     from mixture.demo_corpus.debian_text import multilingual_spec
     from mixture.spec.models import Spec
     from mixture.spec.preflight import model_problems
+    from mixture.spec.resolve import References
 
     (tmp_path / "broken.bin").write_bytes(b"not a model")
     for name, found in (("missing.bin", "FileNotFoundError"), ("broken.bin", "ValueError")):
         raw = multilingual_spec(str(tmp_path))
         raw["processing"]["language"] = {"model": f"fasttext:{name}"}
-        problems = model_problems(Spec.model_validate(raw), str(tmp_path))
+        problems = model_problems(References(Spec.model_validate(raw), str(tmp_path)))
         assert [(field, found in what and name in what) for field, what in problems] == \
             [("processing.language.model", True)]
-    assert model_problems(Spec.model_validate(multilingual_spec(str(tmp_path))), str(tmp_path)) == []
+    assert model_problems(References(Spec.model_validate(multilingual_spec(str(tmp_path))), str(tmp_path))) == []

@@ -23,6 +23,7 @@ from mixture.store.formats import (
     SourceEntry,
     SpecRef,
     StoreArtifact,
+    TokenizerRef,
     write_model,
 )
 
@@ -60,6 +61,7 @@ def write_store(root: Path, cells: dict[tuple[int, int], list[int]], k: int = 3)
     artifact = StoreArtifact(
         format_version=STORE_FORMAT_VERSION, spec=SpecRef(name="synthetic", hash="0" * 64, path=None),
         code_version="0.1.0", created="2026-01-01T00:00:00Z", tokenizer="synthetic:words",
+        tokenizer_ref=TokenizerRef(kind="hub", name="synthetic:words"),
         partition=PartitionInfo(k=k, fine_k=k, quality_levels=5, bucket_edges=[0.2, 0.4, 0.6, 0.8],
                                 quality_names=list(layout.QUALITY_NAMES)),
         clusters=[ClusterEntry(id=c, label=f"cluster {c}", top_terms=[], summary="", confidence=0.0,

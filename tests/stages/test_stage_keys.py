@@ -17,6 +17,7 @@ from mixture.pipelines.partition import sample as sample_stage
 from mixture.spec.canonical import canonical_spec
 from mixture.spec.inputs import list_source
 from mixture.spec.models import Source, Spec
+from mixture.spec.resolve import References
 from mixture.stages import keys as stage_keys
 from mixture.stages import registry as stage_registry
 from mixture.stages.drift import file_changed, files_drift
@@ -38,6 +39,10 @@ def _raw(corpus: str = "corpus") -> dict:
     return small_spec(corpus, "store")
 
 
+def _canonical(raw: dict, folder: str) -> dict:
+    return canonical_spec(References(Spec.model_validate(raw), folder))
+
+
 def _with_datasets_source(raw: dict) -> dict:
     raw = copy.deepcopy(raw)
     raw["sources"].append({"name": "ds", "uri": "saved", "format": "datasets", "split": "train", "subset": "x",
@@ -51,7 +56,7 @@ def test_every_spec_field_is_read_by_a_stage_or_only_by_finalize():
     entry names a field that exists (a typo would silently cover nothing)."""
     raw = _with_datasets_source(_raw())
     raw["processing"]["decontamination"]["benchmarks"].append({"name": "b2", "uri": "b2.jsonl"})
-    leaves = {pattern_of(p) for p in flatten(canonical_spec(Spec.model_validate(raw), "/spec"))}
+    leaves = {pattern_of(p) for p in flatten(_canonical(raw, "/spec"))}
     patterns = [(s.name, p) for s in stage_registry.STAGES for p in (*s.reads, *([s.when] if s.when else []))]
     unread = sorted(leaf for leaf in leaves if not any(reads(p, leaf) for _, p in patterns))
     assert unread == sorted(stage_registry.FINALIZE_ONLY), "classify each new spec field in mixture/stages/registry.py"
@@ -112,7 +117,7 @@ MANIFEST = InputManifest(sources=[SourceInputs(name=s["name"], base=f"/corpus/{s
 
 
 def keys(raw: dict, manifest: InputManifest = MANIFEST) -> dict[str, str]:
-    return {r.name: r.key for r in stage_records(canonical_spec(Spec.model_validate(raw), "/spec"), manifest, 2)}
+    return {r.name: r.key for r in stage_records(_canonical(raw, "/spec"), manifest, 2)}
 
 
 def changed(edit, manifest: InputManifest = MANIFEST) -> list[str]:
@@ -166,8 +171,8 @@ def test_no_key_changes_with_execution_or_what_only_store_json_shows(path, value
     assert changed(_set(path, value)) == []
     raw, edited = _raw(), _raw()
     _set(path, value)(edited)
-    same = stage_keys.spec_hash(canonical_spec(Spec.model_validate(raw), "/s")) == \
-        stage_keys.spec_hash(canonical_spec(Spec.model_validate(edited), "/s"))
+    same = stage_keys.spec_hash(_canonical(raw, "/s")) == \
+        stage_keys.spec_hash(_canonical(edited, "/s"))
     assert same == (path.startswith(("execution.", "store.uri")))
 
 
@@ -198,8 +203,8 @@ def test_record_counts_are_not_part_of_a_key():
 
 def test_relative_paths_resolve_before_hashing(tmp_path):
     """Two spec files in different folders naming the same corpus have the same keys."""
-    a = canonical_spec(Spec.model_validate(small_spec("corpus")), str(tmp_path))
-    b = canonical_spec(Spec.model_validate(small_spec("../corpus")), str(tmp_path / "sub"))
+    a = _canonical(small_spec("corpus"), str(tmp_path))
+    b = _canonical(small_spec("../corpus"), str(tmp_path / "sub"))
     assert stage_records(a, MANIFEST, 2) == stage_records(b, MANIFEST, 2)
 
 
@@ -259,8 +264,8 @@ def test_what_changed_is_named_field_by_field_and_file_by_file():
     now.files["processing.decontamination.benchmarks[0].uri"][0].size = 6
     now.sources[0].files.append(InputFile(path="new.jsonl", size=3))
     now.sources[1].files = []
-    old_prepare = stage_records(canonical_spec(Spec.model_validate(raw), "/s"), MANIFEST, 2)[0]
-    new_prepare = stage_records(canonical_spec(Spec.model_validate(edited), "/s"), now, 2)[0]
+    old_prepare = stage_records(_canonical(raw, "/s"), MANIFEST, 2)[0]
+    new_prepare = stage_records(_canonical(edited, "/s"), now, 2)[0]
     lines = stage_keys.record_changes(old_prepare, new_prepare).lines()
     first, second = (s["name"] for s in raw["sources"][:2])
     assert lines == ["processing.filters.length.min_chars: 50 → 2000",
