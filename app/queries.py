@@ -18,6 +18,7 @@ from mixture.accounting import StoreNotReady, StoreReader
 from mixture.composition.labels import DomainLabel, domain_label
 from mixture.store import layout
 from mixture.store.formats import StoreArtifact
+from mixture.store.model_files import Centroids
 
 __all__ = ["StoreNotReady", "calibration_groups", "cell_table", "centroids",
            "content_type_exact", "content_type_mix", "domain_labels", "dropped", "examples_by_cell", "language_mix", "lookup_id",
@@ -242,12 +243,12 @@ def lookup_id(uri: str, doc_id: str) -> dict[str, pd.DataFrame]:
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
-def _centroids(uri: str, stamp: str) -> dict[str, np.ndarray]:
+def _centroids(uri: str, stamp: str) -> Centroids | None:
     return accounting.centroids(_reader_at(uri, stamp))
 
 
-def centroids(uri: str) -> dict[str, np.ndarray]:
-    """The arrays of `_model/centroids.npz` (empty when the store has none)."""
+def centroids(uri: str) -> Centroids | None:
+    """`_model/centroids.npz` (None when the store has none)."""
     return _centroids(uri, store_state(uri)[1])
 
 
@@ -259,8 +260,3 @@ def _sample_vectors(uri: str, stamp: str) -> np.ndarray | None:
 def sample_vectors(uri: str) -> np.ndarray | None:
     """The uniform samples embedded by the store's frozen embedder (None when the store has no model)."""
     return _sample_vectors(uri, store_state(uri)[1])
-
-
-def model_json(uri: str, name: str) -> dict | None:
-    """A parsed `_model/<name>` JSON file, None when absent."""
-    return accounting.model_json(_current(uri)[0], name)
