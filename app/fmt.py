@@ -9,8 +9,8 @@ from collections.abc import Iterable
 
 import pandas as pd
 
+from mixture.accounting.labels import Term
 from mixture.composition import numbers
-from mixture.composition.labels import Term
 from mixture.spec.amounts import humanize
 
 __all__ = ["code", "cut_text", "display", "enrichment_text", "humanize", "md", "pct", "score", "terms_md"]

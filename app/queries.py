@@ -15,7 +15,7 @@ import streamlit as st
 
 from mixture import accounting
 from mixture.accounting import StoreNotReady, StoreReader
-from mixture.composition.labels import DomainLabel, domain_label
+from mixture.accounting.labels import DomainLabel, cluster_labels
 from mixture.store import layout
 from mixture.store.formats import StoreArtifact
 from mixture.store.model_files import Centroids
@@ -105,13 +105,11 @@ def _sample_text(uri: str, stamp: str) -> dict[int, str]:
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def _domain_labels(uri: str, stamp: str) -> dict[int, DomainLabel]:
-    df = samples(uri, "uniform")
-    texts = {int(c): list(g.text) for c, g in df.groupby("cluster")} if not df.empty else {}
-    return {c.id: domain_label(c.label, list(c.top_terms), texts.get(c.id, ())) for c in store_info(uri).clusters}
+    return cluster_labels(store_info(uri).clusters, samples(uri, "uniform"))
 
 
 def domain_labels(uri: str) -> dict[int, DomainLabel]:
-    """The readable label of every domain (`mixture.composition.labels.domain_label`: its distinct top terms, code
+    """The readable label of every domain (`mixture.accounting.labels.cluster_labels`: its distinct top terms, code
     tokens in code style as its sampled documents spell them), the same the static overview page shows."""
     return _domain_labels(uri, store_state(uri)[1])
 

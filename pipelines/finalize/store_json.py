@@ -257,7 +257,7 @@ def finalize(ctx: BuildContext, spec_path: str, records: list[StageRecord]) -> S
         seed=spec.seed,
         partition=PartitionInfo(
             k=k, fine_k=model.fit.fine_k, quality_levels=levels, bucket_edges=list(q.edges),
-            quality_names=list(layout.QUALITY_NAMES) if levels == 5 else [f"Q{i}" for i in range(levels)],
+            quality_names=layout.bucket_names(levels),
             min_share=spec.partition.clusters.min_share, embedder=spec.partition.clusters.embedder,
             max_share=spec.partition.clusters.max_token_share),
         raw_score_cutoffs={ct: cal.raw_cutoffs for ct, cal in model.calibration.items()},
