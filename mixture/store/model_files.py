@@ -163,18 +163,6 @@ class LexicalEmbedderFile:
 EmbedderFile = LexicalEmbedderFile | SentenceEmbedderFile
 
 
-def _decode_embedder(data: bytes, file: str) -> EmbedderFile:
-    if data[:1] == b"{":
-        return _decode_json(TypeAdapter(SentenceEmbedderFile))(data, file)
-    return LexicalEmbedderFile.decode(data, file)
-
-
-def _encode_embedder(embedder: EmbedderFile) -> bytes:
-    if isinstance(embedder, LexicalEmbedderFile):
-        return embedder.encode()
-    return json.dumps(embedder.model_dump(mode="json")).encode()
-
-
 def _decode_json(adapter: TypeAdapter[T]) -> Callable[[bytes, str], T]:
     def decode(data: bytes, file: str) -> T:
         try:
@@ -187,6 +175,21 @@ def _decode_json(adapter: TypeAdapter[T]) -> Callable[[bytes, str], T]:
 
 def _encode_json(adapter: TypeAdapter[T]) -> Callable[[T], bytes]:
     return lambda value: json.dumps(adapter.dump_python(value, mode="json", exclude_none=True), indent=1).encode()
+
+
+_decode_sentence = _decode_json(TypeAdapter(SentenceEmbedderFile))
+
+
+def _decode_embedder(data: bytes, file: str) -> EmbedderFile:
+    if data[:1] == b"{":
+        return _decode_sentence(data, file)
+    return LexicalEmbedderFile.decode(data, file)
+
+
+def _encode_embedder(embedder: EmbedderFile) -> bytes:
+    if isinstance(embedder, LexicalEmbedderFile):
+        return embedder.encode()
+    return json.dumps(embedder.model_dump(mode="json")).encode()
 
 
 # -- the files -----------------------------------------------------------------------------------------------------
@@ -247,10 +250,10 @@ def read_model_file(model_dir: str, file: ModelFile[T], *, fs: fsspec.AbstractFi
     return file.decode(data, path)
 
 
-def read_model_files(model_dir: str, *, fs: fsspec.AbstractFileSystem | None = None) -> ModelFiles:
-    """Every file of `model_dir`, read and checked, and checked against each other (the clusters of the centroids
-    and of the labels, the dimension of the embedder and of the centroids)."""
-    fs, root = _location(model_dir, fs)
+def read_model_files(model_dir: str) -> ModelFiles:
+    """Every file of `model_dir` (any fsspec URI), read and checked, and checked against each other (the clusters of
+    the centroids, the labels and fit.json, the dimension of the embedder and of the centroids)."""
+    fs, root = _location(model_dir, None)
     files = ModelFiles(**{name: read_model_file(root, file, fs=fs) for name, file in FILES.items()})
     k, fine_k, problems = len(files.centroids.centroids), len(files.centroids.fine_centroids), []
     if [c.id for c in files.clusters] != list(range(k)):
