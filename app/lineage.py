@@ -8,7 +8,8 @@ import re
 import pandas as pd
 
 from mixture.composition import numbers
-from mixture.composition.figures import cluster_labels, quality_names
+from mixture.composition.figures import quality_names, readable_labels
+from mixture.composition.labels import DomainLabel, label_of
 from mixture.explorer.fmt import score
 from mixture.explorer.plan_view import PlanView
 from mixture.store.formats import StoreArtifact
@@ -40,12 +41,12 @@ def decisions(doc: dict | None, doc_id: str, dropped: pd.DataFrame, quarantine: 
     return out
 
 
-def fields(doc: dict, info: StoreArtifact, labels: dict | None = None) -> pd.DataFrame:
+def fields(doc: dict, info: StoreArtifact, labels: dict[int, DomainLabel] | None = None) -> pd.DataFrame:
     """The document's lineage fields as a two-column table: its cell, domain and bucket first, then its row."""
     k = info.partition.k
     names = quality_names(info)
     c, q = int(doc["cluster"]), int(doc["quality"])
-    rows = [("cell", cell_name(c, q, k)), ("domain", f"{c} · {cluster_labels(info, labels).get(c, '?')}"),
+    rows = [("cell", cell_name(c, q, k)), ("domain", f"{c} · {label_of(readable_labels(info, labels), c).text}"),
             ("quality bucket", f"Q{q} {names[q] if q < len(names) else ''}")]
     rows += [(f, _field_text(f, doc.get(f))) for f in FIELDS if f in doc]
     return pd.DataFrame({"field": [r[0] for r in rows], "value": [str(r[1]) for r in rows]})
@@ -81,6 +82,17 @@ def _spec_filters(info: StoreArtifact) -> dict[str, object]:
         elif settings is not None:
             flat[group] = settings
     return flat
+
+
+def near_duplicate_cut(info: StoreArtifact) -> float | None:
+    """The word n-gram Jaccard similarity at or above which a candidate pair counted as near duplicates: what the
+    verification compared against (store.json `near_duplicates.threshold`; else the spec's fuzzy `threshold`),
+    which is the LSH threshold (`dedup.fuzzy_threshold`) only when the spec sets no threshold of its own."""
+    if info.near_duplicates is not None:
+        return info.near_duplicates.threshold
+    if info.dedup is None:
+        return None
+    return info.dedup.fuzzy.get("threshold") or info.dedup.fuzzy_threshold
 
 
 def _setting(v: object) -> str:
@@ -121,7 +133,7 @@ def checks(doc: dict, info: StoreArtifact, dropped: pd.DataFrame) -> list[dict]:
         out.append({"check": "near dedup", "result": "passed",
                     "evidence": f"MinHash LSH ({fuzzy.get('permutations', '?')} permutations, "
                                 f"{fuzzy.get('bands', '?')} bands) found no earlier kept document at word "
-                                f"{fuzzy.get('ngram', '?')}-gram Jaccard ≥ {dedup.fuzzy_threshold:.3f}; "
+                                f"{fuzzy.get('ngram', '?')}-gram Jaccard ≥ {near_duplicate_cut(info):.3f}; "
                                 + (f"{n} near duplicates of it were dropped" if n else "no near duplicate of it "
                                    "was dropped")})
     else:

@@ -7,26 +7,15 @@ import pandas as pd
 from sklearn.decomposition import PCA
 from sklearn.feature_extraction.text import TfidfVectorizer
 
+from mixture.store.model_files import Centroids
 
-def pick_centroids(arrays: dict[str, np.ndarray], k: int) -> np.ndarray | None:
-    """The (k, d) coarse centroids from the npz arrays: a k-row matrix, or fine centroids averaged by lookup."""
-    for name in ("centroids", "coarse", "coarse_centroids", "cluster_centroids"):
-        a = arrays.get(name)
-        if a is not None and a.ndim == 2 and a.shape[0] == k:
-            return a.astype(np.float64)
-    for a in arrays.values():
-        if a.ndim == 2 and a.shape[0] == k:
-            return a.astype(np.float64)
-    lookup = next((arrays[n] for n in ("lookup", "fine_to_coarse", "coarse_of_fine") if n in arrays), None)
-    fine = next((a for a in arrays.values() if a.ndim == 2 and lookup is not None and a.shape[0] == len(lookup)), None)
-    if fine is not None and lookup is not None:
-        out = np.zeros((k, fine.shape[1]))
-        for c in range(k):
-            rows = fine[lookup == c]
-            if len(rows):
-                out[c] = rows.mean(axis=0)
-        return out
-    return None
+
+def cluster_centroids(centroids: Centroids | None, cluster_ids: list[int]) -> np.ndarray | None:
+    """The frozen centroids of the clusters, row i of `cluster_ids[i]`; None without them (or for a cluster they
+    do not hold)."""
+    if centroids is None or not cluster_ids or max(cluster_ids) >= len(centroids.centroids) or min(cluster_ids) < 0:
+        return None
+    return centroids.centroids[cluster_ids].astype(np.float64)
 
 
 def _pca2(x: np.ndarray, seed: int = 0) -> np.ndarray:
@@ -40,14 +29,14 @@ def _unit(x: np.ndarray) -> np.ndarray:
     return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
 
 
-def project(cluster_ids: list[int], arrays: dict[str, np.ndarray], samples: pd.DataFrame,
+def project(cluster_ids: list[int], centroids: Centroids | None, samples: pd.DataFrame,
             seed: int = 0, doc_vectors: np.ndarray | None = None) -> tuple[pd.DataFrame, pd.DataFrame, str]:
     """(cluster points [id, x, y], sample document points [id, cluster, x, y], method description).
 
     `doc_vectors`: the sampled documents embedded by the store's frozen embedder (rows aligned with `samples`);
     they are placed through the same projection as the centroids."""
     k = len(cluster_ids)
-    cen = pick_centroids(arrays, k) if arrays else None
+    cen = cluster_centroids(centroids, cluster_ids)
     docs = pd.DataFrame(columns=["id", "cluster", "x", "y"])
     if cen is not None and doc_vectors is not None and len(doc_vectors) == len(samples) and k >= 3:
         pca = PCA(n_components=2, random_state=seed).fit(_unit(cen))

@@ -15,9 +15,10 @@ import streamlit as st
 
 from mixture import accounting
 from mixture.accounting import StoreNotReady, StoreReader
-from mixture.composition.labels import DomainLabel, domain_label
+from mixture.composition.labels import DomainLabel, cluster_labels
 from mixture.store import layout
 from mixture.store.formats import StoreArtifact
+from mixture.store.model_files import Centroids
 
 __all__ = ["StoreNotReady", "calibration_groups", "cell_table", "centroids",
            "content_type_exact", "content_type_mix", "domain_labels", "dropped", "examples_by_cell", "language_mix", "lookup_id",
@@ -104,13 +105,11 @@ def _sample_text(uri: str, stamp: str) -> dict[int, str]:
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def _domain_labels(uri: str, stamp: str) -> dict[int, DomainLabel]:
-    df = samples(uri, "uniform")
-    texts = {int(c): list(g.text) for c, g in df.groupby("cluster")} if not df.empty else {}
-    return {c.id: domain_label(c.label, list(c.top_terms), texts.get(c.id, ())) for c in store_info(uri).clusters}
+    return cluster_labels(store_info(uri).clusters, samples(uri, "uniform"))
 
 
 def domain_labels(uri: str) -> dict[int, DomainLabel]:
-    """The readable label of every domain (`mixture.composition.labels.domain_label`: its distinct top terms, code
+    """The readable label of every domain (`mixture.composition.labels.cluster_labels`: its distinct top terms, code
     tokens in code style as its sampled documents spell them), the same the static overview page shows."""
     return _domain_labels(uri, store_state(uri)[1])
 
@@ -242,12 +241,12 @@ def lookup_id(uri: str, doc_id: str) -> dict[str, pd.DataFrame]:
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
-def _centroids(uri: str, stamp: str) -> dict[str, np.ndarray]:
+def _centroids(uri: str, stamp: str) -> Centroids | None:
     return accounting.centroids(_reader_at(uri, stamp))
 
 
-def centroids(uri: str) -> dict[str, np.ndarray]:
-    """The arrays of `_model/centroids.npz` (empty when the store has none)."""
+def centroids(uri: str) -> Centroids | None:
+    """`_model/centroids.npz` (None when the store has none)."""
     return _centroids(uri, store_state(uri)[1])
 
 
@@ -259,8 +258,3 @@ def _sample_vectors(uri: str, stamp: str) -> np.ndarray | None:
 def sample_vectors(uri: str) -> np.ndarray | None:
     """The uniform samples embedded by the store's frozen embedder (None when the store has no model)."""
     return _sample_vectors(uri, store_state(uri)[1])
-
-
-def model_json(uri: str, name: str) -> dict | None:
-    """A parsed `_model/<name>` JSON file, None when absent."""
-    return accounting.model_json(_current(uri)[0], name)

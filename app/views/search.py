@@ -15,7 +15,7 @@ uri, info = ui.require_complete_store()
 plan = ui.current_plan()
 k = info.partition.k
 names = composition.quality_names(info)
-labels = composition.cluster_labels(info, queries.domain_labels(uri))
+labels = {c: lab.text for c, lab in queries.domain_labels(uri).items()}
 st.header("Search")
 
 sampled = pd.concat([queries.samples(uri, "uniform").assign(sample="uniform"),

@@ -37,7 +37,7 @@ Python API::
 
     samples(reader, "uniform" | "exemplars")   # _samples/<kind>.parquet sorted by cell and rank  (sample_files.py)
     dropped(reader), quarantine(reader)        # every _dropped/<reason>/ and _quarantine/ row   (side_files.py)
-    centroids(reader), model_json(reader, name), sample_vectors(reader)   # _model/      (model_artifacts.py)
+    centroids(reader) -> Centroids | None, sample_vectors(reader)   # _model/ (model_artifacts.py)
     search_documents(reader, text=, doc_id=, sources=, content_types=, cells=, limit=200, progress=)
         # kept documents matching, read from the finished shards a few files per query (document_search.py)
     scan_documents(reader, ..., budget=ScanBudget(max_rows, max_seconds)) -> DocumentScan
@@ -83,7 +83,7 @@ from mixture.accounting.diffs import DiffResult, diff
 from mixture.accounting.document_rows import DocumentIndex, document_index, read_rows
 from mixture.accounting.document_search import DocumentScan, ScanBudget, scan_documents, search_documents
 from mixture.accounting.languages import calibration_groups, language_mix
-from mixture.accounting.model_artifacts import centroids, model_json, sample_vectors
+from mixture.accounting.model_artifacts import centroids, sample_vectors
 from mixture.accounting.reader import StoreNotReady, StoreReader, open_fs
 from mixture.accounting.reports import matrix, report, source_counts
 from mixture.accounting.sample_files import samples
@@ -130,7 +130,6 @@ __all__ = [
     "load_counts",
     "lock_info",
     "matrix",
-    "model_json",
     "open_fs",
     "published_cell_table",
     "quarantine",

@@ -10,7 +10,8 @@ import pandas as pd
 
 from mixture.accounting.parquet_sql import documents_source_sql
 from mixture.accounting.reader import StoreReader
-from mixture.accounting.tables import cell_table, cluster_labels, quality_names, store_k
+from mixture.accounting.tables import cell_table, store_cluster_labels, store_k, store_quality_names
+from mixture.composition.labels import label_of
 from mixture.spec.amounts import humanize
 from mixture.store import layout
 
@@ -30,12 +31,12 @@ def parse_by(by: str | Sequence[str]) -> list[str]:
 
 def _finish(df: pd.DataFrame, keys: list[str], reader: StoreReader) -> pd.DataFrame:
     if "cluster" in keys:
-        labels = cluster_labels(reader)
-        df.insert(keys.index("cluster") + 1, "label", [labels.get(int(c), "") for c in df["cluster"]])
+        labels = store_cluster_labels(reader)
+        df.insert(keys.index("cluster") + 1, "label", [label_of(labels, int(c)).text for c in df["cluster"]])
     if "quality" in keys:
-        names = quality_names(reader)
+        names = store_quality_names(reader)
         pos = list(df.columns).index("quality") + 1
-        df.insert(pos, "quality_name", [names[int(q)] if int(q) < len(names) else str(q) for q in df["quality"]])
+        df.insert(pos, "quality_name", [names[int(q)] if int(q) < len(names) else f"Q{q}" for q in df["quality"]])
     df["tokens"] = df["tokens"].astype("int64")
     df["docs"] = df["docs"].astype("int64")
     total = int(df["tokens"].sum())
@@ -83,14 +84,14 @@ def matrix(reader: StoreReader, value: str = "tokens") -> pd.DataFrame:
     """Cluster x quality matrix of `value` (tokens, docs or share) from the ledgers: one row per cluster with its
     label, one column per quality name (Q0..), and a total column."""
     cells = cell_table(reader)
-    names = quality_names(reader)
+    names = store_quality_names(reader)
     col = "share" if value == "share" else value
     wide = cells.pivot_table(index="cluster", columns="quality", values=col, aggfunc="sum", fill_value=0)
     wide = wide.reindex(columns=range(len(names)), fill_value=0)
     wide.columns = [f"Q{q} {names[q]}" for q in wide.columns]
     wide["total"] = wide.sum(axis=1)
-    labels = cluster_labels(reader)
-    wide.insert(0, "label", [labels.get(int(c), "") for c in wide.index])
+    labels = store_cluster_labels(reader)
+    wide.insert(0, "label", [label_of(labels, int(c)).text for c in wide.index])
     return wide.reset_index()
 
 

@@ -9,6 +9,7 @@ from typing import TypeVar
 import pandas as pd
 
 from mixture.accounting.reader import StoreNotReady, StoreReader
+from mixture.composition.labels import DomainLabel, cluster_labels, label_of
 from mixture.store import layout
 from mixture.store.formats import FormatError, StoreArtifact
 
@@ -47,15 +48,18 @@ def store_k(reader: StoreReader) -> int:
     return 101 if width >= 3 else 100
 
 
-def quality_names(reader: StoreReader) -> list[str]:
+def store_quality_names(reader: StoreReader) -> list[str]:
+    """`layout.bucket_names` of store.json's partition (of the five default buckets while there is none)."""
     info = _store_info(reader)
-    return list(info.partition.quality_names if info is not None and info.partition.quality_names
-                else layout.QUALITY_NAMES)
+    if info is None:
+        return layout.bucket_names(len(layout.QUALITY_NAMES))
+    return layout.bucket_names(info.partition.quality_levels, info.partition.quality_names)
 
 
-def cluster_labels(reader: StoreReader) -> dict[int, str]:
+def store_cluster_labels(reader: StoreReader) -> dict[int, DomainLabel]:
+    """`labels.cluster_labels` of store.json's clusters (none while there is no store.json)."""
     info = _store_info(reader)
-    return {c.id: c.label for c in info.clusters} if info is not None else {}
+    return cluster_labels(info.clusters if info is not None else [])
 
 
 @cached_on_reader
@@ -79,11 +83,11 @@ CELL_COLUMNS = ["cell", "cluster", "quality", "quality_name", "label", "path", "
 def _cell_frame(reader: StoreReader, by_cell: dict[tuple[int, int], dict]) -> pd.DataFrame:
     """CELL_COLUMNS from {(cluster, quality): {path, docs, tokens, shards}}, ordered by cluster then quality."""
     k = store_k(reader)
-    names = quality_names(reader)
-    labels = cluster_labels(reader)
+    names = store_quality_names(reader)
+    labels = store_cluster_labels(reader)
     rows = [
         {"cell": layout.cell_name(c, q, k), "cluster": c, "quality": q,
-         "quality_name": names[q] if q < len(names) else str(q), "label": labels.get(c, ""), **v}
+         "quality_name": names[q] if q < len(names) else f"Q{q}", "label": label_of(labels, c).text, **v}
         for (c, q), v in sorted(by_cell.items())
     ]
     df = pd.DataFrame(rows, columns=CELL_COLUMNS[:-1])

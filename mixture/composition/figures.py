@@ -8,20 +8,17 @@ from dataclasses import dataclass
 import pandas as pd
 
 from mixture.composition import numbers
-from mixture.composition.labels import DomainLabel, domain_label
+from mixture.composition.labels import DomainLabel, cluster_labels, label_of
 from mixture.spec.amounts import humanize
+from mixture.store import layout
 from mixture.store.drops import REASONS
 from mixture.store.formats import StoreArtifact
 from mixture.store.layout import cell_name, parse_cell
 
-DEFAULT_QUALITY_NAMES = ["junk", "poor", "usable", "good", "excellent"]
-
 
 def quality_names(info: StoreArtifact) -> list[str]:
-    """The name of each quality bucket (`Q<n>` past the names store.json gives)."""
-    names = list(info.partition.quality_names or DEFAULT_QUALITY_NAMES)
-    levels = info.partition.quality_levels
-    return (names + [f"Q{q}" for q in range(len(names), levels)])[:levels]
+    """The name of each quality bucket of the store (`layout.bucket_names` of its partition)."""
+    return layout.bucket_names(info.partition.quality_levels, info.partition.quality_names)
 
 
 def n_domains(info: StoreArtifact) -> int:
@@ -42,15 +39,9 @@ Labels = dict[int, DomainLabel]
 
 
 def readable_labels(info: StoreArtifact, labels: Labels | None = None) -> Labels:
-    """Every domain's readable label: `labels` (queries.domain_labels: code style told from the sampled documents)
-    where given, else made from store.json's label and top terms alone."""
-    labels = labels or {}
-    return {c.id: labels.get(c.id) or domain_label(c.label, list(c.top_terms)) for c in info.clusters}
-
-
-def cluster_labels(info: StoreArtifact, labels: Labels | None = None) -> dict[int, str]:
-    """{domain: its readable label as plain text} ('self, assertEqual, def')."""
-    return {c: lab.text for c, lab in readable_labels(info, labels).items()}
+    """Every domain's readable label: `labels` (`cluster_labels` styled by the sampled documents) where given, else
+    `cluster_labels` of store.json's clusters alone."""
+    return labels if labels is not None else cluster_labels(info.clusters)
 
 
 def cells_frame(cells: pd.DataFrame, info: StoreArtifact, labels: Labels | None = None) -> pd.DataFrame:
@@ -75,8 +66,8 @@ def cells_frame(cells: pd.DataFrame, info: StoreArtifact, labels: Labels | None 
     df["corpus_share"] = bucket / total if total else 0.0
     df["enrichment"] = df.share_in_domain / df.corpus_share.where(df.corpus_share > 0)
     df["share_of_corpus"] = df.tokens / total if total else 0.0
-    names = cluster_labels(info, labels)
-    df["label"] = df.cluster.map(lambda c: names.get(c, f"cluster {c}"))
+    readable = readable_labels(info, labels)
+    df["label"] = df.cluster.map(lambda c: label_of(readable, c).text)
     return df
 
 
@@ -93,7 +84,7 @@ def domains_frame(cells: pd.DataFrame, info: StoreArtifact, labels: Labels | Non
     for r in agg.itertuples():
         m = meta.get(int(r.cluster))
         terms = list(m.top_terms) if m else []
-        name = readable.get(int(r.cluster)) or domain_label(f"cluster {r.cluster}", [])
+        name = label_of(readable, int(r.cluster))
         summary = (m.summary if m else "") or ""
         rows.append({
             "id": int(r.cluster), "label": name.text, "name": name,

@@ -1,16 +1,22 @@
-"""Readable domain labels from a cluster's top terms, one way for the explorer and the static page: terms that say
-the same (file, files; use, used, using) once, words in lower case, code tokens in code style as the domain's
-sampled documents spell them (`assertEqual`), acronyms in capitals (AWS); the other top terms beside the label."""
+"""Readable cluster labels from store.json's labels and top terms, one way for the reports, the explorer and the
+static page: terms that say the same (file, files; use, used, using) once, words in lower case, code tokens in code
+style as the domain's sampled documents spell them (`assertEqual`), acronyms in capitals (AWS); the other top terms
+beside the label."""
 
 from __future__ import annotations
 
 import keyword
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-__all__ = ["DomainLabel", "Term", "dedup_terms", "domain_label", "generated_label", "style_terms"]
+import pandas as pd
+
+from mixture.store.formats import ClusterLabel
+
+__all__ = ["DomainLabel", "Term", "cluster_labels", "dedup_terms", "domain_label", "generated_label", "label_of",
+           "style_terms"]
 
 LABEL_TERMS = 3  # terms in a label made from the top terms (as mixture.fit.clusters.label_clusters makes them)
 _DOC_CHARS, _MAX_SCAN = 3_000, 120_000  # of each sampled document, and in all: enough to tell how a term is used
@@ -155,3 +161,16 @@ def domain_label(label: str, top_terms: list[str], texts: Iterable[str] = (), n:
     if not styled:
         return DomainLabel((Term(label.strip() or "unlabelled"),), (), generated=True)
     return DomainLabel(tuple(styled[:n]), tuple(styled[n:]), generated=True)
+
+
+def cluster_labels(clusters: Iterable[ClusterLabel], samples: pd.DataFrame | None = None) -> dict[int, DomainLabel]:
+    """{cluster: its readable label} of store.json's clusters; with `samples` (rows with `cluster` and `text`, as
+    `mixture.accounting.samples` gives them), each label's terms are styled by how its sampled documents use them."""
+    texts = ({int(c): list(g.text) for c, g in samples.groupby("cluster")}
+             if samples is not None and not samples.empty else {})
+    return {c.id: domain_label(c.label, list(c.top_terms), texts.get(c.id, ())) for c in clusters}
+
+
+def label_of(labels: Mapping[int, DomainLabel], cluster: int) -> DomainLabel:
+    """The cluster's label in `labels` (`cluster_labels`), else `cluster N` (a cluster store.json does not list)."""
+    return labels.get(cluster) or DomainLabel((Term(f"cluster {cluster}"),), (), generated=True)

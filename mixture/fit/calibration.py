@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from mixture.store.model_files import GroupCalibration, TypeCalibration
+
 KNOTS = 101
 MIN_DOCS = 50
 
@@ -42,10 +44,11 @@ def fit_group_calibration(raw: np.ndarray, types: np.ndarray, languages: np.ndar
     return out
 
 
-def group_knots(calibration: dict[str, dict], groups: dict[str, dict], content_type: str, language: str) -> list[float]:
+def group_knots(calibration: dict[str, TypeCalibration], groups: dict[str, GroupCalibration], content_type: str,
+                language: str) -> list[float]:
     """The quantile map a document of (content type, language) is calibrated with: its group's, else its type's."""
     g = groups.get(group_key(content_type, language))
-    return g["knots"] if g and not g["fallback"] else calibration[content_type]["knots"]
+    return g.knots if g and g.knots is not None else calibration[content_type].knots
 
 
 def calibrate(raw: np.ndarray, knots: list[float]) -> np.ndarray:

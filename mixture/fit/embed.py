@@ -1,4 +1,5 @@
-r"""Lexical document embedder: TF-IDF over a fitted vocabulary, projected by SVD, L2-normalised; frozen as npz.
+r"""Lexical document embedder: TF-IDF over a fitted vocabulary, projected by SVD, L2-normalised; frozen as
+`_model/embedder.npz` (mixture.store.model_files).
 
 Texts are counted as sklearn's CountVectorizer(tokenizer=terms_of, lowercase=True, stop_words="english") counts
 their first EMBED_CHARS characters, with its vocabulary rule, but without a Python step per token. `terms_of` is
@@ -12,8 +13,6 @@ the characters and finds the tokens, and Arrow hashes them.
 
 from __future__ import annotations
 
-import io
-import json
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from sklearn.decomposition import TruncatedSVD
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 from sklearn.preprocessing import normalize
 
+from mixture.store.model_files import EmbedderFile, LexicalEmbedderFile, SentenceEmbedderFile
 from mixture.text.gates import UNSPACED_RANGES
 from mixture.text.kernel import kernel
 
@@ -330,21 +330,8 @@ class LexicalEmbedder:
         """Unit vectors (len(texts), dim) of the texts."""
         return self._project(self._weigh(self._vocabulary_counter.count(texts), self.idf))
 
-    def to_bytes(self) -> bytes:
-        """npz (not compressed: float components barely compress and zlib took longer than the rest of the save);
-        `terms` is the vocabulary as UTF-8, one term per line (terms are letter runs)."""
-        buf = io.BytesIO()
-        terms = np.frombuffer("\n".join(self.vocabulary).encode("utf-8"), dtype=np.uint8)
-        np.savez(buf, terms=terms, idf=self.idf, components=self.components)
-        return buf.getvalue()
-
-    @classmethod
-    def from_bytes(cls, data: bytes) -> LexicalEmbedder:
-        z = np.load(io.BytesIO(data), allow_pickle=False)
-        if "vocabulary" in z:  # stores built before the vocabulary was saved as UTF-8 lines
-            return cls(z["vocabulary"].tolist(), z["idf"], z["components"])
-        terms = z["terms"].tobytes().decode("utf-8")
-        return cls(terms.split("\n") if terms else [], z["idf"], z["components"])
+    def to_file(self) -> LexicalEmbedderFile:
+        return LexicalEmbedderFile(self.vocabulary, self.idf, self.components)
 
 
 @dataclass
@@ -369,12 +356,12 @@ class SentenceEmbedder:
         x = self._model.encode([t[:EMBED_CHARS] for t in texts], batch_size=32, normalize_embeddings=True)
         return np.asarray(x, dtype=np.float32)
 
-    def to_bytes(self) -> bytes:
-        return json.dumps({"kind": "sentence", "model_path": self.model_path}).encode()
+    def to_file(self) -> SentenceEmbedderFile:
+        return SentenceEmbedderFile(kind="sentence", model_path=self.model_path)
 
 
-def embedder_from_bytes(data: bytes) -> LexicalEmbedder | SentenceEmbedder:
-    """The frozen embedder of `_model/embedder.npz` (lexical) or its sentence-model reference (JSON)."""
-    if data[:1] == b"{":
-        return SentenceEmbedder(json.loads(data)["model_path"])
-    return LexicalEmbedder.from_bytes(data)
+def embedder_of(file: EmbedderFile) -> LexicalEmbedder | SentenceEmbedder:
+    """The embedder `_model/embedder.npz` holds (mixture.store.model_files)."""
+    if isinstance(file, SentenceEmbedderFile):
+        return SentenceEmbedder(file.model_path)
+    return LexicalEmbedder(file.vocabulary, file.idf, file.components)

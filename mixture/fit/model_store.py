@@ -2,33 +2,46 @@
 
 from __future__ import annotations
 
-import io
-import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import fsspec
 import numpy as np
 
 from mixture.fit.calibration import fit_calibration, fit_group_calibration, raw_cutoffs
 from mixture.fit.clusters import ClusterModel, fit_clusters, label_counted_clusters, token_estimate
-from mixture.fit.embed import LexicalEmbedder, SentenceEmbedder, embedder_from_bytes, min_df_for
+from mixture.fit.embed import LexicalEmbedder, SentenceEmbedder, embedder_of, min_df_for
 from mixture.fit.one_thread import one_thread
 from mixture.fit.sample_files import read_sample
-from mixture.store.io import write_atomic, write_parquet_atomic
+from mixture.store.formats import ClusterLabel, FitInfo
+from mixture.store.io import write_parquet_atomic
+from mixture.store.model_files import (
+    Centroids,
+    GroupCalibration,
+    ModelFiles,
+    TypeCalibration,
+    read_model_files,
+    write_model_files,
+)
 from mixture.text.content_type import CONTENT_TYPES
-
-EMBEDDER, CENTROIDS, CALIBRATION, CLUSTERS, FIT = "embedder.npz", "centroids.npz", "calibration.json", "clusters.json", "fit.json"
-GROUPS = "calibration_groups.json"  # per (content type, language) group: its own map, or a fallback to its type's
 
 
 @dataclass
 class FrozenModel:
+    """The fit of `_model/`: the embedder and clusters its files hold, and its calibration, labels and settings."""
+
     embedder: LexicalEmbedder | SentenceEmbedder
     clusters: ClusterModel
-    calibration: dict[str, dict]
-    labels: list[dict]
-    fit: dict
-    group_calibration: dict[str, dict] = field(default_factory=dict)  # {"prose/fr": {...}}; empty: per type only
+    calibration: dict[str, TypeCalibration]
+    group_calibration: dict[str, GroupCalibration]  # {"prose/fr": ...}; empty: per content type only
+    labels: list[ClusterLabel]
+    fit: FitInfo
+
+    @classmethod
+    def of(cls, files: ModelFiles, embedder: LexicalEmbedder | SentenceEmbedder | None = None) -> FrozenModel:
+        """The model `files` hold (`embedder`: the one `files.embedder` was written from)."""
+        c = files.centroids
+        return cls(embedder or embedder_of(files.embedder), ClusterModel(c.fine_centroids, c.lookup, c.centroids),
+                   files.calibration, files.groups, files.clusters, files.fit)
 
 
 def _write_sample_assignments(folder: str, sample: dict[str, list], names: list[str], assigned: tuple) -> None:
@@ -118,44 +131,30 @@ def _fit_and_save(sample_folder: str, model_dir: str, params: dict, assignments_
     for c, row in enumerate(info):
         row["sample_share"] = float(shares[c])
         row["sample_token_share"] = round(float(token_shares[c]), 6)
-    fit = {
-        "sample_docs": n_docs,
-        "sample_by_source": {s: int(n) for s, n in zip(*np.unique(sample["source"], return_counts=True), strict=True)},
-        "fine_k": int(len(model.fine_centroids)),
-        "k": params["k"],
-        "embedder": params.get("embedder", "lexical"),
-        "embedding_dim": int(x.shape[1]),
-        "vocabulary": len(getattr(embedder, "vocabulary", [])),
-        "seed": seed,
-        "token_estimate": "tokenizer" if counted_tokens else "utf8_bytes",
-        "max_share": max_share,
-    }
-    fs, root = fsspec.core.url_to_fs(model_dir)
-    fs.makedirs(root, exist_ok=True)
-    buf = io.BytesIO()
-    np.savez_compressed(buf, fine_centroids=model.fine_centroids, lookup=model.lookup, centroids=model.centroids)
-    write_atomic(fs, f"{root}/{EMBEDDER}", embedder.to_bytes())
-    write_atomic(fs, f"{root}/{CENTROIDS}", buf.getvalue())
-    write_atomic(fs, f"{root}/{CALIBRATION}", json.dumps(calibration, indent=1).encode())
-    write_atomic(fs, f"{root}/{GROUPS}", json.dumps(groups, indent=1).encode())
-    write_atomic(fs, f"{root}/{CLUSTERS}", json.dumps(info, indent=1).encode())
-    write_atomic(fs, f"{root}/{FIT}", json.dumps(fit, indent=1).encode())
-    return FrozenModel(embedder, model, calibration, info, fit, groups)
+    fit = FitInfo(
+        sample_docs=n_docs,
+        sample_by_source={str(s): int(n) for s, n in zip(*np.unique(sample["source"], return_counts=True), strict=True)},
+        fine_k=int(len(model.fine_centroids)),
+        k=params["k"],
+        embedder=params.get("embedder", "lexical"),
+        embedding_dim=int(x.shape[1]),
+        vocabulary=len(getattr(embedder, "vocabulary", [])),
+        seed=seed,
+        token_estimate="tokenizer" if counted_tokens else "utf8_bytes",
+        max_share=max_share,
+    )
+    files = ModelFiles(
+        embedder=embedder.to_file(),
+        centroids=Centroids(model.fine_centroids, model.lookup, model.centroids),
+        calibration={ct: TypeCalibration(**cal) for ct, cal in calibration.items()},
+        groups={name: GroupCalibration(**g) for name, g in groups.items()},
+        clusters=[ClusterLabel(**row) for row in info],
+        fit=fit,
+    )
+    write_model_files(model_dir, files)
+    return FrozenModel.of(files, embedder)
 
 
 def load_model(model_dir: str) -> FrozenModel:
-    fs, root = fsspec.core.url_to_fs(model_dir)
-
-    def read(name: str) -> bytes:
-        with fs.open(f"{root}/{name}", "rb") as f:
-            return f.read()
-
-    z = np.load(io.BytesIO(read(CENTROIDS)), allow_pickle=False)
-    return FrozenModel(
-        embedder=embedder_from_bytes(read(EMBEDDER)),
-        clusters=ClusterModel(z["fine_centroids"], z["lookup"], z["centroids"]),
-        calibration=json.loads(read(CALIBRATION)),
-        labels=json.loads(read(CLUSTERS)),
-        fit=json.loads(read(FIT)),
-        group_calibration=json.loads(read(GROUPS)) if fs.exists(f"{root}/{GROUPS}") else {},
-    )
+    """The frozen model of `model_dir` (any fsspec URI), its files read and checked (`read_model_files`)."""
+    return FrozenModel.of(read_model_files(model_dir))

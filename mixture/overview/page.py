@@ -14,7 +14,7 @@ from mixture import __version__, accounting
 from mixture.accounting import StoreReader
 from mixture.composition import figures as composition
 from mixture.composition import numbers
-from mixture.composition.labels import Term, domain_label
+from mixture.composition.labels import Term, cluster_labels
 from mixture.planner.formats import Plan
 from mixture.store.formats import StoreArtifact
 from mixture.store.layout import cluster_width
@@ -239,8 +239,7 @@ def build_page(reader: StoreReader, plan: Plan | None = None, plan_source: str =
     k = info.partition.k
     names = composition.quality_names(info)
     uniform = accounting.samples(reader, "uniform")
-    texts = {int(c): list(g.text) for c, g in uniform.groupby("cluster")} if not uniform.empty else {}
-    labels = {c.id: domain_label(c.label, list(c.top_terms), texts.get(c.id, ())) for c in info.clusters}
+    labels = cluster_labels(info.clusters, uniform)
     cells = composition.cells_frame(accounting.published_cell_table(reader), info, labels)
     domains = composition.domains_frame(cells, info, labels)
     if samples_per_cell is not None and not uniform.empty:

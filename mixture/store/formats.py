@@ -284,8 +284,8 @@ class PartitionInfo(Format):
     embedder: str | None = Field(None, description="document embedder: lexical or sentence")
 
 
-class ClusterEntry(Format):
-    """One topic cluster: its label (c-TF-IDF top terms) and its totals over the cells."""
+class ClusterLabel(Format):
+    """One topic cluster's label as the fit made it (`_model/clusters.json`): c-TF-IDF top terms."""
 
     id: int = Field(ge=0, description="cluster id 0..k-1")
     label: str = Field(description="human-readable label")
@@ -295,6 +295,11 @@ class ClusterEntry(Format):
     confidence_tag: Literal["high", "medium", "low"] = Field(description="confidence ≥ 0.7, ≥ 0.4, below")
     sample_share: float | None = Field(None, description="share of the fit sample's documents in the cluster")
     sample_token_share: float | None = Field(None, description="share of the fit sample's tokens in the cluster")
+
+
+class ClusterEntry(ClusterLabel):
+    """One topic cluster: its label (c-TF-IDF top terms) and its totals over the cells."""
+
     docs: int = Field(ge=0, description="documents in its cells")
     tokens: int = Field(ge=0, description="tokens in its cells")
 

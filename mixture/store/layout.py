@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from mixture.store.drops import DROPPED_DIR as DROPPED_DIR
 from mixture.store.drops import DROPPED_REASONS
@@ -19,10 +20,17 @@ BUILD_DIR = "_build"
 WORK_DIR = f"{BUILD_DIR}/work"
 LOCK_FILE = f"{BUILD_DIR}/LOCK"
 DROP_REASONS = DROPPED_REASONS  # the folders under _dropped/ (mixture.store.drops defines every reason)
-QUALITY_NAMES = ("junk", "poor", "usable", "good", "excellent")
+QUALITY_NAMES = ("junk", "poor", "usable", "good", "excellent")  # the names of five quality buckets
 
 _CELL_RE = re.compile(r"^c(\d{2,3})q(\d)$")
 _PATH_RE = re.compile(r"cluster=(\d+)/quality=(\d+)")
+
+
+def bucket_names(levels: int, names: Sequence[str] = ()) -> list[str]:
+    """The name of each of `levels` quality buckets: `names` (store.json's `partition.quality_names`), and for the
+    buckets they do not name, QUALITY_NAMES when there are five buckets, else `Q<n>` (what the build writes)."""
+    default = list(QUALITY_NAMES) if levels == len(QUALITY_NAMES) else [f"Q{q}" for q in range(levels)]
+    return (list(names) + default[len(names):])[:levels]
 
 
 def cluster_width(k: int) -> int:

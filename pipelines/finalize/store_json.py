@@ -32,7 +32,6 @@ from mixture.store.formats import (
     Counters,
     DecontaminationInfo,
     DedupInfo,
-    FitInfo,
     Ledger,
     LedgerShard,
     NearDuplicateReport,
@@ -238,7 +237,7 @@ def finalize(ctx: BuildContext, spec_path: str, records: list[StageRecord]) -> S
     for c in cells:
         cl_docs[c.cluster] += c.docs
         cl_tokens[c.cluster] += c.tokens
-    clusters = [ClusterEntry(**lab, docs=cl_docs[lab["id"]], tokens=cl_tokens[lab["id"]]) for lab in model.labels]
+    clusters = [ClusterEntry(**lab.model_dump(), docs=cl_docs[lab.id], tokens=cl_tokens[lab.id]) for lab in model.labels]
     sources = []
     for s in spec.sources:
         ps = per_source[s.name]
@@ -258,12 +257,12 @@ def finalize(ctx: BuildContext, spec_path: str, records: list[StageRecord]) -> S
         tokenizer_ref=ctx.refs.tokenizer,
         seed=spec.seed,
         partition=PartitionInfo(
-            k=k, fine_k=model.fit["fine_k"], quality_levels=levels, bucket_edges=list(q.edges),
-            quality_names=list(layout.QUALITY_NAMES) if levels == 5 else [f"Q{i}" for i in range(levels)],
+            k=k, fine_k=model.fit.fine_k, quality_levels=levels, bucket_edges=list(q.edges),
+            quality_names=layout.bucket_names(levels),
             min_share=spec.partition.clusters.min_share, embedder=spec.partition.clusters.embedder,
             max_share=spec.partition.clusters.max_token_share),
-        raw_score_cutoffs={ct: cal["raw_cutoffs"] for ct, cal in model.calibration.items()},
-        calibration_docs={ct: cal["n"] for ct, cal in model.calibration.items()},
+        raw_score_cutoffs={ct: cal.raw_cutoffs for ct, cal in model.calibration.items()},
+        calibration_docs={ct: cal.n for ct, cal in model.calibration.items()},
         dedup=DedupInfo(exact=spec.processing.dedup.exact.enabled, fuzzy=spec.processing.dedup.fuzzy.model_dump(),
                         fuzzy_threshold=round(spec.processing.dedup.fuzzy.lsh_threshold, 4)),
         clusters=clusters,
@@ -272,7 +271,7 @@ def finalize(ctx: BuildContext, spec_path: str, records: list[StageRecord]) -> S
         sources=sources,
         counters=counters,
         **{key: dict(sorted(counts.items())) for key, counts in breakdowns.items()},
-        fit=FitInfo(**model.fit),
+        fit=model.fit,
         cluster_balance=cluster_balance(clusters, spec.partition.clusters.min_share,
                                         spec.partition.clusters.max_token_share),
         samples=SamplesInfo(**samples),

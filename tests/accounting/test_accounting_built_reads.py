@@ -33,17 +33,15 @@ def test_samples_and_side_files_on_built_store(built_store) -> None:
 
 def test_model_artifacts_on_built_store(built_store) -> None:
     reader = StoreReader(str(built_store.store))
-    arrays = accounting.centroids(reader)
+    centroids = accounting.centroids(reader)
     k = built_store.artifact.partition.k
-    assert arrays["centroids"].shape[0] == k and len(arrays["lookup"]) == len(arrays["fine_centroids"])
-    assert accounting.model_json(reader, "fit.json") is not None
-    assert accounting.model_json(reader, "no-such.json") is None
+    assert centroids.centroids.shape[0] == k and len(centroids.lookup) == len(centroids.fine_centroids)
     vectors = accounting.sample_vectors(reader)
     uniform = accounting.samples(reader)
-    assert vectors is not None and vectors.shape == (len(uniform), arrays["centroids"].shape[1])
+    assert vectors is not None and vectors.shape == (len(uniform), centroids.dim)
     # the frozen embedder places each sampled document in the cluster the build assigned it to
-    fine = np.argmax(vectors @ arrays["fine_centroids"].T, axis=1)
-    assert np.array_equal(arrays["lookup"][fine], uniform.cluster.to_numpy())
+    fine = np.argmax(vectors @ centroids.fine_centroids.T, axis=1)
+    assert np.array_equal(centroids.lookup[fine], uniform.cluster.to_numpy())
 
 
 def test_search_documents_on_built_store(built_store) -> None:

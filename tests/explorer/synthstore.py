@@ -32,6 +32,7 @@ from mixture.store.formats import (
     TokenizerRef,
     write_model,
 )
+from mixture.store.model_files import CENTROIDS, Centroids, write_model_file
 
 QUALITY_NAMES = ["junk", "poor", "usable", "good", "excellent"]
 CONTENT_TYPES = ["code", "prose", "math", "default"]
@@ -182,8 +183,7 @@ def build_store(root: Path, k: int = 5, scale: int = 1, shards_per_cell: int = 1
     if centroids:
         cen = rng.normal(size=(k, 16)).astype(np.float32)
         cen /= np.linalg.norm(cen, axis=1, keepdims=True)
-        (root / "_model").mkdir(exist_ok=True)
-        np.savez(root / "_model/centroids.npz", centroids=cen)
+        write_model_file(str(root / "_model"), CENTROIDS, Centroids(cen, np.arange(k, dtype=np.int32), cen))
 
     for stage, tasks, done in (("read", 2, 2), ("dedup", 2, 2 if not building else 1), ("write", 3, 3 if not building else 0)):
         d = root / "_build" / stage

@@ -92,12 +92,11 @@ def test_side_files_of_a_store_without_them(tmp_path: Path) -> None:
 
 
 def test_model_artifacts(store: Path, store_b: Path) -> None:
-    arrays = accounting.centroids(StoreReader(str(store)))
+    centroids = accounting.centroids(StoreReader(str(store)))
     with np.load(store / "_model/centroids.npz") as raw:
-        assert arrays.keys() == set(raw.files) and np.array_equal(arrays["centroids"], raw["centroids"])
-    assert accounting.centroids(StoreReader(str(store_b))) == {}
+        assert np.array_equal(centroids.centroids, raw["centroids"]) and np.array_equal(centroids.lookup, raw["lookup"])
+    assert accounting.centroids(StoreReader(str(store_b))) is None
     assert accounting.sample_vectors(StoreReader(str(store))) is None  # centroids but no embedder
-    assert accounting.model_json(StoreReader(str(store)), "fit.json") is None
 
 
 def test_published_cell_table_equals_cell_table(store: Path, artifact: dict) -> None:

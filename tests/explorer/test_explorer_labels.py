@@ -1,53 +1,21 @@
-"""Readable domain labels (mixture/composition/labels.py), one function for the explorer and the static page."""
+"""The explorer and the static page show the same domain labels (mixture.composition.labels) and the same quality
+bucket names (mixture.store.layout.bucket_names), also for a store.json that names no bucket."""
 
 from __future__ import annotations
 
-from mixture.composition.labels import Term, dedup_terms, domain_label, generated_label
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from mixture import accounting
+from mixture.accounting import StoreReader
+from mixture.overview.page import build_page
 from tests.explorer.apptest_util import plain, run
-
-CODE_DOCS = [
-    "class TestCase(unittest.TestCase):\n    def test_it(self):\n        self.assertEqual(f(1), 2)\n"
-    "        self.assertEqual(g(), 3)\n",
-    "def helper(self, path):\n    return self.assertEqual(path, 'x')\n",
-]
-
-
-def test_a_fit_label_becomes_distinct_lower_case_words_and_code_tokens():
-    """Issue 16: labels were three capitalised top terms ('Self, Assertequal, Def') repeated in the summary."""
-    terms = ["self", "assertequal", "def", "unittest", "test", "tests", "testing", "path"]
-    label = domain_label("Self, Assertequal, Def", terms, CODE_DOCS)
-    assert label.generated
-    assert label.terms == (Term("self", True), Term("assertEqual", True), Term("def", True))
-    assert label.text == "self, assertEqual, def"  # spelled as the documents spell it
-    assert [t.text for t in label.more] == ["unittest", "test", "path"]  # tests, testing say what test says
-    assert not set(label.terms) & set(label.more)  # the terms beside the label do not repeat it
-
-
-def test_words_are_lower_case_and_acronyms_stay_capitals():
-    docs = ["The AWS council meeting minutes. AWS members vote on the motion at the Meeting."] * 3
-    label = domain_label("Council, Meeting, Aws", ["council", "meeting", "aws", "meetings", "vote"], docs)
-    assert label.terms == (Term("council"), Term("meeting"), Term("AWS"))
-    assert label.more == (Term("vote"),)
-
-
-def test_a_label_a_person_wrote_is_kept_with_the_terms_beside_it():
-    label = domain_label("Council and Board Meeting Records", ["council", "board", "boards"], ["the council"])
-    assert not label.generated and label.text == "Council and Board Meeting Records"
-    assert [t.text for t in label.more] == ["council", "board"]
-
-
-def test_dedup_and_generated():
-    assert dedup_terms(["use", "used", "using", "file", "files", "library", "libraries", "codec", "codecs"]) == [
-        "use", "file", "library", "codec"]
-    assert generated_label("Self, Assertequal, Def", ["self", "assertequal", "def", "x"])
-    assert generated_label("Self, Assertequal, Def, X (7)", ["self", "assertequal", "def", "x"])
-    assert generated_label("", ["a"]) and not generated_label("Mathematics", ["proof", "lemma"])
 
 
 def test_the_explorer_and_the_static_page_show_the_same_labels(app_env, store):
-    from mixture.accounting import StoreReader
-    from mixture.overview.page import build_page
-
     page = build_page(StoreReader(str(store)))
     at = run()
     index = {int(b.key.split("_")[1]): plain(b.label).split(" · ")[1] for b in at.button
@@ -55,3 +23,29 @@ def test_the_explorer_and_the_static_page_show_the_same_labels(app_env, store):
     assert index == {d.id: d.label for d in page.domains}
     assert index[0] == "socket, server, request"
     assert [t.text for t in page.domains[0].more_terms] == ["client", "port", "handler"]
+
+
+@pytest.mark.parametrize("levels, names", [(5, ["junk", "poor", "usable", "good", "excellent"]),
+                                           (7, [f"Q{q}" for q in range(7)])])
+def test_a_store_json_without_bucket_names_shows_the_same_names_everywhere(tmp_path: Path, monkeypatch, store,
+                                                                         levels, names):
+    """store.json `partition.quality_names` empty: the static page, the explorer and the reports give every bucket
+    the name the build would have written (the five default names for five buckets, else Q<n>)."""
+    copy = tmp_path / "store"
+    shutil.copytree(store, copy)
+    info = json.loads((copy / "store.json").read_text())
+    info["partition"] |= {"quality_names": [], "quality_levels": levels}
+    (copy / "store.json").write_text(json.dumps(info))
+    reader = StoreReader(str(copy))
+
+    assert build_page(reader).quality_names == names
+    monkeypatch.setenv("MIXTURE_STORE", str(copy))
+    monkeypatch.delenv("MIXTURE_PLAN", raising=False)
+    monkeypatch.setenv("MIXTURE_SHARE", "0")
+    buckets = next(m for m in run().metric if m.label == "buckets")
+    assert plain(buckets.proto.help) == "calibrated quality buckets: " + ", ".join(
+        f"Q{q} {n}" for q, n in enumerate(names))
+    cells = accounting.cell_table(reader)
+    assert {(q, n) for q, n in zip(cells.quality, cells.quality_name, strict=True)} == {
+        (q, names[q]) for q in set(cells.quality)}
+    assert list(accounting.matrix(reader).columns[2:-1]) == [f"Q{q} {n}" for q, n in enumerate(names)]

@@ -3,6 +3,9 @@ store's evidence, a dropped duplicate's kept twin as a link to its lineage, its 
 
 from __future__ import annotations
 
+import json
+import shutil
+
 import pytest
 
 from mixture import accounting
@@ -58,8 +61,37 @@ def test_a_kept_document_lists_the_checks_it_passed(built_env):
     evidence = {k: unescape(v) for k, v in checks.evidence.items()}
     for gate in info.filtered_by_reason:  # the gates of this build, from store.json
         assert gate in evidence["quality gates"]
-    assert f"{info.dedup.fuzzy_threshold:.3f}" in evidence["near dedup"] or checks.result["near dedup"] == "exempt"
+    assert f"{info.near_duplicates.threshold:.3f}" in evidence["near dedup"] or checks.result["near dedup"] == "exempt"
     assert info.decontamination.benchmarks[0].name in evidence["decontamination"]
     label = "exact" if row["reason"] == "exact_duplicate" else "near"
     dups = next(e for e in at.expander if e.label.endswith(f"{label} duplicates of it dropped"))
     assert any(row["id"] in p.proto.label for p in dups.get("page_link"))
+
+
+NEAR_DUPLICATES = {"measure": "word 5-gram Jaccard", "threshold": 0.5, "anchors": 8, "signature_margin": 0.2673,
+                   "band_pairs": 9, "buckets": 3, "documents": 6, "pairs_considered": 4, "pairs_ruled_out": 0,
+                   "pairs_compared": 4, "pairs_verified": 3, "pairs_rejected": 1, "drops": 3, "kept_similar": 0}
+
+
+@pytest.mark.parametrize("report", [True, False])
+def test_near_dedup_cites_the_threshold_the_pairs_were_verified_against(tmp_path, monkeypatch, store, report):
+    """The spec sets processing.dedup.fuzzy.threshold 0.5: the verification compared the pairs against 0.5, not
+    against the LSH threshold (0.719 for 14 bands of 8 rows), and the page says so (store.json's near-duplicate
+    report, else the spec's threshold it records)."""
+    copy = tmp_path / "store"
+    shutil.copytree(store, copy)
+    info = json.loads((copy / "store.json").read_text())
+    info["dedup"] = {"exact": True, "fuzzy": {"enabled": True, "permutations": 112, "bands": 14, "ngram": 5, "seed": 1,
+                                              "threshold": 0.5}, "fuzzy_threshold": 0.719}
+    if report:
+        info["near_duplicates"] = NEAR_DUPLICATES
+    (copy / "store.json").write_text(json.dumps(info))
+    monkeypatch.setenv("MIXTURE_STORE", str(copy))
+    monkeypatch.delenv("MIXTURE_PLAN", raising=False)
+    monkeypatch.setenv("MIXTURE_SHARE", "0")
+    kept = accounting.samples(StoreReader(str(copy)), "uniform").id.iloc[-1]
+    at = run("search", doc=kept)
+    checks = next(t.value for t in at.table if t.value.index.name == "check")
+    near = unescape(checks.evidence["near dedup"])
+    assert checks.result["near dedup"] == "passed"
+    assert "5-gram Jaccard ≥ 0.500" in near and "0.719" not in near

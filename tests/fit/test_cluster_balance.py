@@ -138,13 +138,13 @@ def test_fit_is_the_same_for_any_task_count_and_reports_what_assign_gives(built_
     assert np.array_equal(one.clusters.fine_centroids, three.clusters.fine_centroids)
     assert np.array_equal(one.clusters.lookup, three.clusters.lookup)
     assert one.labels == three.labels
-    assert one.fit["token_estimate"] == ("tokenizer" if tokens else "utf8_bytes")
-    assert one.fit["max_share"] == PARAMS["max_share"]
+    assert one.fit.token_estimate == ("tokenizer" if tokens else "utf8_bytes")
+    assert one.fit.max_share == PARAMS["max_share"]
     # the shares clusters.json gives are those of the clusters written for assign, with the sample's tokens
     assigned = [read_sample_assignments(str(p)) for p in sorted((tmp_path / "assigned3").glob("*.parquet"))]
     cluster = np.concatenate([a[1] for a in assigned])
     shares = np.bincount(cluster, minlength=PARAMS["k"]) / len(cluster)
-    assert [row["sample_share"] for row in one.labels] == pytest.approx(shares.tolist())
+    assert [row.sample_share for row in one.labels] == pytest.approx(shares.tolist())
     ids = [i for a in assigned for i in sorted(a[0], key=a[0].get)]
     if tokens:
         store = ds.dataset(sorted(str(p) for p in built_store.store.glob("cluster=*/quality=*/*.parquet")))
@@ -157,7 +157,7 @@ def test_fit_is_the_same_for_any_task_count_and_reports_what_assign_gives(built_
                          .to_table(columns=["id", "text"]).to_pydict().values(), strict=True))
         weights = token_estimate([texts[i] for i in ids])
     token_shares = np.bincount(cluster, weights=weights, minlength=PARAMS["k"]) / weights.sum()
-    assert [row["sample_token_share"] for row in one.labels] == pytest.approx(token_shares.tolist(), abs=1e-6)
+    assert [row.sample_token_share for row in one.labels] == pytest.approx(token_shares.tolist(), abs=1e-6)
     assert token_shares.max() <= PARAMS["max_share"] and np.all(np.diff(token_shares) <= 0)
 
 

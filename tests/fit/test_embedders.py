@@ -7,7 +7,8 @@ import importlib.util
 import numpy as np
 import pytest
 
-from mixture.fit.embed import LexicalEmbedder, SentenceEmbedder, embedder_from_bytes
+from mixture.fit.embed import LexicalEmbedder, SentenceEmbedder, embedder_of
+from mixture.store.model_files import EMBEDDER
 
 TEXTS = [f"document {i} about sockets servers and requests" if i % 2 else f"essay {i} on gardens flowers and soil"
          for i in range(60)]
@@ -15,7 +16,7 @@ TEXTS = [f"document {i} about sockets servers and requests" if i % 2 else f"essa
 
 def test_lexical_embedder_round_trip_is_exact():
     emb = LexicalEmbedder.fit(TEXTS, dim=8, seed=0)
-    again = embedder_from_bytes(emb.to_bytes())
+    again = embedder_of(EMBEDDER.decode(EMBEDDER.encode(emb.to_file()), "embedder.npz"))
     x, y = emb.transform(TEXTS), again.transform(TEXTS)
     assert np.array_equal(x, y)
     assert np.allclose(np.linalg.norm(x, axis=1), 1.0, atol=1e-5)

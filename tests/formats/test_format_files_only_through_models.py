@@ -54,9 +54,6 @@ JSON_PARSERS = {
     ("mixture/demo_corpus/read.py", "manifest"): "the demo corpus's MANIFEST.json",
     ("mixture/demo_corpus/read.py", "ground_truth"): "the demo corpus's ground_truth.json",
     ("mixture/demo_corpus/read.py", "iter_records"): "the demo corpus's JSONL records",
-    ("mixture/fit/embed.py", "embedder_from_bytes"): "a sentence embedder's settings in _model/",
-    ("mixture/fit/model_store.py", "load_model"): "_model/fit.json, clusters.json, calibration.json, "
-                                                   "calibration_groups.json",
     ("mixture/spec/datasets_source.py", "_read_json"): "a datasets save_to_disk folder's state and info JSON",
     ("pipelines/build.py", "_read_lock"): "the build lock _build/LOCK",
     ("pipelines/executors.py", "SlurmStageExecutor._record"): "the Slurm job record of a stage",

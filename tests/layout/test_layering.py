@@ -14,9 +14,9 @@ from tests.layout.test_import_graph import REPO, import_graph, imported_names, i
 RANKS: dict[int, tuple[str, ...]] = {
     0: ("mixture", "mixture.store", "mixture.text", "mixture.tokenizer", "mixture.demo_corpus", "mixture.specs"),
     1: ("mixture.stages", "mixture.decontam", "mixture.fit"),
-    2: ("mixture.spec",),
+    2: ("mixture.spec", "mixture.composition"),
     3: ("mixture.accounting",),
-    4: ("mixture.planner", "mixture.composition"),
+    4: ("mixture.planner",),
     5: ("mixture.pipelines", "mixture.overview"),
     6: ("mixture.explorer", "mixture.datasets"),
 }
