@@ -9,6 +9,7 @@ from datatrove.pipeline.base import PipelineStep
 
 from mixture.pipelines.context import BuildContext
 from mixture.spec.load import resolve_uri
+from mixture.stages.registry import FIT_ASSIGNMENTS_DIR, SAMPLE_DIR
 from mixture.store import layout
 
 
@@ -38,4 +39,4 @@ def steps(ctx: BuildContext) -> list:
               "embedding_dim": c.embedding_dim, "seed": ctx.spec.seed, "edges": list(q.edges), "embedder": c.embedder,
               "per_language": q.per_language, "group_min_docs": q.group_min_docs,
               "sentence_model": c.sentence_model and resolve_uri(c.sentence_model, ctx.spec_dir)}
-    return [FitModel(f"{ctx.work}/sample", ctx.at(layout.MODEL_DIR), params, f"{ctx.work}/fit_assignments")]
+    return [FitModel(ctx.at(SAMPLE_DIR), ctx.at(layout.MODEL_DIR), params, ctx.at(FIT_ASSIGNMENTS_DIR))]
