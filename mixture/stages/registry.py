@@ -1,6 +1,7 @@
 """The build's stages, in pipeline order: the one place a stage is added. The spec's `execution.stages` names, the
 build loop, the Slurm chains, the explorer's stage order and each stage's key (the spec fields it `reads`, what it
-writes) all come from `STAGES`.
+writes) all come from `STAGES`. The files each stage writes are named here too, once (its `StageFiles`, of TaskFile
+templates): its steps, the stages that read them and the build's clean-ups take every path from these.
 
 Light on purpose (no datatrove import): the spec validation imports it; a stage's steps are imported when it is built."""
 
