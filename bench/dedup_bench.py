@@ -88,13 +88,14 @@ def _task(ctx, what: str, rank: int) -> None:
 
         fz = ctx.spec.processing.dedup.fuzzy
         if what == "old-exact":
-            dedup_reference.exact_drops(f"{ctx.work}/prepared")
+            dedup_reference.exact_drops(ctx.at(stage_registry.PREPARED.folder))
         else:
-            dedup_reference.near_drops(f"{ctx.work}/mh_buckets", f"{ctx.work}/prepared",
+            dedup_reference.near_drops(ctx.at(stage_registry.COLLISIONS_DIR), ctx.at(stage_registry.PREPARED.folder),
                                        threshold=fz.similarity_threshold, ngram=fz.ngram, permutations=fz.permutations)
         return
     if what == "keys":
-        pipeline, world = [DedupKeys(f"{ctx.work}/prepared", ctx.dedup_folder, ctx.memory_limit("prepare"))], ctx.tasks
+        pipeline, world = [DedupKeys(ctx.at(stage_registry.PREPARED.folder), ctx.at(stage_registry.DEDUP),
+                                     ctx.memory_limit("prepare"))], ctx.tasks
     else:
         stage = build_stage(ctx, stage_registry.get(what))
         pipeline, world = stage.pipeline, stage.tasks

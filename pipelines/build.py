@@ -123,10 +123,11 @@ def store_lock(store: str, break_lock: bool = False):
 
 
 def build_stage(ctx: BuildContext, stage: stage_registry.StageDef) -> Stage:
-    """The stage's pipeline for this build; a stage with side files first removes those of an earlier attempt."""
+    """The stage's pipeline for this build; a stage whose tasks write files of their own first removes those of an
+    earlier attempt."""
     pipeline = stage.steps_function()(ctx)
-    if stage.side_files:
-        pipeline = [ClearTaskFiles([ctx.at(glob) for glob in stage.side_files],
+    if stage.files.tasks:
+        pipeline = [ClearTaskFiles([ctx.at(glob) for glob in stage.files.task_globs],
                                    ctx.at(f"{layout.stage_dir(stage.name)}/attempts")), *pipeline]
     return Stage(stage.name, pipeline, stage.task_count(ctx.spec, ctx.tasks))
 

@@ -1,5 +1,5 @@
-"""A build's context: its spec, store and task count, the execution settings of each stage, the sources as listed
-once when the build starts, and where the stages' work lives."""
+"""A build's context: its spec, store and task count, the execution settings of each stage, and the sources as
+listed once when the build starts. Where a stage's files are in the store: the stage registry (`ctx.at(folder)`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from mixture.spec.inputs import ListedSource, list_source, spec_files
 from mixture.spec.models import Execution, Spec
 from mixture.spec.resolve import References
 from mixture.spec.source_formats import source_format
-from mixture.store import layout
+from mixture.stages import registry as stage_registry
 from mixture.store.formats import InputManifest
 
 DUCKDB_MEMORY_SHARE = 0.5  # of a task's memory, for DuckDB (the rest: Arrow batches, numpy, Python)
@@ -55,10 +55,6 @@ class BuildContext:
     def at(self, rel: str) -> str:
         return f"{self.store}/{rel}"
 
-    @property
-    def work(self) -> str:
-        return self.at(layout.WORK_DIR)
-
     def listed(self) -> list[ListedSource]:
         """Every source as listed once, when the build starts (hub datasets resolve here): the files the readers
         share out are the files the input manifest records."""
@@ -91,19 +87,8 @@ class BuildContext:
 
     @property
     def fuzzy_drops(self) -> str | None:
-        """The folder of the near duplicates `minhash_cluster` lists (`<prepared file>.parquet`, DROPS schema), None
-        without fuzzy dedup."""
-        return f"{self.work}/fuzzy_drops" if self.spec.processing.dedup.fuzzy.enabled else None
-
-    @property
-    def dedup_folder(self) -> str:
-        """The exact-dedup shuffle (dedup/keys.py): keys by id and hash partition, file tables, counts."""
-        return f"{self.work}/dedup"
-
-    @property
-    def near_dups_folder(self) -> str:
-        """The near-duplicate work (dedup/minhash_*.py): candidate pairs by partition, verified pairs, counts."""
-        return f"{self.work}/near_dups"
+        """The folder of the near duplicates `minhash_cluster` lists (FUZZY_DROPS), None without fuzzy dedup."""
+        return self.at(stage_registry.FUZZY_DROPS.folder) if self.spec.processing.dedup.fuzzy.enabled else None
 
     def memory_limit(self, stage: str) -> str:
         """DuckDB's memory limit in a task of `stage`: DUCKDB_MEMORY_SHARE of the memory the task is given
@@ -114,4 +99,4 @@ class BuildContext:
     @property
     def near_duplicates_report(self) -> str | None:
         """`minhash_cluster`'s report (NearDuplicateReport), None without fuzzy dedup."""
-        return f"{self.work}/near_duplicates.json" if self.spec.processing.dedup.fuzzy.enabled else None
+        return self.at(stage_registry.NEAR_DUPLICATES_REPORT) if self.spec.processing.dedup.fuzzy.enabled else None

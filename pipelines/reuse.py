@@ -13,13 +13,14 @@ from mixture.pipelines.context import BuildContext, BuildError
 from mixture.spec.canonical import canonical_spec
 from mixture.stages import keys as stage_keys
 from mixture.stages import registry as stage_registry
+from mixture.stages.files import RANK
 from mixture.stages.keys import Changes
 from mixture.store import layout
 from mixture.store.formats import FormatError, StageRecord, StoreArtifact, read_model, write_model
 
 KEY_FILE = "key.json"  # in _build/<stage>/: the StageRecord of the work there
 REDO_FLAG = "--redo-changed"
-RANK = "[0-9]" * 5  # a task's 5-digit rank, in a glob
+ANY_TASK = "[0-9]" * 5  # a task's 5-digit rank, in a glob
 
 
 class StoreChanged(BuildError):
@@ -86,9 +87,9 @@ def _rm(fs, pattern: str, root: str) -> None:
 
 
 def clear_stage(fs, root: str, stage: stage_registry.StageDef) -> None:
-    """Remove what a stage wrote: its outputs, its side files of every task, then its `_build/<name>/` (the
-    completions and the key record last: a clear interrupted midway is redone by the next run)."""
-    for rel in (*stage.outputs, *(g.replace("{rank}", RANK) for g in stage.side_files)):
+    """Remove what a stage wrote: its outputs, its tasks' files, then its `_build/<name>/` (the completions and the
+    key record last: a clear interrupted midway is redone by the next run)."""
+    for rel in (*stage.files.outputs, *(g.replace(RANK, ANY_TASK) for g in stage.files.task_globs)):
         _rm(fs, f"{root}/{rel}", root)
     _rm(fs, _stage_dir(root, stage.name), root)
 

@@ -9,6 +9,8 @@ from datatrove.pipeline.writers.parquet import ParquetWriter
 
 from mixture.pipelines import schemas
 from mixture.pipelines.runtime.datatrove_compat import ParquetWriterBase
+from mixture.stages.files import RANK, TaskFile
+from mixture.stages.registry import DROPPED, PREPARED, QUARANTINED
 from mixture.store.io import DigestingFile
 
 TEXT_HEAD = 500
@@ -166,7 +168,7 @@ def _store_row(self, doc: Document) -> dict:
 
 
 class WorkWriter(BoundedParquetWriter):
-    """`<folder>/<rank>.parquet` of prepared documents; each row records its task and its index in the file."""
+    """The prepared documents (PREPARED); each row records its task and its index in the file."""
 
     current_rank, rows = 0, 0
 
@@ -175,25 +177,30 @@ class WorkWriter(BoundedParquetWriter):
         return super().run(data, rank, world_size)
 
 
-def work_writer(folder: str) -> ParquetWriter:
+def _target(store: str, file: TaskFile) -> tuple[str, str]:
+    """datatrove's output folder and file name (`${rank}`: the task) of a stage's files in `store`."""
+    return f"{store}/{file.folder}", file.name.replace(RANK, "${rank}")
+
+
+def work_writer(store: str) -> ParquetWriter:
     return WorkWriter(
-        folder, "${rank}.parquet", adapter=_work_row, schema=schemas.WORK, max_file_size=-1, compression="zstd",
+        *_target(store, PREPARED), adapter=_work_row, schema=schemas.WORK, max_file_size=-1, compression="zstd",
         use_content_defined_chunking=False, write_page_index=False, batch_size=STORE_BATCH,
     )
 
 
-def drop_writer(folder: str, reason: str) -> ParquetWriter:
+def drop_writer(store: str, reason: str) -> ParquetWriter:
     w = BoundedParquetWriter(
-        folder, "part-${rank}.parquet", adapter=_drop_row, schema=schemas.DROPPED, max_file_size=-1,
+        *_target(store, DROPPED[reason]), adapter=_drop_row, schema=schemas.DROPPED, max_file_size=-1,
         compression="zstd", use_content_defined_chunking=False, write_page_index=False,
     )
     w.drop_reason = reason
     return w
 
 
-def quarantine_writer(folder: str, filename: str = "part-${rank}.parquet") -> ParquetWriter:
+def quarantine_writer(store: str, file: TaskFile = QUARANTINED) -> ParquetWriter:
     return BoundedParquetWriter(
-        folder, filename, adapter=_quarantine_row, schema=schemas.QUARANTINE, max_file_size=-1,
+        *_target(store, file), adapter=_quarantine_row, schema=schemas.QUARANTINE, max_file_size=-1,
         compression="zstd", use_content_defined_chunking=False, write_page_index=False,
     )
 

@@ -12,6 +12,7 @@ from fsspec.core import url_to_fs
 from fsspec.implementations.local import LocalFileSystem
 from fsspec.utils import glob_translate
 
+from mixture.stages.registry import PREPARED, TALLY
 from mixture.store import layout
 
 GLOB_CHARS = "*?["
@@ -24,8 +25,8 @@ _CELL = (re.compile(r"^cluster=[^/]+$"), re.compile(r"^quality=[^/]+$"))
 STORE_EXAMPLES = (layout.STORE_JSON, "cluster=00/quality=0/000_part-00000.parquet", "cluster=00/quality=0/_ledger.json",
                   f"{layout.QUARANTINE_DIR}/part-00000.parquet", f"{layout.DROPPED_DIR}/filtered/part-00000.parquet",
                   layout.UNIFORM_SAMPLES, f"{layout.MODEL_DIR}/fit.json", layout.LOCK_FILE,
-                  f"{layout.BUILD_DIR}/prepare/stats.json", f"{layout.WORK_DIR}/prepared/00000.parquet",
-                  f"{layout.WORK_DIR}/tally/00000.json")
+                  f"{layout.BUILD_DIR}/prepare/stats.json", PREPARED.path(PREPARED.folder, 0),
+                  TALLY.path(TALLY.folder, 0))
 
 
 def has_glob(path: str) -> bool:

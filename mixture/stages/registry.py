@@ -1,6 +1,7 @@
 """The build's stages, in pipeline order: the one place a stage is added. The spec's `execution.stages` names, the
 build loop, the Slurm chains, the explorer's stage order and each stage's key (the spec fields it `reads`, what it
-writes) all come from `STAGES`.
+writes) all come from `STAGES`. The files each stage writes are named here too, once (its `StageFiles`, of TaskFile
+templates): its steps, the stages that read them and the build's clean-ups take every path from these.
 
 Light on purpose (no datatrove import): the spec validation imports it; a stage's steps are imported when it is built."""
 
@@ -12,13 +13,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from mixture.stages.files import PART, RANK, StageFiles, TaskFile
 from mixture.store import drops, layout
 
 if TYPE_CHECKING:
     from mixture.spec.models import Spec
 
 TASKS = "tasks"  # a stage's task count: the build's (execution.tasks, or --tasks)
-ID_QUARANTINE = "part-ids-${rank}.parquet"  # `_quarantine/` file of the duplicate-id check (one per task)
 FUZZY = "processing.dedup.fuzzy.enabled"
 # minhash_buckets: one task per band and slice of the band's first-hash range, S = bucket_slices(bands, T) of them
 BAND_SLICES = "bands × S"
@@ -49,9 +50,8 @@ class StageDef:
     tasks: int | str  # a number, TASKS, or the dotted spec field that holds the count
     when: str | None = None  # the dotted boolean spec field that turns the stage on; None: every build runs it
     chained: bool = False
-    # globs under the store ({rank}: the task, 5 digits) of the files a task writes under names its rerun may not
-    # rewrite; the stage's first step removes them (pipelines/runtime/attempts.py)
-    side_files: tuple[str, ...] = ()
+    # what it writes: each task's files (a rerun task first removes an earlier attempt's) and its outputs
+    files: StageFiles = StageFiles()
     # the spec fields the stage's output depends on, as paths of the canonical spec (mixture/stages/keys.py): a
     # field (`seed`), a section (every field under it: `processing.filters`) or a field of every list item
     # (`sources[].uri`). The stage's key hashes their values, the files they name (sources, benchmarks, models, a
@@ -59,9 +59,6 @@ class StageDef:
     # missing here lets a rerun reuse work the edited spec would not have made (tests/stages/test_stage_keys.py
     # records what each stage's steps read and fails on a field not listed).
     reads: tuple[str, ...] = ()
-    # what the stage writes as a whole, globs under the store: removed (with its side files of every task and its
-    # `_build/<name>/`) when the stage is redone because its key changed
-    outputs: tuple[str, ...] = ()
 
     def runs(self, spec: Spec) -> bool:
         return self.when is None or bool(operator.attrgetter(self.when)(spec))
@@ -85,67 +82,110 @@ def bucket_slices(bands: int, tasks: int) -> int:
     return max(1, -(-tasks // bands))
 
 
-def _drop_files(stage: str) -> tuple[str, ...]:
-    """The `_dropped/<reason>/` file of each reason whose rows the tasks of `stage` write (mixture.store.drops)."""
-    return tuple(f"{r.folder}/part-{{rank}}.parquet" for r in drops.dropped_by(stage))
-
-
+# Where each stage's work is, under the store, and the files its tasks write there (mixture/stages/files.py), by
+# the stage that writes them; the steps take every path from these (`<file>.path(<folder in the build>, rank, part)`).
 WORK = layout.WORK_DIR
+DROPPED = {r.name: TaskFile(r.folder, f"part-{RANK}.parquet") for r in drops.REASONS}  # `_dropped/<reason>/`
+
+
+def dropped_by(stage: str) -> tuple[TaskFile, ...]:
+    """The `_dropped/<reason>/` file of each reason whose rows the tasks of `stage` write (mixture.store.drops)."""
+    return tuple(DROPPED[r.name] for r in drops.dropped_by(stage))
+
+
+# prepare
+QUARANTINED = TaskFile(layout.QUARANTINE_DIR, f"part-{RANK}.parquet")  # records that are not documents
+PREPARED = TaskFile(f"{WORK}/prepared", f"{RANK}.parquet")  # the documents (pipelines/schemas.py WORK)
+TALLY = TaskFile(f"{WORK}/tally", f"{RANK}.json")  # records read per source, files not read to their end
 DEDUP = f"{WORK}/dedup"  # the exact-dedup shuffle (pipelines/dedup/keys.py)
+KEYS_BY_ID = TaskFile(DEDUP, f"by_id/{PART}/{RANK}.parquet")  # the documents' keys, by id partition
+KEYS_BY_HASH = TaskFile(DEDUP, f"by_hash/{PART}/{RANK}.parquet")  # and by exact-hash partition
+SOURCE_RUNS = TaskFile(DEDUP, f"files/{RANK}.parquet")  # where each source file's documents are
+# duplicate_ids, find_duplicates: the drops by prepared file, the ids dropped by hash partition, the tasks' counts
+DROP_LISTS = f"{WORK}/drops"
+ID_DROPS = TaskFile(DROP_LISTS, f"{PART}/ids-{RANK}.parquet")
+ID_GONE = TaskFile(DEDUP, f"id_drops/{PART}/{RANK}.parquet")
+ID_COUNTS = TaskFile(DEDUP, f"counts/ids-{RANK}.parquet")
+EXACT_DROPS = TaskFile(DROP_LISTS, f"{PART}/exact-{RANK}.parquet")
+EXACT_COUNTS = TaskFile(DEDUP, f"counts/exact-{RANK}.parquet")
+# minhash_sigs: datatrove's signature files, one per band (the partition), and beside each its slice index
+SIGNATURES_DIR = f"{WORK}/mh_sigs"
+SIGNATURES = TaskFile(SIGNATURES_DIR, f"bucket_{{part:03d}}/{RANK}.minhash.sig")
+SLICE_INDEX = TaskFile(SIGNATURES_DIR, f"bucket_{{part:03d}}/{RANK}.minhash.slices")
+# minhash_buckets: each task's colliding pairs, then its candidate pairs by verification partition, the documents
+# each prepared file (the partition) is asked for, the bucket members and the task's counts
+COLLISIONS_DIR = f"{WORK}/mh_buckets"
+COLLISIONS = TaskFile(COLLISIONS_DIR, f"{RANK}_00.dups")
 NEAR = f"{WORK}/near_dups"  # candidate and verified near-duplicate pairs (pipelines/dedup/minhash_*.py)
+CANDIDATE_PAIRS = TaskFile(NEAR, f"pairs/{PART}/{RANK}.parquet")
+BUCKET_MEMBERS = TaskFile(NEAR, f"members/{PART}/{RANK}.parquet")
+GATHER_REQUESTS = TaskFile(NEAR, f"requests/{PART}/{RANK}.parquet")
+BAND_TASK_COUNTS = TaskFile(NEAR, f"bands/{RANK}.parquet")
+# minhash_gather: the candidate documents, by verification partition
+GATHERED_TEXTS = TaskFile(NEAR, f"texts/{PART}/{RANK}.parquet")
+# minhash_verify: the verified pairs with their evidence, the task's counts
+VERIFIED_PAIRS = TaskFile(NEAR, f"verified/{RANK}.parquet")
+VERIFY_TASK_COUNTS = TaskFile(NEAR, f"verify_counts/{RANK}.parquet")
+# minhash_cluster (one task): the near duplicates by prepared file, and the report (NearDuplicateReport)
+FUZZY_DROPS_DIR = f"{WORK}/fuzzy_drops"
+FUZZY_DROPS = TaskFile(FUZZY_DROPS_DIR, f"{PART}.parquet")
+NEAR_DUPLICATES_REPORT = f"{WORK}/near_duplicates.json"
+# sample, fit: their folders (mixture.fit names the files in them)
+SAMPLE_DIR = f"{WORK}/sample"
+FIT_ASSIGNMENTS_DIR = f"{WORK}/fit_assignments"
+# assign: the store's shards (rotated ones `NNN_part-…`), the cells' sample candidates, what the task wrote
+SHARDS = TaskFile("", f"cluster=*/quality=*/*part-{RANK}.parquet")
+CELL_SAMPLES = TaskFile(f"{WORK}/samples", f"{RANK}.parquet")
+SHARD_FACTS = TaskFile(f"{WORK}/shard_facts", f"{RANK}.json")
+ID_QUARANTINED = TaskFile(layout.QUARANTINE_DIR, f"part-ids-{RANK}.parquet")  # repeated ids, as bad input
 
 STAGES: tuple[StageDef, ...] = (
     StageDef("prepare", "read, clean, filter, fingerprint and score every document",
              "mixture.pipelines.prepare.stage:steps", TASKS, chained=True,
-             side_files=(f"{layout.QUARANTINE_DIR}/part-{{rank}}.parquet", f"{WORK}/prepared/{{rank}}.parquet",
-                         f"{WORK}/tally/{{rank}}.json", *_drop_files("prepare"), f"{DEDUP}/files/{{rank}}.parquet",
-                         f"{DEDUP}/by_id/*/{{rank}}.parquet", f"{DEDUP}/by_hash/*/{{rank}}.parquet"),
+             files=StageFiles(tasks=(QUARANTINED, PREPARED, TALLY, *dropped_by("prepare"), SOURCE_RUNS, KEYS_BY_ID,
+                                     KEYS_BY_HASH)),
              reads=(*SOURCE_FIELDS, "processing.filters", FUZZY, "processing.dedup.fuzzy.ngram",
                     "processing.dedup.fuzzy.permutations", "processing.dedup.fuzzy.seed", "processing.decontamination",
                     "processing.language", "partition.quality.scorer", "partition.quality.fasttext_model", "partition.quality.fasttext_label")),
     StageDef("duplicate_ids", "repeated ids, one id hash partition per task (DuckDB)",
              "mixture.pipelines.dedup.duplicate_ids:steps", TASKS, chained=True,
-             side_files=(f"{WORK}/drops/*/ids-{{rank}}.parquet", f"{DEDUP}/id_drops/*/{{rank}}.parquet",
-                         f"{DEDUP}/counts/ids-{{rank}}.parquet")),
+             files=StageFiles(tasks=(ID_DROPS, ID_GONE, ID_COUNTS))),
     StageDef("find_duplicates", "exact duplicates, one text hash partition per task (DuckDB)",
              "mixture.pipelines.dedup.find_duplicates:steps", TASKS, chained=True,
-             side_files=(f"{WORK}/drops/*/exact-{{rank}}.parquet", f"{DEDUP}/counts/exact-{{rank}}.parquet"),
+             files=StageFiles(tasks=(EXACT_DROPS, EXACT_COUNTS)),
              reads=("processing.dedup.exact.enabled",)),
     StageDef("minhash_sigs", "MinHash signatures of the kept fuzzy-group documents",
              "mixture.pipelines.dedup.minhash_sigs:steps", TASKS, when=FUZZY, chained=True,
              reads=MINHASH,
-             outputs=(f"{WORK}/mh_sigs",)),
+             files=StageFiles(outputs=(SIGNATURES_DIR,))),
     StageDef("minhash_buckets", "candidate near-duplicate pairs, one task per band and first-hash slice",
              "mixture.pipelines.dedup.minhash_buckets:steps", BAND_SLICES, when=FUZZY, chained=True,
-             side_files=(f"{NEAR}/pairs/*/{{rank}}.parquet", f"{NEAR}/members/*/{{rank}}.parquet",
-                         f"{NEAR}/requests/*/{{rank}}.parquet", f"{NEAR}/bands/{{rank}}.parquet"),
              reads=MINHASH,
-             outputs=(f"{WORK}/mh_buckets",)),
+             files=StageFiles(tasks=(CANDIDATE_PAIRS, BUCKET_MEMBERS, GATHER_REQUESTS, BAND_TASK_COUNTS),
+                              outputs=(COLLISIONS_DIR,))),
     StageDef("minhash_gather", "candidate documents, each prepared file read once, to their partitions",
              "mixture.pipelines.dedup.minhash_gather:steps", TASKS, when=FUZZY, chained=True,
-             side_files=(f"{NEAR}/texts/*/{{rank}}.parquet",)),
+             files=StageFiles(tasks=(GATHERED_TEXTS,))),
     StageDef("minhash_verify", "candidate pairs verified on their shingles, by partition",
              "mixture.pipelines.dedup.minhash_verify:steps", TASKS, when=FUZZY, chained=True,
-             side_files=(f"{NEAR}/verified/{{rank}}.parquet", f"{NEAR}/verify_counts/{{rank}}.parquet"),
+             files=StageFiles(tasks=(VERIFIED_PAIRS, VERIFY_TASK_COUNTS)),
              reads=("processing.dedup.fuzzy",)),
     StageDef("minhash_cluster", "near duplicates: greedy keep in spec order over the verified pairs",
              "mixture.pipelines.dedup.minhash_cluster:steps", 1, when=FUZZY, chained=True,
              reads=("processing.dedup.fuzzy",),
-             outputs=(f"{WORK}/fuzzy_drops", f"{WORK}/near_duplicates.json")),
+             files=StageFiles(outputs=(FUZZY_DROPS_DIR, NEAR_DUPLICATES_REPORT))),
     # not chained: its sample rate comes from the number of documents dedup kept
     StageDef("sample", "a seeded sample of the kept documents, its tokens and terms counted",
              "mixture.pipelines.partition.sample:steps", TASKS,
-             reads=("partition.clusters.sample_docs", "seed", FUZZY, "tokenizer"), outputs=(f"{layout.WORK_DIR}/sample",)),
+             reads=("partition.clusters.sample_docs", "seed", FUZZY, "tokenizer"),
+             files=StageFiles(outputs=(SAMPLE_DIR,))),
     StageDef("fit", "embedder (merged term counts), clusters, labels, quality calibration",
              "mixture.pipelines.partition.fit:steps", 1, chained=True,
              reads=("partition.clusters", "partition.quality", "seed"),
-             outputs=(layout.MODEL_DIR, f"{layout.WORK_DIR}/fit_assignments")),
+             files=StageFiles(outputs=(layout.MODEL_DIR, FIT_ASSIGNMENTS_DIR))),
     StageDef("assign", "route duplicates; cluster, score and tokenize; write the cells",
              "mixture.pipelines.partition.assign:steps", TASKS, chained=True,
-             side_files=("cluster=*/quality=*/*part-{rank}.parquet", f"{layout.WORK_DIR}/samples/{{rank}}.parquet",
-                         f"{layout.WORK_DIR}/shard_facts/{{rank}}.json",
-                         f"{layout.QUARANTINE_DIR}/{ID_QUARANTINE.replace('${rank}', '{rank}')}",
-                         *_drop_files("assign")),
+             files=StageFiles(tasks=(SHARDS, CELL_SAMPLES, SHARD_FACTS, ID_QUARANTINED, *dropped_by("assign"))),
              reads=("tokenizer", "partition.quality.edges", "partition.clusters.k", "store.keep_token_ids",
                     "store.samples_per_cell", "store.exemplars_per_cell", "store.shard_bytes", "store.compression",
                     "seed", FUZZY)),

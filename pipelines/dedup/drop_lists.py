@@ -1,6 +1,6 @@
 """The drops the exact stages list (`duplicate_ids`, `find_duplicates`): the later occurrences, in spec order, of
-each key repeated in the task's partition, the first occurrence as evidence, filed by prepared file
-(`<work>/drops/<file>/`, read by route_drops.load_drops); and the number each task dropped. All documents of one key
+each key repeated in the task's partition, the first occurrence as evidence, filed by prepared file (ID_DROPS,
+EXACT_DROPS, read by route_drops.load_drops); and the number each task dropped. All documents of one key
 are in one partition, so the partitions' drops are those of one query over every document."""
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ import pyarrow as pa
 
 from mixture.pipelines.dedup.shuffle import PART, sorted_batches, summed_counts, write_partitions
 from mixture.pipelines.schemas import DROPS
+from mixture.stages.registry import EXACT_COUNTS, ID_COUNTS
 
-COUNTS = pa.schema([("drops", pa.int64())])  # a task's drops (`<folder>/counts/{ids,exact}-<q>.parquet`)
+COUNTS = pa.schema([("drops", pa.int64())])  # a task's drops (ID_COUNTS, EXACT_COUNTS)
 
 # every occurrence of a repeated `key` after the first in spec order (source, file, record), with the first
 # occurrence's id, source, file and record
@@ -22,11 +23,6 @@ LATER = """
                first_value(record) OVER w AS first_record
         FROM rep WINDOW w AS (PARTITION BY {key} ORDER BY source_order, file, record, rank, idx))
     WHERE n > 1"""
-
-
-def drops_folder(work: str, rank: int) -> str:
-    """Where the dedup stages list the drops of prepared file `rank` (one file per deciding task)."""
-    return f"{work}/drops/{rank:05d}"
 
 
 def _details(batch: pa.RecordBatch, form: str) -> pa.Array:
@@ -46,5 +42,5 @@ def write_drops(con, sql: str, reason: str, form: str, path_of) -> int:
 
 
 def dropped_count(folder: str) -> int:
-    """Documents the two exact stages dropped, from their tasks' counts (`<folder>/counts/`)."""
-    return summed_counts(f"{folder}/counts", COUNTS)["drops"]
+    """Documents the two exact stages dropped, from their tasks' counts (in `folder`, the dedup shuffle's)."""
+    return sum(summed_counts(counts.every(folder), COUNTS)["drops"] for counts in (ID_COUNTS, EXACT_COUNTS))

@@ -6,10 +6,11 @@ from __future__ import annotations
 import pyarrow as pa
 
 from mixture.pipelines.context import BuildContext
-from mixture.pipelines.dedup.drop_lists import COUNTS, LATER, drops_folder, write_drops
+from mixture.pipelines.dedup.drop_lists import COUNTS, LATER, write_drops
 from mixture.pipelines.dedup.keys import DOCS, KEYS
 from mixture.pipelines.dedup.partitioned import PartitionedStep
 from mixture.pipelines.dedup.shuffle import PART, sorted_batches, write_counts, write_partitions
+from mixture.stages.registry import DEDUP, DROP_LISTS, ID_COUNTS, ID_DROPS, ID_GONE, KEYS_BY_ID
 
 GONE = pa.schema([("rank", pa.int32()), ("idx", pa.int64())])  # documents of a hash partition the id check dropped
 ID_DETAIL = "id {id!r} is already used by source {src!r} ({file}:{rec})"
@@ -17,31 +18,31 @@ ID_DETAIL = "id {id!r} is already used by source {src!r} ({file}:{rec})"
 
 class DuplicateIds(PartitionedStep):
     """Stage `duplicate_ids`, task q: the later occurrences (spec order) of the ids of id partition q are listed as
-    `duplicate_id` (`<work>/drops/<file>/ids-<q>.parquet`, the detail naming the source, file and record that own
-    the id), and sent to the partition of their exact hash (`<folder>/id_drops/<hash partition>/<q>.parquet`) for
-    the exact check, which leaves them out."""
+    `duplicate_id` by prepared file (ID_DROPS in `drop_lists`, the detail naming the source, file and record that
+    own the id), and sent to the partition of their exact hash (ID_GONE in `folder`, the dedup shuffle's) for the
+    exact check, which leaves them out."""
 
     name = "find repeated ids"
 
-    def __init__(self, folder: str, work: str, memory_limit: str | None = None):
+    def __init__(self, folder: str, drop_lists: str, memory_limit: str | None = None):
         super().__init__(memory_limit)
-        self.folder, self.work = folder, work
+        self.folder, self.drop_lists = folder, drop_lists
 
     def inputs(self, rank: int) -> list[tuple[str, str, pa.Schema]]:
-        return [("part", f"{self.folder}/by_id/{rank:05d}", KEYS)]
+        return [("part", KEYS_BY_ID.every(self.folder, rank), KEYS)]
 
     def process(self, con, rank: int) -> dict[str, int]:
         con.execute(f"CREATE TEMP TABLE docs AS {DOCS.format(table='part')}")
         con.execute(f"CREATE TEMP TABLE later AS {LATER.format(key='id', table='docs')}")
         n = write_drops(con, "SELECT * FROM later ORDER BY rank, idx", "duplicate_id", ID_DETAIL,
-                        lambda r: f"{drops_folder(self.work, r)}/ids-{rank:05d}.parquet")
+                        lambda r: ID_DROPS.path(self.drop_lists, rank, r))
         write_partitions(sorted_batches(con, f"""SELECT rank, idx, hash_part AS {PART} FROM later
                                                  JOIN docs USING (rank, idx) ORDER BY {PART}, rank, idx"""),
-                         lambda q: f"{self.folder}/id_drops/{q:05d}/{rank:05d}.parquet")
-        write_counts(f"{self.folder}/counts/ids-{rank:05d}.parquet", COUNTS, {"drops": n})
+                         lambda q: ID_GONE.path(self.folder, rank, q))
+        write_counts(ID_COUNTS.path(self.folder, rank), COUNTS, {"drops": n})
         return {"duplicate_id": n}
 
 
 def steps(ctx: BuildContext) -> list:
     """Repeated ids, one id partition per task (DuckDB)."""
-    return [DuplicateIds(ctx.dedup_folder, ctx.work, ctx.memory_limit("duplicate_ids"))]
+    return [DuplicateIds(ctx.at(DEDUP), ctx.at(DROP_LISTS), ctx.memory_limit("duplicate_ids"))]

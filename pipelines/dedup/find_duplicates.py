@@ -6,30 +6,31 @@ from __future__ import annotations
 import pyarrow as pa
 
 from mixture.pipelines.context import BuildContext
-from mixture.pipelines.dedup.drop_lists import COUNTS, LATER, drops_folder, write_drops
+from mixture.pipelines.dedup.drop_lists import COUNTS, LATER, write_drops
 from mixture.pipelines.dedup.duplicate_ids import GONE
 from mixture.pipelines.dedup.keys import DOCS, KEYS
 from mixture.pipelines.dedup.partitioned import PartitionedStep
 from mixture.pipelines.dedup.shuffle import write_counts
+from mixture.stages.registry import DEDUP, DROP_LISTS, EXACT_COUNTS, EXACT_DROPS, ID_GONE, KEYS_BY_HASH
 
 EXACT_DETAIL = "same text as {id!r} ({src}, {file}:{rec})"
 
 
 class FindDuplicates(PartitionedStep):
     """Stage `find_duplicates`, task q: among the documents of exact-hash partition q whose id was not dropped,
-    the later occurrences (spec order) of a text are listed as `exact_duplicate`
-    (`<work>/drops/<file>/exact-<q>.parquet`, the detail naming the kept copy). With exact dedup off, none."""
+    the later occurrences (spec order) of a text are listed as `exact_duplicate` by prepared file (EXACT_DROPS in
+    `drop_lists`, the detail naming the kept copy). With exact dedup off, none."""
 
     name = "find exact duplicates"
 
-    def __init__(self, folder: str, work: str, exact: bool, memory_limit: str | None = None):
+    def __init__(self, folder: str, drop_lists: str, exact: bool, memory_limit: str | None = None):
         super().__init__(memory_limit)
-        self.folder, self.work, self.exact = folder, work, exact
+        self.folder, self.drop_lists, self.exact = folder, drop_lists, exact
 
     def inputs(self, rank: int) -> list[tuple[str, str, pa.Schema]]:
         if not self.exact:
             return []
-        return [("part", f"{self.folder}/by_hash/{rank:05d}", KEYS), ("gone", f"{self.folder}/id_drops/{rank:05d}", GONE)]
+        return [("part", KEYS_BY_HASH.every(self.folder, rank), KEYS), ("gone", ID_GONE.every(self.folder, rank), GONE)]
 
     def process(self, con, rank: int) -> dict[str, int]:
         n = 0
@@ -38,12 +39,12 @@ class FindDuplicates(PartitionedStep):
                         "ANTI JOIN gone USING (rank, idx)")
             later = LATER.format(key="exact_hash", table="kept")
             n = write_drops(con, f"SELECT * FROM ({later}) ORDER BY rank, idx", "exact_duplicate", EXACT_DETAIL,
-                            lambda r: f"{drops_folder(self.work, r)}/exact-{rank:05d}.parquet")
-        write_counts(f"{self.folder}/counts/exact-{rank:05d}.parquet", COUNTS, {"drops": n})
+                            lambda r: EXACT_DROPS.path(self.drop_lists, rank, r))
+        write_counts(EXACT_COUNTS.path(self.folder, rank), COUNTS, {"drops": n})
         return {"exact_duplicate": n}
 
 
 def steps(ctx: BuildContext) -> list:
     """Exact duplicates, one exact-hash partition per task (DuckDB)."""
-    return [FindDuplicates(ctx.dedup_folder, ctx.work, ctx.spec.processing.dedup.exact.enabled,
+    return [FindDuplicates(ctx.at(DEDUP), ctx.at(DROP_LISTS), ctx.spec.processing.dedup.exact.enabled,
                            ctx.memory_limit("find_duplicates"))]

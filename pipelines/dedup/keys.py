@@ -14,7 +14,7 @@ from datatrove.pipeline.base import PipelineStep
 
 from mixture.pipelines.dedup.shuffle import (
     PART,
-    partition_files,
+    matching_files,
     prefix_partition,
     sorted_batches,
     string_hashes,
@@ -22,6 +22,7 @@ from mixture.pipelines.dedup.shuffle import (
     write_rows,
 )
 from mixture.pipelines.runtime.duckdb_connection import duckdb_connection
+from mixture.stages.registry import KEYS_BY_HASH, KEYS_BY_ID, PREPARED, SOURCE_RUNS
 
 # a document's key row, in both shuffles (`hash_part`: the partition of its exact hash, where the id check sends
 # the documents it drops)
@@ -42,9 +43,9 @@ DOCS = """SELECT rank, idx, id, source, source_order, exact_hash, hash_part,
 class DedupKeys(PipelineStep):
     """Last step of `prepare`, once the task's prepared file is written: its documents' keys (id, source, origin,
     exact hash, address) to the partition of their id and to that of their exact hash, one file per partition
-    (`<folder>/by_id/<q>/<task>.parquet`, `by_hash/…`; a partition without rows gets none), and where each source
-    file's documents are in the prepared file (`<folder>/files/<task>.parquet`). Partition = hash prefix, over as
-    many partitions as `prepare` has tasks (the dedup stages have as many)."""
+    (KEYS_BY_ID, KEYS_BY_HASH in `folder`; a partition without rows gets none), and where each source file's
+    documents are in the prepared file (SOURCE_RUNS). Partition = hash prefix, over as many partitions as `prepare`
+    has tasks (the dedup stages have as many)."""
 
     type = "🫂 - DEDUP"
     name = "dedup keys by hash partition"
@@ -56,7 +57,7 @@ class DedupKeys(PipelineStep):
     def run(self, data: DocumentsPipeline = None, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
         if data:
             yield from data  # the work writer before this step closes the prepared file when its input ends
-        fs, path = fsspec.core.url_to_fs(f"{self.prepared}/{rank:05d}.parquet")
+        fs, path = fsspec.core.url_to_fs(PREPARED.path(self.prepared, rank))
         fs.invalidate_cache(path.rsplit("/", 1)[0])  # just written, maybe through another filesystem instance
         with duckdb_connection(self.memory_limit) as con:
             con.execute("""CREATE TABLE keys (rank INTEGER, idx BIGINT, id VARCHAR, source VARCHAR,
@@ -74,12 +75,12 @@ class DedupKeys(PipelineStep):
                         con.execute("INSERT INTO keys SELECT * FROM batch")
                         con.unregister("batch")
             columns = ", ".join(KEYS.names)
-            for kind in ("id", "hash"):
+            for kind, file in (("id", KEYS_BY_ID), ("hash", KEYS_BY_HASH)):
                 written = write_partitions(
                     sorted_batches(con, f"SELECT {columns}, {kind}_part AS {PART} FROM keys ORDER BY {PART}"),
-                    lambda q, kind=kind: f"{self.folder}/by_{kind}/{q:05d}/{rank:05d}.parquet")
+                    lambda q, file=file: file.path(self.folder, rank, q))
                 self.stat_update(f"{kind}_partitions", value=len(written))
-            write_rows(f"{self.folder}/files/{rank:05d}.parquet", self._files(con, rank))
+            write_rows(SOURCE_RUNS.path(self.folder, rank), self._files(con, rank))
 
     def _files(self, con, rank: int) -> pa.Table:
         """Per source file: the first row and the number of rows of its documents, which must be consecutive rows
@@ -101,12 +102,12 @@ class DedupKeys(PipelineStep):
 
 
 def spec_positions(folder: str) -> tuple[np.ndarray, np.ndarray]:
-    """From the prepared files' file tables (`<folder>/files/`): (sorted keys rank << 40 | first row, offset),
+    """From the prepared files' file tables (SOURCE_RUNS in `folder`): (sorted keys rank << 40 | first row, offset),
     such that a document's position in spec order (source, file, record) over every prepared document is
     `offset[i] + idx` for the last key `i` not above its `rank << 40 | idx` (see `positions`)."""
     import pyarrow.dataset as pads
 
-    files = partition_files(f"{folder}/files")
+    files = matching_files(SOURCE_RUNS.every(folder))
     if not files:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     fs, _ = fsspec.core.url_to_fs(files[0])

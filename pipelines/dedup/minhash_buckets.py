@@ -16,7 +16,6 @@ from datatrove.pipeline.base import PipelineStep
 
 from mixture.pipelines.context import BuildContext
 from mixture.pipelines.dedup.keys import positions, spec_positions
-from mixture.pipelines.dedup.minhash_gather import requests_folder
 from mixture.pipelines.dedup.shuffle import (
     PART,
     mix64,
@@ -26,7 +25,20 @@ from mixture.pipelines.dedup.shuffle import (
     write_partitions,
 )
 from mixture.pipelines.runtime.duckdb_connection import duckdb_connection, scalar
-from mixture.stages.registry import bucket_slices
+from mixture.stages.registry import (
+    BAND_TASK_COUNTS,
+    BUCKET_MEMBERS,
+    CANDIDATE_PAIRS,
+    COLLISIONS,
+    COLLISIONS_DIR,
+    DEDUP,
+    GATHER_REQUESTS,
+    NEAR,
+    SIGNATURES,
+    SIGNATURES_DIR,
+    SLICE_INDEX,
+    bucket_slices,
+)
 from mixture.store.io import open_atomic
 
 ANCHORS = 8  # a bucket member is paired with at most this many members before it (a bucket of n: ≤ 8n pairs)
@@ -47,19 +59,19 @@ def slice_bounds(s: int, slices: int) -> tuple[int, int | None]:
 
 def slice_offsets(h0: np.ndarray, slices: int) -> np.ndarray:
     """The first record of each slice in a signature file's sorted first hashes, and the record count: the
-    `.minhash.slices` index (slices + 1 little-endian uint64) MinhashSigs writes beside each file."""
+    slice index (SLICE_INDEX, slices + 1 little-endian uint64) MinhashSigs writes beside each file."""
     bounds = np.array([slice_bounds(s, slices)[0] for s in range(1, slices)], dtype=np.uint64)
     return np.concatenate([[0], np.searchsorted(h0, bounds, side="left"), [len(h0)]]).astype("<u8")
 
 
-def slice_records(fs: fsspec.AbstractFileSystem, path: str, records: int, itemsize: int, s: int, slices: int
-                  ) -> tuple[int, int]:
-    """[start, end) records of slice s in a sorted signature file: from its `.minhash.slices` index (one small
-    read) when it was written for `slices` and this file, else by binary search of the file."""
+def slice_records(fs: fsspec.AbstractFileSystem, path: str, index: str, records: int, itemsize: int, s: int,
+                  slices: int) -> tuple[int, int]:
+    """[start, end) records of slice s in a sorted signature file: from its slice index `index` (one small read)
+    when it was written for `slices` and this file, else by binary search of the file."""
     if slices == 1:
         return 0, records
     try:
-        raw = fs.cat_file(path.removesuffix(".sig") + ".slices")
+        raw = fs.cat_file(index)
     except FileNotFoundError:
         raw = b""
     index = np.frombuffer(raw, dtype="<u8") if len(raw) == 8 * (slices + 1) else None
@@ -87,7 +99,7 @@ class BandCollisions(PipelineStep):
     first hash h0 falls in the s-th of `slices` equal ranges of the uint64 space (a contiguous run of each file,
     from the file's slice index, else by binary search; equal signatures have equal h0, so a bucket lies wholly
     in one slice) and writes, for every run of equal band signatures, each record paired with the one before it in
-    (signature, file, document) order, as `<r>_00.dups` (4 uint32 per pair, streamed): the pairs of one bucket
+    (signature, file, document) order, as COLLISIONS (4 uint32 per pair, streamed): the pairs of one bucket
     follow each other (the next step, MinhashBuckets, reads the buckets back from them). Records are merged in
     blocks with numpy instead of one heap step per record; a block of every file is held at a time."""
 
@@ -102,21 +114,21 @@ class BandCollisions(PipelineStep):
     def run(self, data: DocumentsPipeline = None, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
         dtype = np.dtype([(f"h{j}", "<u8") for j in range(self.rows)] + [("doc", "<u4")])
         band = rank // self.slices
-        fs, root = fsspec.core.url_to_fs(f"{self.input_folder}/bucket_{band:03d}")
-        paths = sorted(fs.glob(f"{root}/*.minhash.sig"))
+        fs, root = fsspec.core.url_to_fs(self.input_folder)
+        paths = sorted(fs.glob(SIGNATURES.every(root, band)))
         block = max(256, self.memory // (dtype.itemsize * max(1, len(paths))))  # records read per file at a time
         out_fs, out_root = fsspec.core.url_to_fs(self.output_folder)
         n_pairs = 0
         with contextlib.ExitStack() as stack:
-            out = stack.enter_context(open_atomic(out_fs, f"{out_root}/{rank:05d}_00.dups"))  # pairs streamed
+            out = stack.enter_context(open_atomic(out_fs, COLLISIONS.path(out_root, rank)))  # pairs streamed
             files, left = [], []  # per file: open at the slice's first record, how many records of the slice remain
-            for p in paths:
-                start, end = slice_records(fs, p, fs.size(p) // dtype.itemsize, dtype.itemsize, rank % self.slices,
-                                           self.slices)
+            stems = [SIGNATURES.rank_of(p) for p in paths]
+            for p, stem in zip(paths, stems, strict=True):
+                start, end = slice_records(fs, p, SLICE_INDEX.path(root, stem, band), fs.size(p) // dtype.itemsize,
+                                           dtype.itemsize, rank % self.slices, self.slices)
                 files.append(stack.enter_context(fs.open(p, "rb")))
                 files[-1].seek(start * dtype.itemsize)
                 left.append(max(0, end - start))
-            stems = [int(p.rsplit("/", 1)[-1].removesuffix(".minhash.sig")) for p in paths]
             held = [np.zeros(0, dtype) for _ in files]
             done = [not n for n in left]
 
@@ -211,12 +223,12 @@ def band_buckets(path: str, fs: fsspec.AbstractFileSystem, band: int, block: int
 
 class MinhashBuckets(PipelineStep):
     """Second step of `minhash_buckets`, task r (a band and a slice of its first-hash range, BandCollisions):
-    the task's buckets read back from the pairs written before it (`<r>_00.dups`; a bucket lies wholly in one
+    the task's buckets read back from the pairs written before it (COLLISIONS; a bucket lies wholly in one
     task) → each member with the first `anchors` members before it in spec order (a document's position over
     every prepared document, keys.spec_positions) → the candidate pairs, to the verification partition of
-    their later document (`<folder>/pairs/<q>/<r>.parquet`, a hash prefix over `partitions`); the members, to
-    their own partition (`members/<q>/<r>.parquet`), and the task's counts (`bands/<r>.parquet`, summed by
-    `minhash_cluster`)."""
+    their later document (CANDIDATE_PAIRS in `folder`, a hash prefix over `partitions`); each pair's two documents,
+    with that partition, to their prepared file (GATHER_REQUESTS); the members, to their own partition
+    (BUCKET_MEMBERS), and the task's counts (BAND_TASK_COUNTS, summed by `minhash_cluster`)."""
 
     type = "🫂 - DEDUP"
     name = "🎯 MinHash candidate pairs"
@@ -232,7 +244,7 @@ class MinhashBuckets(PipelineStep):
             yield from data  # the bucket step before this one has published the band's pairs when its run ends
         table = spec_positions(self.dedup_folder)
         fs, root = fsspec.core.url_to_fs(self.buckets_folder)
-        path = f"{root}/{rank:05d}_00.dups"
+        path = COLLISIONS.path(root, rank)
         band_pairs = fs.size(path) // 16 if fs.exists(path) else 0
         with duckdb_connection(self.memory_limit) as con:
             con.execute("CREATE TABLE members (bucket BIGINT, g BIGINT, rank INTEGER, idx BIGINT, part INTEGER)")
@@ -250,16 +262,16 @@ class MinhashBuckets(PipelineStep):
                 FROM (SELECT * FROM ranked WHERE pos < {int(self.anchors)}) x
                 JOIN ranked y ON x.bucket = y.bucket AND x.pos < y.pos""")
             write_partitions(sorted_batches(con, f"SELECT * FROM pairs ORDER BY {PART}"),
-                             lambda q: f"{self.folder}/pairs/{q:05d}/{rank:05d}.parquet")
+                             lambda q: CANDIDATE_PAIRS.path(self.folder, rank, q))
             write_partitions(sorted_batches(con, f"""
                 SELECT idx, g, dest, file AS {PART} FROM (
                     SELECT rank_a AS file, idx_a AS idx, a AS g, {PART} AS dest FROM pairs
                     UNION SELECT rank_b, idx_b, b, {PART} FROM pairs) ORDER BY {PART}"""),
-                lambda f: f"{requests_folder(self.folder, f)}/{rank:05d}.parquet")
+                lambda f: GATHER_REQUESTS.path(self.folder, rank, f))
             write_partitions(sorted_batches(con, f"SELECT g, part AS {PART} FROM members ORDER BY {PART}"),
-                             lambda q: f"{self.folder}/members/{q:05d}/{rank:05d}.parquet")
+                             lambda q: BUCKET_MEMBERS.path(self.folder, rank, q))
             buckets = scalar(con, "SELECT count(DISTINCT bucket) FROM members")
-        write_counts(f"{self.folder}/bands/{rank:05d}.parquet", BAND_COUNTS,
+        write_counts(BAND_TASK_COUNTS.path(self.folder, rank), BAND_COUNTS,
                      {"band_pairs": band_pairs, "buckets": buckets})
         self.stat_update("buckets", value=buckets)
 
@@ -268,7 +280,7 @@ def steps(ctx: BuildContext) -> list:
     """Per band and slice of its first-hash range: the slice's collisions, then its candidate pairs sent to the
     verification partitions (T)."""
     fz = ctx.spec.processing.dedup.fuzzy
-    return [BandCollisions(f"{ctx.work}/mh_sigs", f"{ctx.work}/mh_buckets", fz.permutations // fz.bands,
+    return [BandCollisions(ctx.at(SIGNATURES_DIR), ctx.at(COLLISIONS_DIR), fz.permutations // fz.bands,
                            slices=bucket_slices(fz.bands, ctx.tasks)),
-            MinhashBuckets(f"{ctx.work}/mh_buckets", ctx.dedup_folder, ctx.near_dups_folder, ctx.tasks,
+            MinhashBuckets(ctx.at(COLLISIONS_DIR), ctx.at(DEDUP), ctx.at(NEAR), ctx.tasks,
                            memory_limit=ctx.memory_limit("minhash_buckets"))]

@@ -16,6 +16,14 @@ from mixture.pipelines.dedup.partitioned import PartitionedStep
 from mixture.pipelines.dedup.shuffle import PART, sorted_batches, summed_counts, write_partitions
 from mixture.pipelines.runtime.duckdb_connection import scalar
 from mixture.pipelines.schemas import DROPS
+from mixture.stages.registry import (
+    BAND_TASK_COUNTS,
+    FUZZY_DROPS,
+    NEAR,
+    NEAR_DUPLICATES_REPORT,
+    VERIFIED_PAIRS,
+    VERIFY_TASK_COUNTS,
+)
 from mixture.store.formats import NearDuplicateReport, write_model
 
 
@@ -25,7 +33,7 @@ class MinhashCluster(PartitionedStep):
     file, record, as for exact duplicates) a document is dropped when a verified pair joins it to an earlier
     document that is kept; the detail names that document (the most similar one) and the similarity. Holds one
     byte per document of a verified pair; the pairs stream from DuckDB sorted (spilled past `memory_limit`).
-    Writes the drops by prepared file (`<output>/<file>.parquet`) and the report (`report`, NearDuplicateReport,
+    Writes the drops by prepared file (FUZZY_DROPS in `output`) and the report (`report`, NearDuplicateReport,
     the counts of every task summed)."""
 
     name = "🎯 MinHash near duplicates"
@@ -37,14 +45,14 @@ class MinhashCluster(PartitionedStep):
         self.threshold, self.ngram, self.permutations, self.anchors = threshold, ngram, permutations, anchors
 
     def inputs(self, rank: int) -> list[tuple[str, str, pa.Schema]]:
-        return [("raw_verified", f"{self.folder}/verified", VERIFIED)]
+        return [("raw_verified", VERIFIED_PAIRS.every(self.folder), VERIFIED)]
 
     def process(self, con, rank: int) -> dict[str, int]:
         out_fs, out_root = fsspec.core.url_to_fs(self.output)
         if out_fs.exists(out_root):  # an earlier attempt of this (only) task
             out_fs.rm(out_root, recursive=True)
-        counts = {**summed_counts(f"{self.folder}/bands", BAND_COUNTS),
-                  **summed_counts(f"{self.folder}/verify_counts", VERIFY_COUNTS)}
+        counts = {**summed_counts(BAND_TASK_COUNTS.every(self.folder), BAND_COUNTS),
+                  **summed_counts(VERIFY_TASK_COUNTS.every(self.folder), VERIFY_COUNTS)}
         con.execute("CREATE TABLE edges AS SELECT * FROM raw_verified")
         con.execute("""CREATE TABLE nodes AS SELECT g, row_number() OVER (ORDER BY g) - 1 AS i
                        FROM (SELECT a AS g FROM edges UNION SELECT b FROM edges)""")
@@ -96,12 +104,12 @@ class MinhashCluster(PartitionedStep):
                     [batch.column("rank"), batch.column("idx"), pa.array(["fuzzy_duplicate"] * batch.num_rows),
                      pa.array(detail, pa.string()), batch.column("rank")], names=[*DROPS.names, PART])
 
-        written = write_partitions(rows(), lambda r: f"{self.output}/{r:05d}.parquet")
+        written = write_partitions(rows(), lambda r: FUZZY_DROPS.path(self.output, part=r))
         return sum(written.values()), int(kept_similar)
 
 
 def steps(ctx: BuildContext) -> list:
     fz = ctx.spec.processing.dedup.fuzzy
-    return [MinhashCluster(ctx.near_dups_folder, ctx.fuzzy_drops, ctx.near_duplicates_report,
+    return [MinhashCluster(ctx.at(NEAR), ctx.at(FUZZY_DROPS.folder), ctx.at(NEAR_DUPLICATES_REPORT),
                            threshold=fz.similarity_threshold, ngram=fz.ngram, permutations=fz.permutations,
                            memory_limit=ctx.memory_limit("minhash_cluster"))]

@@ -14,30 +14,23 @@ import pyarrow.parquet as pq
 from mixture.pipelines.context import BuildContext
 from mixture.pipelines.dedup.partitioned import PartitionedStep
 from mixture.pipelines.dedup.shuffle import PART, sorted_batches, write_partitions
+from mixture.stages.registry import GATHER_REQUESTS, GATHERED_TEXTS, NEAR, PREPARED
 
-# what the bucket stage asks of prepared file f (`requests/<f>/<bucket task>.parquet`): its row `idx`, the
-# document's spec position `g`, and the verification partition `dest` that needs it
+# what the bucket stage asks of prepared file f (GATHER_REQUESTS): its row `idx`, the document's spec position
+# `g`, and the verification partition `dest` that needs it
 REQUESTS = pa.schema([("idx", pa.int64()), ("g", pa.int64()), ("dest", pa.int32())])
-# what a verification partition receives (`texts/<q>/<f>.parquet`): each candidate document once
+# what a verification partition receives (GATHERED_TEXTS): each candidate document once
 FETCHED = ("minhash", "text", "id", "source", "origin")
 GATHERED = pa.schema([("g", pa.int64()), ("minhash", pa.binary()), ("text", pa.string()), ("id", pa.string()),
                       ("source", pa.string()), ("origin", pa.string())])
 INSERT_BYTES = 16 << 20  # rows read from the prepared file are handed to DuckDB this many text bytes at a time
 
 
-def requests_folder(folder: str, file: int) -> str:
-    return f"{folder}/requests/{file:05d}"
-
-
-def texts_folder(folder: str, partition: int) -> str:
-    return f"{folder}/texts/{partition:05d}"
-
-
 class MinhashGather(PartitionedStep):
     """Stage `minhash_gather`, task f: the rows of prepared file f that a candidate pair names (every bucket
-    task's requests for the file, `<folder>/requests/<f>/`), read once, only the row groups that hold one → each
+    task's requests for the file, GATHER_REQUESTS in `folder`), read once, only the row groups that hold one → each
     document, with its signature, text and evidence fields, to every verification partition that asked for it
-    (`<folder>/texts/<q>/<f>.parquet`). The rows wait in DuckDB, sorted by partition (spilled past
+    (GATHERED_TEXTS). The rows wait in DuckDB, sorted by partition (spilled past
     `memory_limit`), so memory does not grow with the file."""
 
     name = "🎯 MinHash gather candidates"
@@ -47,7 +40,7 @@ class MinhashGather(PartitionedStep):
         self.folder, self.prepared = folder, prepared
 
     def inputs(self, rank: int) -> list[tuple[str, str, pa.Schema]]:
-        return [("raw_requests", requests_folder(self.folder, rank), REQUESTS)]
+        return [("raw_requests", GATHER_REQUESTS.every(self.folder, rank), REQUESTS)]
 
     def process(self, con, rank: int) -> dict[str, int]:
         con.execute("CREATE TABLE wanted AS SELECT DISTINCT idx, g, dest FROM raw_requests")
@@ -59,7 +52,7 @@ class MinhashGather(PartitionedStep):
         written = write_partitions(sorted_batches(con, f"""
             SELECT w.g, d.minhash, d.text, d.id, d.source, d.origin, w.dest AS {PART}
             FROM wanted w JOIN docs d USING (idx) ORDER BY {PART}"""),
-            lambda q: f"{texts_folder(self.folder, q)}/{rank:05d}.parquet")
+            lambda q: GATHERED_TEXTS.path(self.folder, rank, q))
         return {"documents_gathered": len(rows), "documents_sent": sum(written.values())}
 
     def _read(self, con, rows: np.ndarray, rank: int) -> None:
@@ -74,7 +67,7 @@ class MinhashGather(PartitionedStep):
             con.unregister("batch")
             held.clear()
 
-        with fs.open(f"{root}/{rank:05d}.parquet", "rb") as f:
+        with fs.open(PREPARED.path(root, rank), "rb") as f:
             pf = pq.ParquetFile(f)
             ends = np.cumsum([pf.metadata.row_group(g).num_rows for g in range(pf.num_row_groups)])
             group = np.searchsorted(ends, rows, side="right")
@@ -92,4 +85,4 @@ class MinhashGather(PartitionedStep):
 
 def steps(ctx: BuildContext) -> list:
     """Per prepared file: its candidate documents, read once, sent to the verification partitions that need them."""
-    return [MinhashGather(ctx.near_dups_folder, f"{ctx.work}/prepared", ctx.memory_limit("minhash_gather"))]
+    return [MinhashGather(ctx.at(NEAR), ctx.at(PREPARED.folder), ctx.memory_limit("minhash_gather"))]

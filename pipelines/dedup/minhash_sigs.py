@@ -15,27 +15,35 @@ from datatrove.pipeline.base import PipelineStep
 from mixture.pipelines.context import BuildContext
 from mixture.pipelines.dedup.minhash_buckets import slice_offsets
 from mixture.pipelines.dedup.route_drops import load_drops
-from mixture.stages.registry import bucket_slices
+from mixture.stages.registry import (
+    DROP_LISTS,
+    PREPARED,
+    SIGNATURES,
+    SIGNATURES_DIR,
+    SLICE_INDEX,
+    bucket_slices,
+)
 from mixture.store.io import write_atomic
 
 
 class MinhashSigs(PipelineStep):
     """Writes the MinHash signatures of task `rank`'s surviving fuzzy-group documents as datatrove signature files
-    (`bucket_<b>/<rank>.minhash.sig`: rows of `rows` uint64 and the document index, sorted), read from the prepared
-    file's `minhash` column alone; with `slices` > 1, beside each the first record of each first-hash slice the
-    bucket stage reads (`<rank>.minhash.slices`, slice_offsets)."""
+    (SIGNATURES, one per band: rows of `rows` uint64 and the document index, sorted), read from the prepared file's
+    `minhash` column alone; with `slices` > 1, beside each the first record of each first-hash slice the bucket stage
+    reads (SLICE_INDEX, slice_offsets)."""
 
     type = "🫂 - DEDUP"
     name = "🎯 MinHash signatures"
 
-    def __init__(self, work: str, output_folder: str, bands: int, rows: int, slices: int = 1):
+    def __init__(self, prepared: str, drop_lists: str, output_folder: str, bands: int, rows: int, slices: int = 1):
         super().__init__()
-        self.work, self.output_folder, self.bands, self.rows, self.slices = work, output_folder, bands, rows, slices
+        self.prepared, self.drop_lists, self.output_folder = prepared, drop_lists, output_folder
+        self.bands, self.rows, self.slices = bands, rows, slices
 
     def run(self, data: DocumentsPipeline = None, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
-        drops = load_drops(self.work, rank, None)
+        drops = load_drops(self.drop_lists, rank, None)
         dtype = np.dtype([(f"h{j}", "<u8") for j in range(self.rows)] + [("doc", "<u4")])
-        fs, root = fsspec.core.url_to_fs(f"{self.work}/prepared/{rank:05d}.parquet")
+        fs, root = fsspec.core.url_to_fs(PREPARED.path(self.prepared, rank))
         out_fs, out_root = fsspec.core.url_to_fs(self.output_folder)
         n = 0
         with tempfile.TemporaryDirectory(prefix="mixture-sigs-") as tmp:
@@ -52,11 +60,12 @@ class MinhashSigs(PipelineStep):
             for b in range(self.bands):
                 records = np.fromfile(f"{tmp}/{b}", dtype=dtype)
                 records.sort(order=dtype.names)  # the bucket stage merges files sorted by signature
-                out_fs.makedirs(f"{out_root}/bucket_{b:03d}", exist_ok=True)
+                path = SIGNATURES.path(out_root, rank, b)
+                out_fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
                 if self.slices > 1:  # the index first: a published signature file always has its index
-                    write_atomic(out_fs, f"{out_root}/bucket_{b:03d}/{rank:05d}.minhash.slices",
+                    write_atomic(out_fs, SLICE_INDEX.path(out_root, rank, b),
                                  slice_offsets(records["h0"], self.slices).tobytes())
-                write_atomic(out_fs, f"{out_root}/bucket_{b:03d}/{rank:05d}.minhash.sig", records.tobytes())
+                write_atomic(out_fs, path, records.tobytes())
         self.stat_update("signatures", value=n)
         if data:
             yield from data
@@ -79,5 +88,5 @@ class MinhashSigs(PipelineStep):
 def steps(ctx: BuildContext) -> list:
     fz = ctx.spec.processing.dedup.fuzzy
     # fields, not the rows_per_band property: the stage-key test counts a property as reading the whole section
-    return [MinhashSigs(ctx.work, f"{ctx.work}/mh_sigs", fz.bands, fz.permutations // fz.bands,
-                        slices=bucket_slices(fz.bands, ctx.tasks))]
+    return [MinhashSigs(ctx.at(PREPARED.folder), ctx.at(DROP_LISTS), ctx.at(SIGNATURES_DIR), fz.bands,
+                        fz.permutations // fz.bands, slices=bucket_slices(fz.bands, ctx.tasks))]

@@ -14,10 +14,18 @@ import pyarrow as pa
 
 from mixture.pipelines.context import BuildContext
 from mixture.pipelines.dedup.minhash_buckets import MEMBERS, PAIRS
-from mixture.pipelines.dedup.minhash_gather import GATHERED, texts_folder
+from mixture.pipelines.dedup.minhash_gather import GATHERED
 from mixture.pipelines.dedup.partitioned import PartitionedStep
 from mixture.pipelines.dedup.shuffle import PART, sorted_batches, write_counts, write_partitions, write_rows
 from mixture.pipelines.runtime.duckdb_connection import scalar
+from mixture.stages.registry import (
+    BUCKET_MEMBERS,
+    CANDIDATE_PAIRS,
+    GATHERED_TEXTS,
+    NEAR,
+    VERIFIED_PAIRS,
+    VERIFY_TASK_COUNTS,
+)
 from mixture.text.shingles import WordHashes
 
 SIGMAS = 6  # a pair whose signature agreement is this many standard errors below the threshold is not compared
@@ -105,9 +113,9 @@ class MinhashVerify(PartitionedStep):
     """Stage `minhash_verify`, task q: the distinct candidate pairs of partition q (every pair whose later
     document hashes there, from every band), each verified: signature agreement rules out the clearly dissimilar,
     the exact Jaccard similarity of the two documents' shingle sets decides the others. Only the documents of
-    these pairs are read, as `minhash_gather` sent them to this partition (`<folder>/texts/<q>/`: their signatures,
-    then the texts of those not ruled out). Writes the verified pairs with their evidence
-    (`<folder>/verified/<q>.parquet`) and the task's counts (`verify_counts/<q>.parquet`)."""
+    these pairs are read, as `minhash_gather` sent them to this partition (GATHERED_TEXTS in `folder`: their
+    signatures, then the texts of those not ruled out). Writes the verified pairs with their evidence
+    (VERIFIED_PAIRS) and the task's counts (VERIFY_TASK_COUNTS)."""
 
     name = "🎯 MinHash verify pairs"
 
@@ -118,9 +126,9 @@ class MinhashVerify(PartitionedStep):
         self.threshold, self.ngram, self.permutations = threshold, ngram, permutations
 
     def inputs(self, rank: int) -> list[tuple[str, str, pa.Schema]]:
-        return [("raw_pairs_files", f"{self.folder}/pairs/{rank:05d}", PAIRS),
-                ("gathered_files", texts_folder(self.folder, rank), GATHERED),
-                ("raw_members", f"{self.folder}/members/{rank:05d}", MEMBERS)]
+        return [("raw_pairs_files", CANDIDATE_PAIRS.every(self.folder, rank), PAIRS),
+                ("gathered_files", GATHERED_TEXTS.every(self.folder, rank), GATHERED),
+                ("raw_members", BUCKET_MEMBERS.every(self.folder, rank), MEMBERS)]
 
     def process(self, con, rank: int) -> dict[str, int]:
         # each of the partition's folders is one file per writer task (T of them): read once into a table, not
@@ -136,11 +144,11 @@ class MinhashVerify(PartitionedStep):
             SELECT ca.g AS a, cb.g AS b, v.sim, cb.rank AS rank_b, cb.idx AS idx_b, k.id AS kept_id,
                    k.source AS kept_source, k.file AS kept_file, k.record AS kept_record, 0 AS {PART}
             FROM verified v JOIN cand ca ON ca.prio = v.a JOIN cand cb ON cb.prio = v.b JOIN kept k ON k.g = ca.g
-            ORDER BY {PART}, b, a"""), lambda _: f"{self.folder}/verified/{rank:05d}.parquet")
-        fs, root = fsspec.core.url_to_fs(f"{self.folder}/verified/{rank:05d}.parquet")
+            ORDER BY {PART}, b, a"""), lambda _: VERIFIED_PAIRS.path(self.folder, rank))
+        fs, root = fsspec.core.url_to_fs(VERIFIED_PAIRS.path(self.folder, rank))
         if not fs.exists(root):  # no verified pair: an empty file, so that the resolution sees every task's
-            write_rows(f"{self.folder}/verified/{rank:05d}.parquet", VERIFIED.empty_table())
-        write_counts(f"{self.folder}/verify_counts/{rank:05d}.parquet", VERIFY_COUNTS, counts)
+            write_rows(VERIFIED_PAIRS.path(self.folder, rank), VERIFIED.empty_table())
+        write_counts(VERIFY_TASK_COUNTS.path(self.folder, rank), VERIFY_COUNTS, counts)
         return {key: int(counts[key]) for key in ("pairs_considered", "pairs_verified")}
 
     def _candidates(self, con) -> dict[str, int]:
@@ -191,8 +199,9 @@ class MinhashVerify(PartitionedStep):
         missing = int((sigs.length == 0).sum())
         if missing:  # the gather stage's output does not match the pairs: never verify without them
             raise RuntimeError(f"{missing} of the {len(sigs.length)} candidate documents of verification partition "
-                               f"{rank} were not gathered ({self.folder}/texts/{rank:05d}/ lacks them); remove the "
-                               "store's _build/minhash_gather/ (the gather stage's completions) and build again")
+                               f"{rank} were not gathered ({GATHERED_TEXTS.every(self.folder, rank)} lack them); "
+                               "remove the store's _build/minhash_gather/ (the gather stage's completions) and "
+                               "build again")
         k = self.permutations
         floor = self.threshold - signature_margin(self.threshold, k)
         con.execute("CREATE TABLE plausible (a BIGINT, b BIGINT)")
@@ -233,5 +242,5 @@ class MinhashVerify(PartitionedStep):
 
 def steps(ctx: BuildContext) -> list:
     fz = ctx.spec.processing.dedup.fuzzy
-    return [MinhashVerify(ctx.near_dups_folder, threshold=fz.similarity_threshold, ngram=fz.ngram,
+    return [MinhashVerify(ctx.at(NEAR), threshold=fz.similarity_threshold, ngram=fz.ngram,
                           permutations=fz.permutations, memory_limit=ctx.memory_limit("minhash_verify"))]

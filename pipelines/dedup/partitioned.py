@@ -9,15 +9,15 @@ import pyarrow as pa
 from datatrove.data import DocumentsPipeline
 from datatrove.pipeline.base import PipelineStep
 
-from mixture.pipelines.dedup.shuffle import partition_files, register
+from mixture.pipelines.dedup.shuffle import matching_files, register
 from mixture.pipelines.runtime.duckdb_connection import duckdb_connection
 
 
 class PartitionedStep(PipelineStep):
     """Task q of a stage that reads partition q of one or more shuffles with DuckDB (memory limit `memory_limit`,
     spilling to local disk past it); a stage of one task reads a whole shuffle as its partition. A subclass names the
-    partition folders it reads (`inputs`: each becomes a view, an empty table of its schema when no writer had rows
-    for it) and does its work over them (`process`, which returns the task's stats); the tables it makes are
+    partitions' files it reads (`inputs`, globs: each becomes a view, an empty table of its schema when no writer had
+    rows for it) and does its work over them (`process`, which returns the task's stats); the tables it makes are
     dropped when the task ends."""
 
     type = "🫂 - DEDUP"
@@ -27,7 +27,7 @@ class PartitionedStep(PipelineStep):
         self.memory_limit = memory_limit
 
     def inputs(self, rank: int) -> list[tuple[str, str, pa.Schema]]:
-        """(view, partition folder, schema) of each partition task `rank` reads."""
+        """(view, glob of the partition's files, schema) of each partition task `rank` reads."""
         return []
 
     @abstractmethod
@@ -38,8 +38,8 @@ class PartitionedStep(PipelineStep):
         if data:
             yield from data
         with duckdb_connection(self.memory_limit) as con:
-            for view, folder, schema in self.inputs(rank):
-                register(con, view, partition_files(folder), schema)
+            for view, files, schema in self.inputs(rank):
+                register(con, view, matching_files(files), schema)
             stats = self.process(con, rank)
         for key, value in stats.items():
             self.stat_update(key, value=value)

@@ -11,21 +11,21 @@ from datatrove.data import DocumentsPipeline
 from datatrove.pipeline.base import PipelineStep
 from datatrove.pipeline.writers.disk_base import DiskWriter
 
-from mixture.pipelines.dedup.drop_lists import drops_folder
-from mixture.pipelines.dedup.shuffle import partition_files
+from mixture.pipelines.dedup.shuffle import matching_files
 from mixture.pipelines.schemas import DROPS
+from mixture.stages.registry import EXACT_DROPS, FUZZY_DROPS, ID_DROPS
 
 
-def load_drops(work: str, rank: int, fuzzy_drops: str | None) -> dict[int, tuple[str, str | None]]:
+def load_drops(drop_lists: str, rank: int, fuzzy_drops: str | None) -> dict[int, tuple[str, str | None]]:
     """{document index: (reason, detail)} of the prepared file of task `rank`: what the `duplicate_ids` and
-    `find_duplicates` tasks listed for it (`<work>/drops/<rank>/`), plus the near duplicates `minhash_cluster`
-    listed when fuzzy dedup ran (`<fuzzy_drops>/<rank>.parquet`; same schema, DROPS)."""
-    paths = partition_files(drops_folder(work, rank))
+    `find_duplicates` tasks listed for it (ID_DROPS, EXACT_DROPS in `drop_lists`), plus the near duplicates
+    `minhash_cluster` listed when fuzzy dedup ran (FUZZY_DROPS in `fuzzy_drops`; same schema, DROPS)."""
+    paths = sorted(p for lists in (ID_DROPS, EXACT_DROPS) for p in matching_files(lists.every(drop_lists, rank)))
     if fuzzy_drops:
-        fs, root = fsspec.core.url_to_fs(f"{fuzzy_drops}/{rank:05d}.parquet")
+        fs, root = fsspec.core.url_to_fs(FUZZY_DROPS.path(fuzzy_drops, part=rank))
         fs.invalidate_cache(root.rsplit("/", 1)[0])
         if fs.exists(root):
-            paths.append(f"{fuzzy_drops}/{rank:05d}.parquet")
+            paths.append(FUZZY_DROPS.path(fuzzy_drops, part=rank))
     drops: dict[int, tuple[str, str | None]] = {}
     for path in paths:
         fs, root = fsspec.core.url_to_fs(path)
@@ -42,16 +42,16 @@ class RouteDrops(PipelineStep):
     type = "🔻 - FILTER"
     name = "route duplicates"
 
-    def __init__(self, work: str, fuzzy_drops: str | None, writers: dict[str, DiskWriter]):
+    def __init__(self, drop_lists: str, fuzzy_drops: str | None, writers: dict[str, DiskWriter]):
         super().__init__()
-        self.work, self.fuzzy_drops, self.writers = work, fuzzy_drops, writers
+        self.drop_lists, self.fuzzy_drops, self.writers = drop_lists, fuzzy_drops, writers
 
     def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
         from contextlib import ExitStack
 
         from mixture.pipelines.sources.records import RAW_KEEP
 
-        drops = load_drops(self.work, rank, self.fuzzy_drops)
+        drops = load_drops(self.drop_lists, rank, self.fuzzy_drops)
         with ExitStack() as stack:
             open_writers = {reason: stack.enter_context(w) for reason, w in self.writers.items()}
             for doc in data:

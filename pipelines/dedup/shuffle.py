@@ -41,12 +41,14 @@ def string_hashes(values: Iterable[str]) -> np.ndarray:
                        dtype=np.uint64)
 
 
-def partition_files(folder: str) -> list[str]:
-    """The Parquet files of one partition folder (any fsspec URI), sorted; none when the folder does not exist (no
-    writer had rows for it)."""
-    fs, root = fsspec.core.url_to_fs(folder)
-    fs.invalidate_cache(root)  # written by other processes: an object store's cached listing would be stale
-    return [fs.unstrip_protocol(p) for p in sorted(fs.glob(f"{root}/*.parquet"))]
+def matching_files(pattern: str) -> list[str]:
+    """The files a glob matches (any fsspec URI; e.g. every writer's file of one partition, TaskFile.every), sorted;
+    none when their folder does not exist (no writer had rows for the partition)."""
+    fs, path = fsspec.core.url_to_fs(pattern)
+    parts = path.split("/")
+    wild = next((i for i, p in enumerate(parts) if any(c in p for c in "*?[")), len(parts) - 1)
+    fs.invalidate_cache("/".join(parts[:wild]))  # written by other processes: a cached listing would be stale
+    return [fs.unstrip_protocol(p) for p in sorted(fs.glob(path))]
 
 
 def register(con, name: str, files: list[str], schema: pa.Schema) -> None:
@@ -121,10 +123,11 @@ def write_counts(uri: str, schema: pa.Schema, counts: dict[str, int]) -> None:
     write_rows(uri, pa.table({k: [int(counts[k])] for k in schema.names}, schema=schema))
 
 
-def summed_counts(folder: str, schema: pa.Schema) -> dict[str, int]:
-    """The counts of every task that wrote one to `folder` (`write_counts`), summed field by field."""
+def summed_counts(pattern: str, schema: pa.Schema) -> dict[str, int]:
+    """The counts of every task that wrote one (`write_counts`; `pattern`: a glob of their files), summed field by
+    field."""
     total = dict.fromkeys(schema.names, 0)
-    for path in partition_files(folder):
+    for path in matching_files(pattern):
         for k, v in read_small(path, schema).to_pylist()[0].items():
             total[k] += int(v)
     return total

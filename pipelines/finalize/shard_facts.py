@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import xxhash
 from datatrove.pipeline.base import PipelineStep
 
+from mixture.stages.registry import SHARD_FACTS, SHARDS
 from mixture.store.io import write_json_atomic
 
 CHUNK = 8 * 2**20
@@ -59,7 +60,7 @@ def task_facts(store: str, rank: int, cell_sources: dict[tuple[int, int, str], l
             with contextlib.suppress(FileNotFoundError):
                 found[path] = fs.info(path)
     else:
-        found = fs.glob(f"{root}/cluster=*/quality=*/*part-{rank:05d}.parquet", detail=True)
+        found = fs.glob(SHARDS.path(root, rank), detail=True)
     shards = []
     for p in sorted(found):
         rel, size = p[len(root) + 1 :], int(found[p].get("size") or 0)
@@ -74,7 +75,7 @@ def task_facts(store: str, rank: int, cell_sources: dict[tuple[int, int, str], l
 class ShardFacts(PipelineStep):
     """Last step of `assign`: counts the documents the store writer passes on per (cell, source); once the writer
     has closed the task's shards, takes their facts (from the writer, which measured what it wrote, or by reading
-    them); writes both to `<folder>/<rank>.json`."""
+    them); writes both to SHARD_FACTS in `folder`."""
 
     type = "📏 - MEASURE"
     name = "shard facts"
@@ -94,7 +95,7 @@ class ShardFacts(PipelineStep):
                 counts[1] += m["n_tokens"]
         facts = task_facts(self.store, rank, cell_sources, getattr(self.writer, "facts", None), cell_languages)
         fs, root = fsspec.core.url_to_fs(self.folder)
-        write_json_atomic(fs, f"{root}/{rank:05d}.json", facts, indent=None)
+        write_json_atomic(fs, SHARD_FACTS.path(root, rank), facts, indent=None)
         self.stat_update("shards", value=len(facts["shards"]))
         return
         yield
@@ -103,7 +104,7 @@ class ShardFacts(PipelineStep):
 def read_task_facts(folder: str) -> list[dict]:
     fs, root = fsspec.core.url_to_fs(folder)
     out = []
-    for p in sorted(fs.glob(f"{root}/*.json")):
+    for p in sorted(fs.glob(SHARD_FACTS.every(root))):
         with fs.open(p) as f:
             out.append(json.load(f))
     return out

@@ -23,6 +23,7 @@ from mixture.pipelines.schemas import SAMPLE
 from mixture.pipelines.sources.files import read_rows
 from mixture.spec.canonical import canonical_spec
 from mixture.stages import keys as stage_keys
+from mixture.stages.registry import CELL_SAMPLES, SHARD_FACTS, TALLY
 from mixture.store import drops, layout
 from mixture.store.formats import (
     STORE_FORMAT_VERSION,
@@ -112,7 +113,7 @@ def write_ledgers(ctx: BuildContext, fs, root: str, facts: list[dict]) -> tuple[
         by_cell[path.rsplit("/", 1)[0]].append({**shard, "path": path.rsplit("/", 1)[1]})
     if stale:  # facts of a shard that is gone or was rewritten: the counts above would be off
         raise OSError(f"shard facts disagree with the store for {len(stale)} shard(s), e.g. {stale[0]}; "
-                      f"delete {ctx.at(f'{layout.WORK_DIR}/shard_facts')} and rerun to measure them again")
+                      f"delete {ctx.at(SHARD_FACTS.folder)} and rerun to measure them again")
     k = ctx.spec.partition.clusters.k
     ledgers = []
     for cell_dir, shards in sorted(by_cell.items()):
@@ -129,7 +130,7 @@ def write_samples(ctx: BuildContext, fs, root: str) -> dict:
     """The store's sample files: per cell the first `samples_per_cell` uniform draws and `exemplars_per_cell`
     exemplars over every assign task's candidates, chosen on the key columns; only the chosen rows' text is read."""
     n = {"uniform": ctx.spec.store.samples_per_cell, "exemplar": ctx.spec.store.exemplars_per_cell}
-    paths = sorted(fs.glob(f"{root}/{layout.WORK_DIR}/samples/*.parquet"))
+    paths = sorted(fs.glob(CELL_SAMPLES.every(f"{root}/{CELL_SAMPLES.folder}")))
     keys = []
     for f, p in enumerate(paths):
         with fs.open(p, "rb") as fh:
@@ -199,14 +200,14 @@ def finalize(ctx: BuildContext, spec_path: str, records: list[StageRecord]) -> S
     fs, root = fsspec.core.url_to_fs(ctx.store)
     root = root.rstrip("/")
     fs.invalidate_cache()  # the stages' workers wrote everything below: no listing cached before may be reused
-    ledgers, kept = write_ledgers(ctx, fs, root, read_task_facts(ctx.at(f"{layout.WORK_DIR}/shard_facts")))
+    ledgers, kept = write_ledgers(ctx, fs, root, read_task_facts(ctx.at(SHARD_FACTS.folder)))
     samples = write_samples(ctx, fs, root)
     model = load_model(ctx.at(layout.MODEL_DIR))
     spec, k = ctx.spec, ctx.spec.partition.clusters.k
 
     records_in: Counter = Counter()
     broken: dict[str, list[BrokenFile]] = defaultdict(list)  # per source, its files not read to their end
-    for p in sorted(fs.glob(f"{root}/{layout.WORK_DIR}/tally/*.json")):
+    for p in sorted(fs.glob(TALLY.every(f"{root}/{TALLY.folder}"))):
         with fs.open(p) as f:
             tally = json.load(f)
         records_in.update(tally["records"])

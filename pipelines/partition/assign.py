@@ -15,7 +15,14 @@ from mixture.pipelines.context import BuildContext
 from mixture.pipelines.dedup.route_drops import RouteDrops
 from mixture.pipelines.finalize.shard_facts import ShardFacts
 from mixture.pipelines.sources.files import RankFilesReader
-from mixture.stages.registry import ID_QUARANTINE
+from mixture.stages.registry import (
+    CELL_SAMPLES,
+    DROP_LISTS,
+    FIT_ASSIGNMENTS_DIR,
+    ID_QUARANTINED,
+    PREPARED,
+    SHARD_FACTS,
+)
 from mixture.store import drops, layout
 from mixture.store.formats import TokenizerRef
 from mixture.store.io import write_parquet_atomic
@@ -140,7 +147,8 @@ class Assign(PipelineStep):
             for heap in heaps.values():
                 for neg_key, _, _, row in heap:
                     rows.append({**row, "kind": kind, "rank": 0, "key": -neg_key})
-        write_parquet_rows(f"{self.samples_folder}/{rank:05d}.parquet", rows, SAMPLE.append(pa.field("key", pa.float64())))
+        write_parquet_rows(CELL_SAMPLES.path(self.samples_folder, rank), rows,
+                           SAMPLE.append(pa.field("key", pa.float64())))
 
     def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
         from mixture.pipelines.prepare.fingerprint import text_batches
@@ -168,11 +176,11 @@ ASSIGN_COLUMNS = ["id", "text", "source", "category", "origin", "content_type", 
 def steps(ctx: BuildContext) -> list:
     s, c = ctx.spec.store, ctx.spec.partition
     assign = Assign(ctx.at(layout.MODEL_DIR), ctx.refs.tokenizer, list(c.quality.edges), c.clusters.k,
-                    s.keep_token_ids, s.samples_per_cell, s.exemplars_per_cell, ctx.spec.seed, f"{ctx.work}/samples",
-                    assignments_folder=f"{ctx.work}/fit_assignments")
-    route = RouteDrops(ctx.work, ctx.fuzzy_drops, {
-        "duplicate_id": writers.quarantine_writer(ctx.at(layout.QUARANTINE_DIR), ID_QUARANTINE),
-        **{r.name: writers.drop_writer(ctx.at(r.folder), r.name) for r in drops.dropped_by("assign")}})
+                    s.keep_token_ids, s.samples_per_cell, s.exemplars_per_cell, ctx.spec.seed,
+                    ctx.at(CELL_SAMPLES.folder), assignments_folder=ctx.at(FIT_ASSIGNMENTS_DIR))
+    route = RouteDrops(ctx.at(DROP_LISTS), ctx.fuzzy_drops, {
+        "duplicate_id": writers.quarantine_writer(ctx.store, ID_QUARANTINED),
+        **{r.name: writers.drop_writer(ctx.store, r.name) for r in drops.dropped_by("assign")}})
     store = writers.store_writer(ctx.store, s.keep_token_ids, s.shard_bytes, s.compression)
-    return [RankFilesReader([f"{ctx.work}/prepared"], columns=ASSIGN_COLUMNS), route, assign, store,
-            ShardFacts(ctx.store, f"{ctx.work}/shard_facts", store)]
+    return [RankFilesReader(ctx.at(PREPARED.folder), PREPARED, columns=ASSIGN_COLUMNS), route, assign, store,
+            ShardFacts(ctx.store, ctx.at(SHARD_FACTS.folder), store)]

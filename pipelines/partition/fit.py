@@ -8,6 +8,7 @@ from datatrove.data import DocumentsPipeline
 from datatrove.pipeline.base import PipelineStep
 
 from mixture.pipelines.context import BuildContext
+from mixture.stages.registry import FIT_ASSIGNMENTS_DIR, SAMPLE_DIR
 from mixture.store import layout
 
 
@@ -37,4 +38,4 @@ def steps(ctx: BuildContext) -> list:
               "embedding_dim": c.embedding_dim, "seed": ctx.spec.seed, "edges": list(q.edges), "embedder": c.embedder,
               "per_language": q.per_language, "group_min_docs": q.group_min_docs,
               "sentence_model": ctx.refs.sentence_model}
-    return [FitModel(f"{ctx.work}/sample", ctx.at(layout.MODEL_DIR), params, f"{ctx.work}/fit_assignments")]
+    return [FitModel(ctx.at(SAMPLE_DIR), ctx.at(layout.MODEL_DIR), params, ctx.at(FIT_ASSIGNMENTS_DIR))]

@@ -10,6 +10,7 @@ from datatrove.pipeline.base import PipelineStep
 
 from mixture.pipelines.context import BuildContext, BuildError
 from mixture.pipelines.dedup.drop_lists import dropped_count
+from mixture.stages.registry import DEDUP, DROP_LISTS, PREPARED, SAMPLE_DIR
 from mixture.store.formats import NearDuplicateReport, TokenizerRef, read_model
 from mixture.text.normalize import stable_unit
 
@@ -28,11 +29,11 @@ class SampleForFit(PipelineStep):
 
     COLUMNS = ["id", "text", "source", "content_type", "language", "raw_score"]
 
-    def __init__(self, rate: float, seed: int, work: str, fuzzy_drops: str | None, output_folder: str,
-                 tokenizer: TokenizerRef | None = None):
+    def __init__(self, rate: float, seed: int, prepared: str, drop_lists: str, fuzzy_drops: str | None,
+                 output_folder: str, tokenizer: TokenizerRef | None = None):
         super().__init__()
-        self.rate, self.seed, self.work, self.fuzzy_drops = rate, seed, work, fuzzy_drops
-        self.output_folder, self.tokenizer = output_folder, tokenizer
+        self.rate, self.seed, self.prepared, self.output_folder = rate, seed, prepared, output_folder
+        self.drop_lists, self.fuzzy_drops, self.tokenizer = drop_lists, fuzzy_drops, tokenizer
 
     def run(self, data: DocumentsPipeline = None, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
         import pyarrow as pa
@@ -42,8 +43,8 @@ class SampleForFit(PipelineStep):
         from mixture.pipelines.dedup.route_drops import load_drops
         from mixture.pipelines.sources.files import read_rows
 
-        drops = load_drops(self.work, rank, self.fuzzy_drops)
-        fs, root = fsspec.core.url_to_fs(f"{self.work}/prepared/{rank:05d}.parquet")
+        drops = load_drops(self.drop_lists, rank, self.fuzzy_drops)
+        fs, root = fsspec.core.url_to_fs(PREPARED.path(self.prepared, rank))
         schema = pa.schema([("id", pa.string()), ("text", pa.string()), ("source", pa.string()),
                             ("content_type", pa.string()), ("language", pa.string()), ("raw_score", pa.float64()),
                             ("u", pa.float64()), *([("n_tokens", pa.int64())] if self.tokenizer else []),
@@ -99,13 +100,13 @@ class SampleForFit(PipelineStep):
 def count_kept(ctx: BuildContext) -> int:
     """Documents dedup keeps: prepared rows (Parquet footers) minus the drops the dedup tasks counted (one small
     file per task, not a footer per drop file)."""
-    fs, root = fsspec.core.url_to_fs(ctx.work)
+    fs, root = fsspec.core.url_to_fs(ctx.at(PREPARED.folder))
     fs.invalidate_cache(root)  # written by the stage's workers (other processes)
     total = 0
-    for p in fs.glob(f"{root}/prepared/*.parquet"):
+    for p in fs.glob(PREPARED.every(root)):
         with fs.open(p, "rb") as f:
             total += pq.ParquetFile(f).metadata.num_rows
-    total -= dropped_count(ctx.dedup_folder)
+    total -= dropped_count(ctx.at(DEDUP))
     if ctx.near_duplicates_report:
         total -= read_model(NearDuplicateReport, ctx.near_duplicates_report).drops
     return total
@@ -120,4 +121,5 @@ def steps(ctx: BuildContext) -> list:
 
 
 def sample_for_fit(ctx: BuildContext, rate: float) -> list:
-    return [SampleForFit(rate, ctx.spec.seed, ctx.work, ctx.fuzzy_drops, f"{ctx.work}/sample", ctx.refs.tokenizer)]
+    return [SampleForFit(rate, ctx.spec.seed, ctx.at(PREPARED.folder), ctx.at(DROP_LISTS), ctx.fuzzy_drops,
+                         ctx.at(SAMPLE_DIR), ctx.refs.tokenizer)]

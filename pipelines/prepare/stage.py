@@ -11,7 +11,7 @@ from mixture.pipelines.prepare.fingerprint import Fingerprint
 from mixture.pipelines.prepare.gates import Gates
 from mixture.pipelines.prepare.normalize import Normalize, Quarantine
 from mixture.pipelines.sources.files import SourceReader
-from mixture.store import layout
+from mixture.stages.registry import DEDUP, PREPARED, TALLY
 
 
 def steps(ctx: BuildContext) -> list:
@@ -21,22 +21,22 @@ def steps(ctx: BuildContext) -> list:
     flt, fz, dc = p.filters, p.dedup.fuzzy, p.decontamination
     decontaminate = dc.enabled and bool(dc.benchmarks)
     prepare = [
-        SourceReader(ctx.sources(), f"{ctx.work}/tally"),
+        SourceReader(ctx.sources(), ctx.at(TALLY.folder)),
         Normalize(),
-        Quarantine(writers.quarantine_writer(ctx.at(layout.QUARANTINE_DIR))),
+        Quarantine(writers.quarantine_writer(ctx.store)),
         Gates(flt.length.min_chars, flt.length.max_chars, flt.length.min_words, flt.heuristics.max_symbol_ratio,
               flt.heuristics.max_duplicate_line_ratio,
-              exclusion_writer=writers.drop_writer(ctx.at(layout.dropped_dir("filtered")), "filtered")),
+              exclusion_writer=writers.drop_writer(ctx.store, "filtered")),
         Fingerprint(
             {"ngram": fz.ngram, "permutations": fz.permutations, "seed": fz.seed} if fz.enabled else None,
             decontaminate_step.settings(dc, ctx.benchmarks()) if decontaminate else None),
     ]
     if decontaminate:
         prepare.append(decontaminate_step.Decontaminate(
-            exclusion_writer=writers.drop_writer(ctx.at(layout.dropped_dir("contaminated")), "contaminated")))
+            exclusion_writer=writers.drop_writer(ctx.store, "contaminated")))
     q, lang = ctx.spec.partition.quality, p.language
     prepare += [Annotate(q.scorer, ctx.refs.quality_model, q.fasttext_label,
                          language_model=ctx.refs.language_id, language_min_score=lang.min_score),
-                writers.work_writer(f"{ctx.work}/prepared"),
-                DedupKeys(f"{ctx.work}/prepared", ctx.dedup_folder, ctx.memory_limit("prepare"))]
+                writers.work_writer(ctx.store),
+                DedupKeys(ctx.at(PREPARED.folder), ctx.at(DEDUP), ctx.memory_limit("prepare"))]
     return prepare

@@ -6,6 +6,7 @@ import fsspec
 from datatrove.data import DocumentsPipeline
 from datatrove.pipeline.base import PipelineStep
 
+from mixture.stages.files import RANK
 from mixture.store.io import write_atomic
 
 
@@ -30,7 +31,7 @@ class ClearTaskFiles(PipelineStep):
         fs, marker = fsspec.core.url_to_fs(f"{self.attempts}/{rank:05d}")
         if fs.exists(marker):
             for pattern in self.patterns:
-                fs, path = fsspec.core.url_to_fs(pattern.replace("{rank}", f"{rank:05d}"))
+                fs, path = fsspec.core.url_to_fs(pattern.replace(RANK, f"{rank:05d}"))
                 for stale in fs.glob(path):
                     fs.rm(stale)
                     self.stat_update("removed_files")

@@ -11,6 +11,8 @@ from datatrove.pipeline.base import PipelineStep
 
 from mixture.pipelines.sources.records import BROKEN_FILE, SourceFiles
 from mixture.spec.source_formats import load_function, source_format
+from mixture.stages.files import TaskFile
+from mixture.stages.registry import TALLY
 from mixture.store.io import write_json_atomic
 
 
@@ -66,7 +68,7 @@ class SourceReader(PipelineStep):
         # records read per source by this task (the build's `records_in`) and its files not read to their end (the
         # loss table), saved with the task's outputs
         fs, root = fsspec.core.url_to_fs(self.tally_folder)
-        write_json_atomic(fs, f"{root}/{rank:05d}.json", {"rank": rank, "records": tally, "broken_files": broken},
+        write_json_atomic(fs, TALLY.path(root, rank), {"rank": rank, "records": tally, "broken_files": broken},
                           indent=None)
 
     def read_file(self, src: SourceFiles, rel: str) -> DocumentsPipeline:
@@ -91,28 +93,27 @@ def read_rows(pf, rows, columns: list[str] | None = None, use_threads: bool = Tr
 
 
 class RankFilesReader(PipelineStep):
-    """Reads the intermediate Parquet files `<folder>/<rank>.parquet` written by task `rank` of an earlier stage."""
+    """Reads the Parquet file `file` that task `rank` of an earlier stage wrote in `folder`."""
 
     type = "📖 - READER"
     name = "mixture stage files"
 
-    def __init__(self, folders: list[str], columns: list[str] | None = None):
+    def __init__(self, folder: str, file: TaskFile, columns: list[str] | None = None):
         super().__init__()
-        self.folders, self.columns = folders, columns
+        self.folder, self.file, self.columns = folder, file, columns
 
     def run(self, data: DocumentsPipeline = None, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
         import pyarrow.parquet as pq
 
         if data:
             yield from data
-        for folder in self.folders:
-            fs, root = fsspec.core.url_to_fs(folder)
-            path = f"{root}/{rank:05d}.parquet"
-            if not fs.exists(path):
-                continue
-            with fs.open(path, "rb") as f:
-                for batch in pq.ParquetFile(f).iter_batches(batch_size=128, columns=self.columns):
-                    self.stat_update("documents", value=batch.num_rows)
-                    for rec in batch.to_pylist():
-                        text, doc_id = rec.pop("text"), rec.pop("id")
-                        yield Document(text=text, id=doc_id, metadata=rec)
+        fs, root = fsspec.core.url_to_fs(self.folder)
+        path = self.file.path(root, rank)
+        if not fs.exists(path):
+            return
+        with fs.open(path, "rb") as f:
+            for batch in pq.ParquetFile(f).iter_batches(batch_size=128, columns=self.columns):
+                self.stat_update("documents", value=batch.num_rows)
+                for rec in batch.to_pylist():
+                    text, doc_id = rec.pop("text"), rec.pop("id")
+                    yield Document(text=text, id=doc_id, metadata=rec)

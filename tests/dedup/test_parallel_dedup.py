@@ -124,9 +124,9 @@ def test_ids_and_texts_decided_as_by_one_query_for_any_partition_count(tmp_path,
     for rank in range(3):
         list(DedupKeys(str(work / "prepared"), str(work / "dedup")).run(None, rank, partitions) or ())
     for q in range(partitions):
-        list(DuplicateIds(str(work / "dedup"), str(work)).run(None, q, partitions) or ())
+        list(DuplicateIds(str(work / "dedup"), str(work / "drops")).run(None, q, partitions) or ())
     for q in range(partitions):
-        list(FindDuplicates(str(work / "dedup"), str(work), True).run(None, q, partitions) or ())
+        list(FindDuplicates(str(work / "dedup"), str(work / "drops"), True).run(None, q, partitions) or ())
     want = reference.exact_drops(str(work / "prepared"))
     assert exact_drop_rows(work) == want
     assert {r[2] for r in want} == {"duplicate_id", "exact_duplicate"}
@@ -206,8 +206,8 @@ def test_exact_dedup_tasks_read_their_partition_only(demo_builds, tmp_path):
         for kind in ("by_id", "by_hash", "id_drops"):
             if (copy / "dedup" / kind).exists():
                 _garble_other_partitions(copy / "dedup" / kind, q)
-        list(DuplicateIds(str(copy / "dedup"), str(copy)).run(None, q, 4) or ())
-        list(FindDuplicates(str(copy / "dedup"), str(copy), True).run(None, q, 4) or ())
+        list(DuplicateIds(str(copy / "dedup"), str(copy / "drops")).run(None, q, 4) or ())
+        list(FindDuplicates(str(copy / "dedup"), str(copy / "drops"), True).run(None, q, 4) or ())
         for kind in ("ids", "exact"):
             assert drop_rows(sorted(copy.glob(f"drops/*/{kind}-{q:05d}.parquet"))) == \
                 drop_rows(sorted(work.glob(f"drops/*/{kind}-{q:05d}.parquet"))), (q, kind)

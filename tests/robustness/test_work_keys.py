@@ -247,7 +247,7 @@ def test_execution_settings_are_not_a_change(demo_corpus, built_store, tmp_path)
 
     owned = list(stage_registry.FINALIZE_OUTPUTS)
     for s in stage_registry.STAGES:
-        owned += [*s.outputs, *(g.replace("{rank}", "*") for g in s.side_files)]
+        owned += [*s.files.outputs, *(g.replace("{rank}", "*") for g in s.files.task_globs)]
 
     def owner(rel: PurePosixPath) -> bool:
         if rel.parts[0] == "_build" and rel.parts[1] != "work":
@@ -256,7 +256,7 @@ def test_execution_settings_are_not_a_change(demo_corpus, built_store, tmp_path)
 
     stray = [p.relative_to(store).as_posix() for p in store.rglob("*")
              if p.is_file() and not owner(PurePosixPath(p.relative_to(store).as_posix()))]
-    assert not stray, f"files no stage of the registry names as its own (outputs, side_files): {stray[:10]}"
+    assert not stray, f"files no stage of the registry names as its own (its StageFiles): {stray[:10]}"
 
     write_spec(tmp_path, edited(raw, "execution", {"executor": "local", "tasks": 5, "workers": 2}))
     again = build_until(spec)

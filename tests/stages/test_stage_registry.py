@@ -12,6 +12,7 @@ from datatrove.pipeline.base import PipelineStep
 from pydantic import ValidationError
 
 from mixture.stages import registry as stage_registry
+from mixture.stages.files import StageFiles, TaskFile
 from mixture.stages.registry import TASKS, StageDef
 from tests.conftest import REPO, small_spec
 
@@ -22,6 +23,9 @@ def _spec(corpus: str = "corpus", **execution):
     raw = small_spec(corpus)
     raw["execution"].update(execution)
     return Spec.model_validate(raw)
+
+
+MARKS = TaskFile(f"{stage_registry.WORK}/marks", "{rank}.txt")
 
 
 class MarkTask(PipelineStep):
@@ -38,16 +42,16 @@ class MarkTask(PipelineStep):
 
         if data:
             yield from data  # first: the steps before it (ClearTaskFiles) run when pulled from
-        with fsspec.open(f"{self.folder}/{rank:05d}.txt", "w", auto_mkdir=True) as f:
+        with fsspec.open(MARKS.path(self.folder, rank), "w", auto_mkdir=True) as f:
             f.write(f"task {rank} of {world_size}\n")
 
 
 def mark_steps(ctx) -> list:
-    return [MarkTask(f"{ctx.work}/marks")]
+    return [MarkTask(ctx.at(MARKS.folder))]
 
 
 MARK = StageDef("mark", "every task leaves a mark", f"{__name__}:mark_steps", TASKS, chained=True,
-                side_files=("_build/work/marks/{rank}.txt",))
+                files=StageFiles(tasks=(MARKS,)))
 
 
 REGISTRY = stage_registry.STAGES
@@ -72,7 +76,7 @@ def test_the_registry_is_well_formed():
         assert "\n" not in s.about and 0 < len(s.about) <= 70, s.about
         assert callable(s.steps_function()), s.steps
         assert s.task_count(spec, 3) >= 1 and isinstance(s.runs(spec), bool)
-        assert all("{rank}" in glob for glob in s.side_files), s.side_files
+        assert all("{rank}" in glob for glob in s.files.task_globs), s.files
     assert stage_registry.get("minhash_buckets").task_count(spec, 3) == spec.processing.dedup.fuzzy.bands
     with pytest.raises(KeyError, match="no stage 'nope'; stages are prepare, "):
         stage_registry.get("nope")
@@ -86,7 +90,7 @@ def test_each_dedup_stage_is_a_module_named_as_the_stage():
 
 
 def test_each_stage_is_built_from_its_entry(demo_corpus, tmp_path):
-    """Every stage's steps for a real spec: the name, the task count, and the side files cleared first."""
+    """Every stage's steps for a real spec: the name, the task count, and its tasks' files cleared first."""
     from mixture.pipelines.build import build_stage
     from mixture.pipelines.context import BuildContext
     from mixture.pipelines.partition.sample import sample_for_fit
@@ -153,7 +157,7 @@ def test_adding_or_removing_a_registry_entry_is_the_only_edit(monkeypatch):
 
 @pytest.mark.slow
 def test_a_build_runs_a_stage_added_to_the_registry(tmp_path, demo_corpus, built_store, monkeypatch):
-    """A stage added to the registry alone runs in its place (its side files cleared first) and leaves the store as
+    """A stage added to the registry alone runs in its place (its tasks' files cleared first) and leaves the store as
     it was."""
     from mixture.pipelines.build import build
     from tests.executors.fingerprint import assert_same_shards, store_fingerprint
