@@ -15,7 +15,14 @@ from typer.testing import CliRunner
 from mixture.accounting import StoreReader, audit, connect
 from mixture.cli import app
 from mixture.fit.balance import cluster_balance
-from mixture.store.formats import Ledger, NearDuplicateReport, StoreArtifact, read_model, write_model
+from mixture.store.formats import (
+    Ledger,
+    NearDuplicateReport,
+    StoreArtifact,
+    read_model,
+    read_store_artifact,
+    write_model,
+)
 from mixture.store.loss import store_loss
 
 runner = CliRunner()
@@ -26,7 +33,7 @@ def _ledger(store: Path, cell_dir: str) -> Ledger:
 
 
 def _store_json(store: Path) -> StoreArtifact:
-    return read_model(StoreArtifact, str(store / "store.json"))
+    return read_store_artifact(str(store / "store.json"))
 
 
 def _write(path: Path, model: Ledger | StoreArtifact) -> None:

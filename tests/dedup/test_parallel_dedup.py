@@ -18,7 +18,7 @@ import yaml
 from mixture.pipelines.dedup import near as nd
 from mixture.pipelines.dedup.exact import KEYS, DedupKeys, DuplicateIds, ExactDuplicates, dropped_count
 from mixture.pipelines.dedup.shuffle import mix64, prefix_partition, string_hashes
-from mixture.store.formats import StoreArtifact, read_model
+from mixture.store.formats import read_store_artifact
 from tests.conftest import small_spec
 from tests.dedup import dedup_reference as reference
 from tests.dedup.dedup_reference import assert_same_as_reference, drop_rows, exact_drop_rows
@@ -82,7 +82,7 @@ def test_demo_store_is_the_same_for_1_2_and_4_tasks(demo_builds, built_store):
     for tasks, store in demo_builds.items():
         got = _comparable(store)
         assert got == want, tasks
-        report = read_model(StoreArtifact, str(store / "store.json")).near_duplicates
+        report = read_store_artifact(str(store / "store.json")).near_duplicates
         assert report == built_store.artifact.near_duplicates
 
 

@@ -20,7 +20,7 @@ from mixture.accounting import StoreReader, audit
 from mixture.cli import app
 from mixture.pipelines.sources.files import SourceReader, lost_after_break
 from mixture.pipelines.sources.records import SourceFiles
-from mixture.store.formats import BrokenFile, StoreArtifact, read_model
+from mixture.store.formats import BrokenFile, read_store_artifact
 from mixture.store.loss import loss_info, source_loss, store_loss
 from tests.robustness.badinput import jsonl, sentence_text
 
@@ -102,7 +102,7 @@ def test_a_truncated_gzip_and_a_wrong_typed_column_exit_3_with_the_table(lossy):
 @pytest.mark.slow
 def test_the_store_is_complete_and_records_the_loss_per_source(lossy):
     store = lossy["store"]
-    art = read_model(StoreArtifact, str(store / "store.json"))
+    art = read_store_artifact(str(store / "store.json"))
     result = audit(StoreReader(str(store)))
     assert result.ok, result.messages()
     loss = {s.name: s for s in art.loss.sources}
@@ -145,7 +145,7 @@ def test_a_source_that_keeps_nothing_exits_3(lossy):
                                                                      for i in range(20)]))
     code, out = cli("build", str(lossy_spec(root, "kept-nothing", ("good", "short"))))
     assert code == 3, out
-    art = read_model(StoreArtifact, str(root / "kept-nothing" / "store.json"))
+    art = read_store_artifact(str(root / "kept-nothing" / "store.json"))
     assert {s.name: s.verdict for s in art.loss.sources} == {"good": "ok", "short": "kept nothing"}
     assert "short (kept nothing)" in " ".join(out.split())
 
