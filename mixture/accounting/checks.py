@@ -110,7 +110,7 @@ class _Audit:
         try:
             return self.r.store_info
         except StoreVersionError as exc:
-            c.fail(layout.STORE_JSON, exc.refusal(exc.version))
+            c.fail(layout.STORE_JSON, exc.refusal)
         except FormatError as exc:
             for where, what in exc.problems:
                 c.fail(layout.STORE_JSON, f"{where}: {what}" if where else what)

@@ -599,13 +599,10 @@ class StoreVersionError(FormatError):
 
     def __init__(self, file: str, version: Any):
         self.version = version
-        super().__init__(file, [("", self.refusal(version))])
-
-    @staticmethod
-    def refusal(version: Any) -> str:
-        return (f"a store of format version {version}; this mixture reads store format version "
-                f"{STORE_FORMAT_VERSION}. Rebuild it with this mixture: `mixture build SPEC --redo-changed` (in "
-                "place), or build it into a new folder (another store.uri)")
+        self.refusal = (f"a store of format version {version}; this mixture reads store format version "
+                        f"{STORE_FORMAT_VERSION}. Rebuild it with this mixture: `mixture build SPEC --redo-changed` "
+                        "(in place), or build it into a new folder (another store.uri)")
+        super().__init__(file, [("", self.refusal)])
 
 
 def parse_store_artifact(data: Any, file: str, hint: str = "") -> StoreArtifact:
