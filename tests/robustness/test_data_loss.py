@@ -185,12 +185,10 @@ def test_verdicts():
     assert source_loss("s", 1000, 990, 10, [], 0.01).verdict == "ok"  # exactly at the limit
 
 
-def test_a_store_without_a_loss_block_is_judged_from_its_sources(built_store):
-    art = built_store.artifact.model_copy(update={"loss": None})
-    loss = store_loss(art)
-    assert loss.max_loss == 0.01 and [s.name for s in loss.sources] == [s.name for s in art.sources]
-    assert loss == loss_info(art.sources, {}, 0.01)
-    judged = store_loss(built_store.artifact, 0.0)  # the recorded facts judged against another limit
+def test_a_stores_loss_is_judged_again_from_its_sources_and_broken_files(built_store):
+    art = built_store.artifact
+    assert store_loss(art) == art.loss == loss_info(art.sources, {}, art.loss.max_loss)  # no broken file
+    judged = store_loss(art, 0.0)  # the recorded facts judged against another limit
     assert set(judged.over) == {s.name for s in built_store.artifact.sources if s.bad_input or not s.docs_kept}
 
 
