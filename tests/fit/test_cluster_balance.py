@@ -90,7 +90,7 @@ def test_one_document_heavier_than_max_share_stays_above_it():
 def test_cluster_balance_warns_above_max_and_below_min():
     def entry(i: int, tokens: int, docs: int) -> ClusterEntry:
         return ClusterEntry(id=i, label=f"Label {i}", top_terms=[], summary="", confidence=1.0,
-                            confidence_tag="high", docs=docs, tokens=tokens)
+                            confidence_tag="high", sample_share=0.0, sample_token_share=0.0, docs=docs, tokens=tokens)
 
     ok = cluster_balance([entry(0, 40, 10), entry(1, 35, 30), entry(2, 25, 60)], 0.1, 0.45)
     assert ok.warnings == [] and ok.largest_cluster == 0 and ok.largest_token_share == 0.4
