@@ -353,8 +353,8 @@ class ClusterBalance(Format):
     largest_doc_share: float = Field(ge=0, le=1, description="its share of the store's documents")
     smallest_cluster: int = Field(ge=0, description="the cluster with the fewest tokens")
     smallest_token_share: float = Field(ge=0, le=1, description="its share of the store's tokens")
-    warnings: list[str] = Field(default_factory=list, description="a cluster above max_share or below min_share "
-                                                                  "of the tokens, said in a sentence")
+    warnings: list[str] = Field(description="a cluster above max_share or below min_share of the tokens, said in a "
+                                            "sentence")
 
 
 class SamplesInfo(Format):
@@ -439,7 +439,7 @@ class SourceLoss(Format):
     verdict: Literal["ok", "kept nothing", "unknown loss", "over max_loss"] = Field(
         description="ok; or why `mixture build` exits 3: the source kept no document, lost an unknown number of "
                     "records, or its share is above max_loss")
-    broken_files: list[BrokenFile] = Field(default_factory=list, description="its files not read to their end")
+    broken_files: list[BrokenFile] = Field(description="its files not read to their end")
 
 
 class LossInfo(Format):

@@ -14,7 +14,13 @@ from typer.testing import CliRunner
 
 from mixture.accounting import StoreReader
 from mixture.cli import app
-from mixture.store.formats import STORE_FORMAT_VERSION, FormatError, StoreVersionError, read_store_artifact
+from mixture.store.formats import (
+    STORE_FORMAT_VERSION,
+    FormatError,
+    StoreArtifact,
+    StoreVersionError,
+    read_store_artifact,
+)
 from tests.conftest import small_spec
 
 runner = CliRunner()
@@ -113,3 +119,13 @@ def test_a_missing_required_field_names_the_file_and_the_field(copy):
     assert f"{copy}/store.json: provenance: required field is missing" in str(exc.value)
     result = runner.invoke(app, ["audit", str(copy)])
     assert result.exit_code == 1 and "provenance: required field is missing" in result.output, result.output
+
+
+def test_every_field_of_store_json_is_required():
+    """Version 2: no block of store.json may be left out (the input manifest's models, shared with the stage
+    records of `_build/<stage>/key.json`, keep their optional per-form fields)."""
+    schema = StoreArtifact.model_json_schema()
+    shared = {"InputFile", "InputManifest", "SourceInputs"}
+    optional = {name: sorted(set(d["properties"]) - set(d.get("required", [])))
+                for name, d in {"StoreArtifact": schema, **schema["$defs"]}.items() if name not in shared}
+    assert {name: fields for name, fields in optional.items() if fields} == {}
