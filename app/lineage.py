@@ -73,7 +73,7 @@ def duplicates_of(doc_id: str, dropped: pd.DataFrame) -> dict[str, list[str]]:
 
 def _spec_filters(info: StoreArtifact) -> dict[str, object]:
     """The quality gates' settings from the spec the store was built from (store.json provenance), flattened."""
-    spec = info.provenance.spec if info.provenance is not None else {}
+    spec = info.provenance.spec
     filters = (spec.get("processing") or {}).get("filters") or {}
     flat: dict[str, object] = {}
     for group, settings in filters.items():

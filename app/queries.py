@@ -161,12 +161,12 @@ def _content_type_mix(uri: str, stamp: str) -> pd.DataFrame:
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def _language_mix(uri: str, stamp: str) -> pd.DataFrame:
-    return accounting.language_mix(_reader_at(uri, stamp), "cluster", scan=False)
+    return accounting.language_mix(_reader_at(uri, stamp), "cluster")
 
 
 def language_mix(uri: str) -> pd.DataFrame:
     """Languages per domain (cluster, language, docs, tokens, share of the domain's tokens) from store.json's
-    `language` block; empty for a store without one (no shard is read for the overview)."""
+    `language` block (no shard is read for the overview)."""
     return _language_mix(uri, store_state(uri)[1])
 
 

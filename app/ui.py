@@ -11,7 +11,7 @@ from mixture.explorer import charts, config, queries
 from mixture.explorer.fmt import code, cut_text, md
 from mixture.explorer.plan_view import PlanError, PlanView, load_plan
 from mixture.explorer.sharing import NO_PLAN
-from mixture.store.formats import FormatError, StoreArtifact
+from mixture.store.formats import FormatError, StoreArtifact, StoreVersionError
 
 STORE_KEY = "store_uri"
 PLAN_KEY = "plan_path"
@@ -89,8 +89,9 @@ def require_store() -> str:
 
 
 def require_complete_store() -> tuple[str, StoreArtifact]:
-    """(uri, store.json) of a complete store; a building store points to the Live build page, a store.json that
-    does not match its format stops the page naming the file and each wrong field."""
+    """(uri, store.json) of a complete store; a building store points to the Live build page, a store of another
+    format version stops the page saying how to rebuild it, a store.json that does not match its format stops it
+    naming the file and each wrong field."""
     uri = require_store()
     state, _ = queries.store_state(uri)
     if state == "building":
@@ -99,6 +100,9 @@ def require_complete_store() -> tuple[str, StoreArtifact]:
         st.stop()
     try:
         return uri, queries.store_info(uri)
+    except StoreVersionError as exc:
+        st.error(f"Store `{code(uri)}` cannot be shown: {exc.refusal}.")
+        st.stop()
     except FormatError as exc:
         st.error(f"Store `{code(uri)}` cannot be shown: its store.json does not match its format "
                  f"(`mixture schema --store`).")

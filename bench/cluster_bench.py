@@ -61,7 +61,7 @@ def measure(name: str, spec: dict, root: Path, truth: dict[str, str] | None, tru
            "min_doc_share": float(doc_share.min()), "truth": truth_name,
            "nmi_docs": float(normalized_mutual_info_score(labels, cluster)),
            "nmi_tokens": weighted_nmi(labels, cluster, tokens),
-           "warnings": list(art.cluster_balance.warnings) if art.cluster_balance else []}
+           "warnings": list(art.cluster_balance.warnings)}
     print(f"  {name}: largest cluster {res['largest']:.1%} of tokens ({label}), NMI with {truth_name} "
           f"{res['nmi_docs']:.3f} (documents) / {res['nmi_tokens']:.3f} (tokens), build {wall:.1f} s", flush=True)
     return res

@@ -24,7 +24,7 @@ if str(ROOT) not in sys.path:
 
 from bench.common import machine, publish  # noqa: E402
 from mixture.explorer import MAIN  # noqa: E402
-from mixture.store.formats import StoreArtifact, read_model  # noqa: E402
+from mixture.store.formats import read_store_artifact  # noqa: E402
 from tests.explorer.synthstore import build_store  # noqa: E402
 
 APP = str(MAIN)
@@ -69,7 +69,7 @@ def run(repeats: int = 5, k: int = 20, browser: bool = True) -> dict:
         files = {n: len(list(s.glob("cluster=*/quality=*/*.parquet"))) for n, s in (("small", small), ("large", large))}
         docs = {}
         for n, s in (("small", small), ("large", large)):
-            docs[n] = read_model(StoreArtifact, str(s / "store.json")).counters.records_out
+            docs[n] = read_store_artifact(str(s / "store.json")).counters.records_out
     med = {n: statistics.median(v) for n, v in times.items()}
     return {"k": k, "repeats": repeats, "build_seconds": built, "files": files, "docs": docs, "times": times,
             "median": med, "ratio": med["large"] / med["small"], "browser": rows}

@@ -16,7 +16,7 @@ from pathlib import Path
 from bench.build_bench import REPO, demo_corpus, demo_spec, load, write_spec
 from bench.common import machine, publish
 from mixture.stages import registry as stage_registry
-from mixture.store.formats import StoreArtifact, read_model
+from mixture.store.formats import read_store_artifact
 
 BEGIN, END = "<!-- memory-bench:begin -->", "<!-- memory-bench:end -->"
 STAGES = list(stage_registry.names())
@@ -104,7 +104,7 @@ def run_build(spec_path: Path, store: Path, tasks: int, interval: float) -> dict
     wall = time.perf_counter() - t
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed with exit code {proc.returncode}; see {log}")
-    artifact = read_model(StoreArtifact, str(store / "store.json"))
+    artifact = read_store_artifact(str(store / "store.json"))
     return {"wall": wall, "rss": peak[0], "pss": peak[1], "procs": peak[2], "maxrss": peak[3],
             "stages": peaks, "counters": artifact.counters.model_dump()}
 

@@ -22,7 +22,7 @@ from mixture.pipelines.runtime.datatrove_compat import quiet_datatrove_console
 from mixture.spec.load import load_spec
 from mixture.stages import registry as stage_registry
 from mixture.store import layout
-from mixture.store.formats import FormatError, StoreArtifact, read_model
+from mixture.store.formats import FormatError, StoreArtifact, StoreVersionError, read_store_artifact
 from mixture.text import kernel as text_kernel
 
 
@@ -227,7 +227,9 @@ def build_store(spec_path: str, *, executor: str | None = None, tasks: int | Non
 
     Work on storage is reused only where its stage key (mixture/stages/keys.py) is the one computed now; when the
     spec or the inputs changed, StoreChanged names what changed before any work, unless `redo_changed`: then the
-    stages whose key changed and every stage after them are redone (pipelines/reuse.py).
+    stages whose key changed and every stage after them are redone (pipelines/reuse.py). A finished store of another
+    format version is refused the same way (StoreChanged, the message of StoreVersionError), or with
+    `redo_changed` rebuilt: the stage keys hash the format version, so every stage is redone.
 
     `overrides`: execution settings given on the command line, applied over the spec's (`None` values ignored; the
     spec and its hash stay as they are); per-stage entries of `execution.stages` still apply on top."""
@@ -245,11 +247,16 @@ def build_store(spec_path: str, *, executor: str | None = None, tasks: int | Non
     fs, root = fsspec.core.url_to_fs(store)
     if fs.exists(f"{root}/{layout.STORE_JSON}"):
         try:
-            artifact = read_model(StoreArtifact, f"{root}/{layout.STORE_JSON}", fs=fs, file=f"{store}/{layout.STORE_JSON}")
+            artifact = read_store_artifact(f"{root}/{layout.STORE_JSON}", fs=fs, file=f"{store}/{layout.STORE_JSON}")
+        except StoreVersionError as exc:
+            if not redo_changed:
+                raise reuse.StoreChanged(str(exc)) from None
+            logger.warning(f"{exc.file}: a store of format version {exc.version}: rebuilding it ({reuse.REDO_FLAG})")
+            artifact = None  # plan_reuse clears store.json and every stage: their keys hold the old format's
         except FormatError as exc:
             raise BuildError(f"{exc}\n{store} holds a store.json that does not match its format; delete the "
                              "store or point store.uri at a new location") from None
-        if reuse.check_finished(ctx, artifact, redo_changed):
+        if artifact is not None and reuse.check_finished(ctx, artifact, redo_changed):
             # a build killed after publishing store.json may have left its work files and its lock behind
             if not keep_work and fs.exists(f"{root}/{layout.WORK_DIR}"):
                 fs.rm(f"{root}/{layout.WORK_DIR}", recursive=True)

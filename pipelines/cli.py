@@ -47,7 +47,7 @@ def print_summary(artifact: StoreArtifact, store: str, max_loss: float | None = 
         d.add_row(str(cl.id), cl.label, f"{cl.tokens / max(1, c.tokens_out):.2%}", humanize(cl.tokens),
                   cl.confidence_tag)
     out.print(d)
-    for warning in artifact.cluster_balance.warnings if artifact.cluster_balance else []:
+    for warning in artifact.cluster_balance.warnings:
         out.print(f"[bold yellow]warning[/] {warning}", highlight=False)
     out.print(f"store: {store}  (store.json, cluster=NN/quality=Q/, _samples/, _model/, _quarantine/, _dropped/, _build/)")
 

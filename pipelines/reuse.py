@@ -24,7 +24,8 @@ ANY_TASK = "[0-9]" * 5  # a task's 5-digit rank, in a glob
 
 
 class StoreChanged(BuildError):
-    """The spec or the inputs differ from what the store's finished work was made from; nothing was done."""
+    """The spec or the inputs differ from what the store's finished work was made from, or the finished store is of
+    another format version; nothing was done."""
 
     exit_code = 2
 
@@ -125,10 +126,6 @@ def finished_changes(ctx: BuildContext, artifact: StoreArtifact, records: list[S
     """What differs between a finished store and a build of this spec and inputs (empty: it is already built)."""
     canon = canonical_spec(ctx.refs)
     prov = artifact.provenance
-    if prov is None:  # built before stage keys were recorded: the spec's hash is all there is
-        same = artifact.spec.hash == stage_keys.spec_hash(canon)
-        return Changes([], [], [] if same else [f"spec hash {artifact.spec.hash[:12]} → "
-                                                f"{stage_keys.spec_hash(canon)[:12]} (the store records no more)"])
     other = []
     if (prov.code_version, prov.keys_version) != (stage_keys.code_version(), stage_keys.KEYS_VERSION):
         other.append(f"code version: {prov.code_version} (keys v{prov.keys_version}) → {stage_keys.code_version()} "

@@ -23,9 +23,9 @@ class BuiltStore:
     @property
     def artifact(self):
         """store.json read through its model (mixture.store.formats.StoreArtifact): every use validates it."""
-        from mixture.store.formats import StoreArtifact, read_model
+        from mixture.store.formats import read_store_artifact
 
-        return read_model(StoreArtifact, str(self.store / "store.json"))
+        return read_store_artifact(str(self.store / "store.json"))
 
     @property
     def ground_truth(self) -> dict:

@@ -7,7 +7,8 @@ Python API::
 
     reader = StoreReader("gs://bucket/store")     # any local path or fsspec URI; caches small artifacts
     reader.store_info                              # store.json as mixture.store.formats.StoreArtifact (raises
-                                                   # StoreNotReady while building, FormatError naming bad fields)
+                                                   # StoreNotReady while building, StoreVersionError for another
+                                                   # format version, FormatError naming bad fields)
     reader.ledger_models()                         # {cell dir: Ledger} of every ledger matching its format
     reader.ledger_errors()                         # {cell dir: what is wrong} of the others (the audit reports them)
     reader.is_complete                             # store.json present? (the store's JSON comes only as models)

@@ -15,7 +15,7 @@ from mixture.accounting.footers import checksums as file_checksums
 from mixture.accounting.reader import StoreReader
 from mixture.fit.balance import cluster_balance
 from mixture.store import drops, layout
-from mixture.store.formats import FormatError, LedgerShard, StoreArtifact
+from mixture.store.formats import FormatError, LedgerShard, StoreArtifact, StoreVersionError
 from mixture.store.loss import store_loss
 
 Status = Literal["pass", "fail", "skip"]
@@ -109,6 +109,8 @@ class _Audit:
         c.checked = 1
         try:
             return self.r.store_info
+        except StoreVersionError as exc:
+            c.fail(layout.STORE_JSON, exc.refusal)
         except FormatError as exc:
             for where, what in exc.problems:
                 c.fail(layout.STORE_JSON, f"{where}: {what}" if where else what)
@@ -213,26 +215,22 @@ class _Audit:
     def reports(self, art: StoreArtifact) -> None:
         c = self.new("reports", "the loss, near-duplicate and cluster-balance blocks agree with the counters, "
                                 "sources and clusters they summarise")
-        if art.loss is None and art.near_duplicates is None and art.cluster_balance is None:
-            c.status = "skip"
-            return
 
         def compare(where: str, what: str, recorded: Any, recomputed: Any, source: str) -> None:
             c.checked += 1
             if recorded != recomputed:
                 c.fail(where, what, recomputed, recorded, source, "store.json")
 
-        if art.loss is not None:
-            again = store_loss(art)
-            compare("loss", "sources", [s.name for s in art.loss.sources], [s.name for s in again.sources],
-                    "sources[] in spec order")
-            for rec, new in zip(art.loss.sources, again.sources, strict=False):
-                for field_ in ("records_read", "kept", "quarantined", "lost", "lost_unknown_files", "verdict"):
-                    compare(f"loss {rec.name}", field_, getattr(rec, field_), getattr(new, field_),
-                            "sources[] and its broken files")
-                compare(f"loss {rec.name}", "share", round(rec.share, 9), round(new.share, 9),
-                        "(quarantined + lost) / (records_read + lost)")
-            compare("loss", "over", art.loss.over, again.over, "sources whose verdict is not ok")
+        again = store_loss(art)
+        compare("loss", "sources", [s.name for s in art.loss.sources], [s.name for s in again.sources],
+                "sources[] in spec order")
+        for rec, new in zip(art.loss.sources, again.sources, strict=False):
+            for field_ in ("records_read", "kept", "quarantined", "lost", "lost_unknown_files", "verdict"):
+                compare(f"loss {rec.name}", field_, getattr(rec, field_), getattr(new, field_),
+                        "sources[] and its broken files")
+            compare(f"loss {rec.name}", "share", round(rec.share, 9), round(new.share, 9),
+                    "(quarantined + lost) / (records_read + lost)")
+        compare("loss", "over", art.loss.over, again.over, "sources whose verdict is not ok")
         nd = art.near_duplicates
         if nd is not None:
             compare("near_duplicates", "drops", nd.drops, art.counters.fuzzy_duplicate_dropped,
@@ -242,7 +240,7 @@ class _Audit:
             compare("near_duplicates", "pairs_rejected", nd.pairs_rejected, nd.pairs_considered - nd.pairs_verified,
                     "pairs_considered − pairs_verified")
         cb = art.cluster_balance
-        if cb is not None and art.clusters:
+        if art.clusters:
             again_cb = cluster_balance(art.clusters, cb.min_share, cb.max_share)
             for field_ in ("largest_cluster", "largest_token_share", "largest_doc_share", "smallest_cluster",
                            "smallest_token_share", "warnings"):
@@ -253,9 +251,6 @@ class _Audit:
         c = self.new("provenance", "spec.hash and the stage keys follow from the recorded spec and inputs; the "
                                    "records read per source equal sources[].docs_in")
         prov = art.provenance
-        if prov is None:
-            c.status, c.note = "skip", "store.json records no provenance (built by an older mixture)"
-            return
         from mixture.stages import keys as stage_keys
 
         c.checked += 1
@@ -303,9 +298,6 @@ class _Audit:
     def inputs(self, art: StoreArtifact) -> None:
         c = self.new("inputs", "the sources and the files the spec names, listed again, are the ones the store was "
                                "built from (no file added, removed or changed)")
-        if art.provenance is None:
-            c.status, c.note = "skip", "store.json records no input manifest (built by an older mixture)"
-            return
         from mixture.spec.inputs import relist
         from mixture.stages import keys as stage_keys
 

@@ -163,11 +163,7 @@ def report_cmd(
         err.print(f"[red]{exc}")
         raise typer.Exit(2) from exc
     reader = _complete(store)
-    try:
-        df = report(reader, keys)
-    except ValueError as exc:  # e.g. --by language on a store built before language identification
-        err.print(f"[red]{exc}")
-        raise typer.Exit(2) from exc
+    df = report(reader, keys)
     total = int(df["tokens"].sum())
     title = f"{reader.uri}: {humanize(total)} tokens ({total:,}) by {', '.join(keys)}"
     if keys == ["cluster", "quality"] and fmt in ("table", "md"):

@@ -16,7 +16,7 @@ import yaml
 from mixture.accounting.reader import StoreNotReady, StoreReader, open_fs
 from mixture.accounting.tables import cell_table, store_k
 from mixture.store import layout
-from mixture.store.formats import FormatError, StoreArtifact, load_json, parse_model
+from mixture.store.formats import FormatError, StoreArtifact, load_json, parse_store_artifact
 
 COUNTS_SUFFIXES = (".csv", ".json", ".yaml", ".yml")
 COMPAT_FIELDS = ("tokenizer", "k", "quality_levels", "bucket_edges")
@@ -226,7 +226,7 @@ def counts_from_document(doc: Any, source: str) -> Counts:
                           "planned with, or compare the store it names")
     if isinstance(doc, dict) and "cells" in doc and "counters" in doc:
         try:
-            art = parse_model(StoreArtifact, doc, source)
+            art = parse_store_artifact(doc, source)
         except FormatError as exc:
             raise CountsError(str(exc)) from None
         return artifact_counts(art, source)

@@ -35,8 +35,7 @@ class DocumentIndex:
 
 def document_index(reader: StoreReader, cells: Sequence[tuple[int, int]]) -> DocumentIndex:
     """The documents of `cells` ((cluster, quality) pairs) in the finished shards (ledger-listed and present), ordered
-    by cell (in the order given) and id, with no text read: one DuckDB query over the shards of those cells only.
-    `n_chars` comes from its column (the text's length when a store lacks it)."""
+    by cell (in the order given) and id, with no text read: one DuckDB query over the shards of those cells only."""
     wanted = {(int(c), int(q)): i for i, (c, q) in enumerate(cells)}
     files, cell_of = [], []
     for rel in reader.shard_files():
@@ -49,14 +48,11 @@ def document_index(reader: StoreReader, cells: Sequence[tuple[int, int]]) -> Doc
         return DocumentIndex([], empty.astype(np.int32), empty, empty, empty.astype(np.int32), empty)
     con = reader.connect_bare()
     try:
-        names = {r[0] for r in con.execute(f"DESCRIBE SELECT * FROM read_parquet({reader.parquet_list_sql(files[:1])})")
-                 .fetchall()}
-        chars = "d.n_chars" if "n_chars" in names else "length(d.text)"
         con.register("shard_files", pa.table({"path": [reader.duckdb_path(f) for f in files],
                                               "fi": np.arange(len(files), dtype=np.int32),
                                               "k": np.array(cell_of, dtype=np.int32)}))
         table = con.sql(
-            f"SELECT f.k, d.n_tokens::BIGINT AS n_tokens, {chars}::BIGINT AS n_chars, f.fi, d.file_row_number AS row "
+            "SELECT f.k, d.n_tokens::BIGINT AS n_tokens, d.n_chars::BIGINT AS n_chars, f.fi, d.file_row_number AS row "
             f"FROM read_parquet({reader.parquet_list_sql(files)}, hive_partitioning = false, filename = true, "
             "file_row_number = true) d JOIN shard_files f ON d.filename = f.path ORDER BY f.k, d.id"
         ).to_arrow_table()

@@ -10,7 +10,7 @@ import fsspec
 from fsspec.core import url_to_fs
 
 from mixture.store import layout
-from mixture.store.formats import FormatError, Ledger, StoreArtifact, read_model, read_models
+from mixture.store.formats import FormatError, Ledger, StoreArtifact, read_models, read_store_artifact
 
 
 class StoreNotReady(RuntimeError):
@@ -64,8 +64,6 @@ class StoreReader:
             return self.path(rel)
         return f"{self.protocol}://{self.path(rel)}"
 
-    _duckdb_path = duckdb_path  # backwards-compatible name
-
     def refresh(self) -> None:
         """Forget cached artifacts, ledgers and listings (after the store changed)."""
         for name in ("store_info", "_listing", "_ledgers", "_tables"):
@@ -80,12 +78,13 @@ class StoreReader:
     @cached_property
     def store_info(self) -> StoreArtifact:
         """store.json validated against its format (mixture.store.formats.StoreArtifact); raises StoreNotReady while
-        the store is building and FormatError (naming the file and every wrong field) when it does not match."""
+        the store is building, StoreVersionError for a store of another format version and FormatError (naming the
+        file and every wrong field) when it does not match."""
         if not self.is_complete:
             raise StoreNotReady(f"{self.uri}: no {layout.STORE_JSON} yet, the store is still building")
         file = f"{self.uri.rstrip('/')}/{layout.STORE_JSON}"
         hint = f"run `mixture audit {self.uri}`; rebuild the store if store.json was edited or truncated"
-        return read_model(StoreArtifact, self.path(layout.STORE_JSON), hint, fs=self.fs, file=file)
+        return read_store_artifact(self.path(layout.STORE_JSON), hint, fs=self.fs, file=file)
 
     # -- listing -----------------------------------------------------------------------------------------------
     @cached_property
@@ -133,11 +132,8 @@ class StoreReader:
     def shard_files(self) -> list[str]:
         """Relative paths of the finished document shards: listed by a ledger AND present in the listing.
 
-        Unlisted Parquet files (partial output of failed tasks) are never shown to readers. A store with no
-        ledger at all (hand-made or legacy) falls back to every Parquet file in its cell folders.
+        Unlisted Parquet files (partial output of failed tasks) are never shown to readers.
         """
-        if not self.ledger_models() and not self.ledger_errors():
-            return [f"{d}/{n}" for d, files in self._listing.items() for n in files if n.endswith(".parquet")]
         out = []
         for cell_dir, ledger in self.ledger_models().items():
             present = self._listing.get(cell_dir, {})

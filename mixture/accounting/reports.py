@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import duckdb
 import pandas as pd
 
 from mixture.accounting.parquet_sql import documents_source_sql
@@ -63,14 +62,8 @@ def report(reader: StoreReader, by: str | Sequence[str] = "cell") -> pd.DataFram
     sql_keys = list(dict.fromkeys(sql_keys))
     con = reader.connect_bare()
     cols = ", ".join(sql_keys)
-    try:
-        df = con.execute(f"SELECT {cols}, sum(n_tokens)::BIGINT AS tokens, count(*)::BIGINT AS docs "
-                         f"FROM {documents_source_sql(reader)} GROUP BY ALL ORDER BY {cols}").fetchdf()
-    except duckdb.BinderException as exc:
-        if "language" not in keys:
-            raise
-        raise ValueError(f"{reader.uri} has no `language` column: it was built before language identification; "
-                         "rebuild it to report by language") from exc
+    df = con.execute(f"SELECT {cols}, sum(n_tokens)::BIGINT AS tokens, count(*)::BIGINT AS docs "
+                     f"FROM {documents_source_sql(reader)} GROUP BY ALL ORDER BY {cols}").fetchdf()
     if "cell" in keys:
         k = store_k(reader)
         df.insert(0, "cell", [layout.cell_name(int(c), int(q), k) for c, q in zip(df["cluster"], df["quality"],

@@ -19,12 +19,12 @@ DEFAULT_PATHS = {"uniform": layout.UNIFORM_SAMPLES, "exemplars": layout.EXEMPLAR
 
 
 def sample_path(reader: StoreReader, kind: SampleKind) -> str:
-    """Store-relative path of a sample: store.json `samples.<kind>`, else the default `_samples/<kind>.parquet`."""
+    """Store-relative path of a sample: store.json `samples.<kind>`; the default `_samples/<kind>.parquet` while the
+    store builds or when its store.json does not match its format (`mixture audit` reports it)."""
     try:
-        listed = reader.store_info.samples
-    except (StoreNotReady, FormatError):  # building, or a store.json `mixture audit` reports: the default paths
-        listed = None
-    return (getattr(listed, kind) if listed is not None else None) or DEFAULT_PATHS[kind]
+        return getattr(reader.store_info.samples, kind)
+    except (StoreNotReady, FormatError):
+        return DEFAULT_PATHS[kind]
 
 
 def samples(reader: StoreReader, kind: SampleKind = "uniform") -> pd.DataFrame:
@@ -37,7 +37,5 @@ def samples(reader: StoreReader, kind: SampleKind = "uniform") -> pd.DataFrame:
         df = pq.read_table(io.BytesIO(f.read())).to_pandas()
     if "input_ids" in df:
         df = df.drop(columns="input_ids")
-    if "rank" not in df:
-        df["rank"] = df.groupby(["cluster", "quality"]).cumcount()
     df = df.astype({"cluster": "int64", "quality": "int64"})
     return df.sort_values(["cluster", "quality", "rank"], kind="stable").reset_index(drop=True)

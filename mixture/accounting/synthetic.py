@@ -14,20 +14,18 @@ import pyarrow.compute as pc
 import xxhash
 
 from mixture.accounting.reader import open_fs
+from mixture.accounting.synthetic_artifact import cluster_entry, language_info, synthetic_artifact
 from mixture.store import layout
 from mixture.store.drops import REASONS
 from mixture.store.drops import reason as drop_reason
 from mixture.store.formats import (
-    STORE_FORMAT_VERSION,
     CellEntry,
-    ClusterEntry,
     Counters,
     Ledger,
     LedgerShard,
     PartitionInfo,
     SamplesInfo,
     SourceEntry,
-    SpecRef,
     StoreArtifact,
     TokenizerRef,
     write_model,
@@ -156,8 +154,11 @@ def write_synthetic_store(
                                       xxh64=xxhash.xxh64(data).hexdigest()))
         ledger = Ledger.of(layout.cell_name(c, q, k), c, q, shards)
         write_model(fs, f"{root}/{rel_dir}/{layout.LEDGER}", ledger)
+        cell_sources: dict[str, int] = {}
+        for s, t in zip(cell_docs.column("source").to_pylist(), cell_docs.column("n_tokens").to_pylist(), strict=True):
+            cell_sources[s] = cell_sources.get(s, 0) + t
         cells.append(CellEntry(cell=ledger.cell, cluster=c, quality=q, path=rel_dir, docs=ledger.total_num_rows,
-                               tokens=ledger.total_tokens, shards=len(shards)))
+                               tokens=ledger.total_tokens, shards=len(shards), sources=dict(sorted(cell_sources.items()))))
         for s, t in zip(cell_docs.column("source").to_pylist(), cell_docs.column("n_tokens").to_pylist(),
                         strict=True):
             per_source[s]["docs_kept"] += 1
@@ -203,32 +204,26 @@ def write_synthetic_store(
         row = per_source[s]
         dropped = sum(row[r.counter] for r in REASONS)
         source_rows.append(SourceEntry(name=s, category=categories[s], license="CC-BY-4.0", format="jsonl",
+                                       synthetic=False, exempt_from_fuzzy_dedup=False,
                                        docs_in=row["docs_kept"] + dropped, tokens_in=None, **row))
-    clusters = []
-    for c in range(k):
-        mine = [x for x in cells if x.cluster == c]
-        clusters.append(ClusterEntry(id=c, label=f"Topic {c}", top_terms=[_WORDS[c % len(_WORDS)], "synthetic"],
-                                     summary=f"{_WORDS[c % len(_WORDS)]} · synthetic", confidence=0.5,
-                                     confidence_tag="medium", docs=sum(x.docs for x in mine),
-                                     tokens=sum(x.tokens for x in mine)))
-    artifact = StoreArtifact(
-        format_version=STORE_FORMAT_VERSION,
-        spec=SpecRef(name="synthetic", hash=xxhash.xxh64(str(seed).encode()).hexdigest(), path=None),
-        code_version="0.1.0",
-        created="2026-01-01T00:00:00Z",
-        tokenizer=tokenizer.spec_form,
-        tokenizer_ref=tokenizer,
+    clusters = [cluster_entry(c, f"Topic {c}", [_WORDS[c % len(_WORDS)], "synthetic"], cells) for c in range(k)]
+    artifact = synthetic_artifact(
+        seed=seed,
+        tokenizer=tokenizer,
         partition=PartitionInfo(k=k, fine_k=k * 10, quality_levels=5, bucket_edges=[0.2, 0.4, 0.6, 0.8],
-                                quality_names=list(layout.QUALITY_NAMES)),
-        raw_score_cutoffs={t: [0.18, 0.36, 0.54, 0.72] for t in CONTENT_TYPES},
+                                quality_names=list(layout.QUALITY_NAMES), min_share=0.0, max_share=1.0,
+                                embedder="lexical"),
         clusters=clusters,
         cells=cells,
         sources=source_rows,
         counters=counters,
+        samples=SamplesInfo(uniform=layout.UNIFORM_SAMPLES, exemplars=layout.EXEMPLAR_SAMPLES,
+                            per_cell=samples_per_cell, exemplars_per_cell=0),
+        language=language_info(zip(*(docs.column(c).to_pylist() for c in ("cluster", "quality", "language",
+                                                                          "n_tokens")), strict=True)),
+        raw_score_cutoffs={t: [0.18, 0.36, 0.54, 0.72] for t in CONTENT_TYPES},
         filtered_by_reason={"min_chars": drops.get("filtered", 0)},
         bad_input_by_reason={"invalid_json": bad_input},
-        samples=SamplesInfo(uniform=layout.UNIFORM_SAMPLES, exemplars=layout.EXEMPLAR_SAMPLES,
-                            per_cell=samples_per_cell),
     )
     write_model(fs, f"{root}/{layout.STORE_JSON}", artifact)
     return artifact

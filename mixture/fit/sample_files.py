@@ -107,8 +107,6 @@ def read_sample(sample_folder: str, text: bool = False) -> FitSample:
     tables = []
     for i, (t, _) in enumerate(read):
         t = t.drop_columns([c for c in t.column_names if (c == "n_tokens" and not tokens) or (c == "text" and not text)])
-        if FILL not in t.column_names:  # written before fill rows were marked: every row is a document
-            t = t.append_column(FILL, pa.array(np.zeros(t.num_rows, dtype=bool)))
         tables.append(t.append_column("part", pa.array(np.full(t.num_rows, i, dtype=np.int32))))
     table = pa.concat_tables(tables)
     rows = np.flatnonzero(_documents(table))

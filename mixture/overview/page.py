@@ -249,7 +249,7 @@ def build_page(reader: StoreReader, plan: Plan | None = None, plan_source: str =
     for row in uniform.to_dict("records"):
         docs.setdefault((int(row["cluster"]), int(row["quality"])), []).append(_doc(row, cap))
     sources, estimated = _sources(info, uniform)
-    languages = accounting.language_mix(reader, "cluster", scan=False)
+    languages = accounting.language_mix(reader, "cluster")
     weights = [dict(p.weights) for p in plan.phases] if plan is not None else []
     exposure = plan.exposures() if plan is not None else {}
     cap_epochs = plan.settings.max_epochs if plan is not None else math.inf

@@ -1,6 +1,7 @@
 """The store's JSON files, defined once: `store.json` (StoreArtifact) and `_ledger.json` (Ledger), as pydantic
-models whose JSON Schemas `mixture schema --store` / `--ledger` print; and the helpers every JSON format of the
-project uses to read (errors name the file and field) and write (atomically) a model."""
+models whose JSON Schemas `mixture schema --store` / `--ledger` print (store.json read by `read_store_artifact`, which
+refuses a store of another format version); and the helpers every JSON format of the project uses to read (errors
+name the file and field) and write (atomically) a model."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from mixture.store.drops import REASONS
 from mixture.store.io import write_json_atomic
 
 CELL_PATTERN = r"^c\d{2,3}q\d$"
-STORE_FORMAT_VERSION = 1
+STORE_FORMAT_VERSION = 2  # 2: every block a build writes is required (docs/store.md, Format version)
 LEDGER_FORMAT_VERSION = 1
 
 M = TypeVar("M", bound=BaseModel)
@@ -223,8 +224,8 @@ class _SourceBase(Format):
     category: str = Field(description="source category (web, code, math, multilingual, specialized, …)")
     license: str | None = Field(description="license from the spec")
     format: str = Field(description="input format from the spec (jsonl, parquet, hf, …)")
-    synthetic: bool = Field(False, description="the spec marks the source as synthetic")
-    exempt_from_fuzzy_dedup: bool = Field(False, description="the spec exempts it from fuzzy dedup")
+    synthetic: bool = Field(description="the spec marks the source as synthetic")
+    exempt_from_fuzzy_dedup: bool = Field(description="the spec exempts it from fuzzy dedup")
     docs_in: int = Field(ge=0, description="records read from the source")
     tokens_in: int | None = Field(description="always null: dropped documents are not tokenized")
     docs_kept: int = Field(ge=0, description="documents of the source in the cells")
@@ -277,11 +278,10 @@ class PartitionInfo(Format):
     quality_levels: int = Field(ge=1, description="quality buckets")
     bucket_edges: list[float] = Field(description="calibrated-score edges between the buckets")
     quality_names: list[str] = Field(description="name of each quality bucket (junk, poor, usable, good, excellent)")
-    min_share: float | None = Field(None, description="smallest share of the tokens a coarse cluster may hold (of "
-                                    "documents in stores built before clusters were balanced by tokens)")
-    max_share: float | None = Field(None, description="largest share of the tokens a cluster should hold "
-                                                      "(partition.clusters.max_share, or its default 3/k)")
-    embedder: str | None = Field(None, description="document embedder: lexical or sentence")
+    min_share: float = Field(description="smallest share of the tokens a coarse cluster may hold")
+    max_share: float = Field(description="largest share of the tokens a cluster should hold "
+                                         "(partition.clusters.max_share, or its default 3/k)")
+    embedder: str = Field(description="document embedder: lexical or sentence")
 
 
 class ClusterLabel(Format):
@@ -293,8 +293,8 @@ class ClusterLabel(Format):
     summary: str = Field(description="the top terms joined")
     confidence: float = Field(description="share of the cluster's sample documents holding one of its top 3 terms")
     confidence_tag: Literal["high", "medium", "low"] = Field(description="confidence ≥ 0.7, ≥ 0.4, below")
-    sample_share: float | None = Field(None, description="share of the fit sample's documents in the cluster")
-    sample_token_share: float | None = Field(None, description="share of the fit sample's tokens in the cluster")
+    sample_share: float = Field(description="share of the fit sample's documents in the cluster")
+    sample_token_share: float = Field(description="share of the fit sample's tokens in the cluster")
 
 
 class ClusterEntry(ClusterLabel):
@@ -314,7 +314,7 @@ class CellEntry(Format):
     docs: int = Field(ge=0, description="documents (ledger total_num_rows)")
     tokens: int = Field(ge=0, description="tokens (ledger total_tokens)")
     shards: int = Field(ge=0, description="Parquet files")
-    sources: dict[str, int] = Field(default_factory=dict, description="tokens per source")
+    sources: dict[str, int] = Field(description="tokens per source")
 
 
 class DedupInfo(Format):
@@ -359,10 +359,10 @@ class FitInfo(Format):
     embedding_dim: int = Field(ge=1, description="embedding dimensions")
     vocabulary: int = Field(ge=0, description="terms of the lexical embedder (0 for sentence embeddings)")
     seed: int = Field(description="seed of the fit")
-    token_estimate: Literal["tokenizer", "utf8_bytes"] | None = Field(
-        None, description="how the fit knew the tokens of its sample documents to balance the clusters: counted by "
-                          "the build's tokenizer in the sample stage, or estimated by their UTF-8 bytes")
-    max_share: float | None = Field(None, description="the largest token share of a cluster the fit aimed at")
+    token_estimate: Literal["tokenizer", "utf8_bytes"] = Field(
+        description="how the fit knew the tokens of its sample documents to balance the clusters: counted by the "
+                    "build's tokenizer in the sample stage, or estimated by their UTF-8 bytes")
+    max_share: float = Field(description="the largest token share of a cluster the fit aimed at")
 
 
 class ClusterBalance(Format):
@@ -376,8 +376,8 @@ class ClusterBalance(Format):
     largest_doc_share: float = Field(ge=0, le=1, description="its share of the store's documents")
     smallest_cluster: int = Field(ge=0, description="the cluster with the fewest tokens")
     smallest_token_share: float = Field(ge=0, le=1, description="its share of the store's tokens")
-    warnings: list[str] = Field(default_factory=list, description="a cluster above max_share or below min_share "
-                                                                  "of the tokens, said in a sentence")
+    warnings: list[str] = Field(description="a cluster above max_share or below min_share of the tokens, said in a "
+                                            "sentence")
 
 
 class SamplesInfo(Format):
@@ -386,7 +386,7 @@ class SamplesInfo(Format):
     uniform: str = Field(description="seeded uniform sample per cell, relative to the store")
     exemplars: str = Field(description="nearest-to-centroid documents per cell, relative to the store")
     per_cell: int = Field(ge=0, description="uniform samples per cell")
-    exemplars_per_cell: int | None = Field(None, description="exemplars per cell")
+    exemplars_per_cell: int = Field(ge=0, description="exemplars per cell")
 
 
 class LanguageCount(Format):
@@ -431,7 +431,7 @@ class LanguageInfo(Format):
     per_language: bool = Field(description="quality calibrated per (content type, language) group")
     group_min_docs: int = Field(ge=1, description="sample documents a group needs for a calibration of its own")
     calibration_groups: list[CalibrationGroup] = Field(
-        default_factory=list, description="every (content type, language) group of the fit sample")
+        description="every (content type, language) group of the fit sample")
 
 
 class BrokenFile(Format):
@@ -462,7 +462,7 @@ class SourceLoss(Format):
     verdict: Literal["ok", "kept nothing", "unknown loss", "over max_loss"] = Field(
         description="ok; or why `mixture build` exits 3: the source kept no document, lost an unknown number of "
                     "records, or its share is above max_loss")
-    broken_files: list[BrokenFile] = Field(default_factory=list, description="its files not read to their end")
+    broken_files: list[BrokenFile] = Field(description="its files not read to their end")
 
 
 class LossInfo(Format):
@@ -575,40 +575,39 @@ class Provenance(Format):
 class StoreArtifact(Format):
     """`store.json`: what a complete store holds; written last, atomically (its presence means complete)."""
 
-    format_version: Literal[1] = Field(description="format version of store.json")
+    format_version: Literal[2] = Field(description="format version of store.json (STORE_FORMAT_VERSION); a store of "
+                                                   "another version is refused (`read_store_artifact`)")
     spec: SpecRef = Field(description="the spec the store was built from")
     code_version: str = Field(description="version of mixture that built the store")
     created: str = Field(description="UTC time the build finished, ISO 8601 (2026-11-30T10:00:00Z)")
     tokenizer: str = Field(description="the spec's tokenizer (tiktoken:<encoding> or hf:<tokenizer.json>)")
     tokenizer_ref: TokenizerRef = Field(description="the tokenizer the build counted tokens with, resolved (a local "
                                                     "file's absolute path and sha256): what `audit --deep` loads")
-    seed: int | None = Field(None, description="the spec's seed")
+    seed: int = Field(description="the spec's seed")
     partition: PartitionInfo = Field(description="how documents were partitioned into cells")
     raw_score_cutoffs: dict[str, list[float]] = Field(
-        default_factory=dict, description="per content type, the raw scores at the calibrated bucket edges")
-    calibration_docs: dict[str, int] = Field(default_factory=dict,
-                                             description="per content type, sample documents of its calibration")
-    dedup: DedupInfo | None = Field(None, description="the dedup settings")
+        description="per content type, the raw scores at the calibrated bucket edges")
+    calibration_docs: dict[str, int] = Field(description="per content type, sample documents of its calibration")
+    dedup: DedupInfo = Field(description="the dedup settings")
     clusters: list[ClusterEntry] = Field(description="every cluster 0..k-1")
     cells: list[CellEntry] = Field(description="every non-empty cell, by path")
-    empty_cells: list[str] = Field(default_factory=list, description="cells of the partition with no document")
+    empty_cells: list[str] = Field(description="cells of the partition with no document")
     sources: list[SourceEntry] = Field(description="every source of the spec")  # type: ignore[valid-type]
     counters: Counters = Field(description="the record funnel")  # type: ignore[valid-type]
-    filtered_by_reason: dict[str, int] = Field(default_factory=dict, description="filtered documents per gate")
-    bad_input_by_reason: dict[str, int] = Field(default_factory=dict, description="bad input records per reason")
-    fit: FitInfo | None = Field(None, description="the frozen fit's sample and settings")
+    filtered_by_reason: dict[str, int] = Field(description="filtered documents per gate")
+    bad_input_by_reason: dict[str, int] = Field(description="bad input records per reason")
+    fit: FitInfo = Field(description="the frozen fit's sample and settings")
     near_duplicates: NearDuplicateReport | None = Field(
-        None, description="the near-duplicate decisions: candidate pairs, verified pairs and drops (fuzzy dedup on)")
-    cluster_balance: ClusterBalance | None = Field(None, description="the clusters' token shares against "
-                                                                     "min_share and max_share, with warnings")
-    samples: SamplesInfo | None = Field(None, description="the sample files")
-    language: LanguageInfo | None = Field(None, description="languages of the kept documents, per-language calibration")
-    loss: LossInfo | None = Field(None, description="data loss per source: quarantined and lost records against "
-                                                    "processing.max_loss (null: a store built before it was recorded)")
+        description="the near-duplicate decisions: candidate pairs, verified pairs and drops (null: fuzzy dedup off)")
+    cluster_balance: ClusterBalance = Field(description="the clusters' token shares against min_share and "
+                                                        "max_share, with warnings")
+    samples: SamplesInfo = Field(description="the sample files")
+    language: LanguageInfo = Field(description="languages of the kept documents, per-language calibration")
+    loss: LossInfo = Field(description="data loss per source: quarantined and lost records against "
+                                       "processing.max_loss")
     decontamination: DecontaminationInfo | None = Field(
-        None, description="benchmark decontamination: settings and a report per benchmark (null: it did not run)")
-    provenance: Provenance | None = Field(
-        None, description="the canonical spec, input manifest and stage keys (null: built before they were recorded)")
+        description="benchmark decontamination: settings and a report per benchmark (null: it did not run)")
+    provenance: Provenance = Field(description="the canonical spec, input manifest and stage keys")
 
     def cell_entries(self) -> dict[str, CellEntry]:
         return {c.cell: c for c in self.cells}
@@ -616,3 +615,33 @@ class StoreArtifact(Format):
     def breakdown(self, key: str) -> dict[str, int]:
         """A by-reason breakdown of a drop reason (its `breakdown` key in mixture.store.drops)."""
         return dict(getattr(self, key))
+
+
+# -- reading store.json: the one place its format version is checked ---------------------------------------------
+class StoreVersionError(FormatError):
+    """A store.json of another format version than this code reads: the store is refused, not read (one message
+    wherever it is read: the build, the audit, the summary, the planner, the explorer)."""
+
+    def __init__(self, file: str, version: Any):
+        self.version = version
+        self.refusal = (f"a store of format version {version}; this mixture reads store format version "
+                        f"{STORE_FORMAT_VERSION}. Rebuild it with this mixture: `mixture build SPEC --redo-changed` "
+                        "(in place), or build it into a new folder (another store.uri)")
+        super().__init__(file, [("", self.refusal)])
+
+
+def parse_store_artifact(data: Any, file: str, hint: str = "") -> StoreArtifact:
+    """store.json's parsed JSON as a StoreArtifact: StoreVersionError when its `format_version` is not
+    STORE_FORMAT_VERSION (before any other field is looked at), FormatError naming `file` and each wrong field."""
+    if isinstance(data, dict) and isinstance(data.get("format_version"), int) \
+            and data["format_version"] != STORE_FORMAT_VERSION:
+        raise StoreVersionError(file, data["format_version"])
+    return parse_model(StoreArtifact, data, file, hint)
+
+
+def read_store_artifact(uri: str, hint: str = "", *, fs: fsspec.AbstractFileSystem | None = None,
+                        file: str | None = None) -> StoreArtifact:
+    """The one reader of store.json (a local path or any fsspec URI; a path on `fs` when given): see
+    `parse_store_artifact`; FormatError naming `file` (default `uri`) when it is absent or not JSON."""
+    file = file or str(uri)
+    return parse_store_artifact(load_json(read_bytes(uri, hint, fs=fs, file=file), file, hint), file, hint)

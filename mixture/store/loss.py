@@ -7,8 +7,6 @@ from collections.abc import Iterable, Sequence
 
 from mixture.store.formats import BrokenFile, LossInfo, SourceLoss, StoreArtifact
 
-DEFAULT_MAX_LOSS = 0.01  # processing.max_loss when a store does not say
-
 
 def source_loss(name: str, read: int, kept: int, quarantined: int, broken: Sequence[BrokenFile],
                 max_loss: float) -> SourceLoss:
@@ -38,10 +36,7 @@ def loss_info(sources: Iterable, broken: dict[str, list[BrokenFile]], max_loss: 
 
 
 def store_loss(artifact: StoreArtifact, max_loss: float | None = None) -> LossInfo:
-    """A store's loss with the verdicts against `max_loss` (default: the one it was built with); a store built
-    before the loss was recorded knows no broken files."""
+    """A store's loss with the verdicts against `max_loss` (default: the one it was built with)."""
     recorded = artifact.loss
-    if max_loss is None:
-        max_loss = recorded.max_loss if recorded else DEFAULT_MAX_LOSS
-    broken = {s.name: s.broken_files for s in recorded.sources} if recorded else {}
-    return loss_info(artifact.sources, broken, max_loss)
+    broken = {s.name: s.broken_files for s in recorded.sources}
+    return loss_info(artifact.sources, broken, recorded.max_loss if max_loss is None else max_loss)

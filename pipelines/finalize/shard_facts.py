@@ -45,11 +45,10 @@ def shard_facts(fs, path: str, size: int) -> dict:
 
 
 def task_facts(store: str, rank: int, cell_sources: dict[tuple[int, int, str], list[int]],
-               written: dict[str, dict] | None = None,
-               cell_languages: dict[tuple[int, int, str], list[int]] | None = None) -> dict:
+               written: dict[str, dict] | None, cell_languages: dict[tuple[int, int, str], list[int]]) -> dict:
     """Facts of every shard `part-<rank>` (and its rotations) in the store's cells, with the task's documents and
-    tokens per (cluster, quality, source). `written`: facts the writer took as it wrote (by path in the store),
-    used for the shards whose size on storage agrees; any other shard is read."""
+    tokens per (cluster, quality, source) and per (cluster, quality, language). `written`: facts the writer took as
+    it wrote (by path in the store), used for the shards whose size on storage agrees; any other shard is read."""
     fs, root = fsspec.core.url_to_fs(store)
     root = root.rstrip("/")
     fs.invalidate_cache(root)
@@ -69,7 +68,7 @@ def task_facts(store: str, rank: int, cell_sources: dict[tuple[int, int, str], l
                                                       shard_facts(fs, p, size))})
     return {"rank": rank, "shards": shards,
             "cell_sources": [[c, q, s, n, t] for (c, q, s), (n, t) in sorted(cell_sources.items())],
-            "cell_languages": [[c, q, lang, n, t] for (c, q, lang), (n, t) in sorted((cell_languages or {}).items())]}
+            "cell_languages": [[c, q, lang, n, t] for (c, q, lang), (n, t) in sorted(cell_languages.items())]}
 
 
 class ShardFacts(PipelineStep):

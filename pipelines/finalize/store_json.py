@@ -87,7 +87,7 @@ def write_ledgers(ctx: BuildContext, fs, root: str, facts: list[dict]) -> tuple[
             cell_sources[(cluster, quality)][source] += tokens
             kept_docs[source] += docs
             kept_tokens[source] += tokens
-        for cluster, quality, language, docs, tokens in t.get("cell_languages", ()):
+        for cluster, quality, language, docs, tokens in t["cell_languages"]:
             cell_languages[(cluster, quality, language, "docs")] += docs
             cell_languages[(cluster, quality, language, "tokens")] += tokens
     by_cell: dict[str, list[dict]] = defaultdict(list)

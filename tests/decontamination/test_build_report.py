@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from mixture.cli import app
 from mixture.decontam.tokens import is_content_word, is_number, words
-from mixture.store.formats import StoreArtifact, read_model
+from mixture.store.formats import read_store_artifact
 
 from . import realtext
 from .helpers import FIELDS, every_ngram_matches, parse_detail
@@ -101,7 +101,7 @@ def test_only_the_planted_problems_are_dropped_and_the_details_name_them(built):
 
 def test_store_json_reports_the_benchmark(built):
     root, _, planted, records = built
-    art = read_model(StoreArtifact, str(root / "store" / "store.json"))
+    art = read_store_artifact(str(root / "store" / "store.json"))
     assert art.counters.contaminated_dropped == len(planted)
     dc = art.decontamination
     assert (dc.ngram, dc.min_matches, dc.min_content_words, dc.max_number_share) == (13, 1, 5, 0.4)
@@ -118,7 +118,7 @@ def test_store_json_reports_the_benchmark(built):
 
 def test_the_build_summary_prints_the_report(built):
     root, _, planted, _ = built
-    report = read_model(StoreArtifact, str(root / "store" / "store.json")).decontamination.benchmarks[0]
+    report = read_store_artifact(str(root / "store" / "store.json")).decontamination.benchmarks[0]
     result = CliRunner().invoke(app, ["summary", str(root / "store")], terminal_width=200)
     assert result.exit_code == 0, result.output
     out = result.output

@@ -21,7 +21,7 @@ from mixture.pipelines.dedup.minhash_gather import MinhashGather
 from mixture.pipelines.dedup.minhash_verify import MinhashVerify
 from mixture.spec.load import load_spec
 from mixture.stages.registry import bucket_slices, get
-from mixture.store.formats import NearDuplicateReport, StoreArtifact, read_model
+from mixture.store.formats import NearDuplicateReport, read_model, read_store_artifact
 from tests.conftest import small_spec
 from tests.dedup.dedup_reference import assert_same_as_reference
 from tests.executors.fingerprint import store_fingerprint
@@ -103,8 +103,8 @@ def _comparable(store: Path) -> dict:
 
 def _assert_same_near_duplicates(a: Path, b: Path) -> NearDuplicateReport:
     """The two stores' near-duplicate report, drops with their evidence, and whole store (less its split by task)."""
-    report_a = read_model(StoreArtifact, str(a / "store.json")).near_duplicates
-    assert report_a == read_model(StoreArtifact, str(b / "store.json")).near_duplicates
+    report_a = read_store_artifact(str(a / "store.json")).near_duplicates
+    assert report_a == read_store_artifact(str(b / "store.json")).near_duplicates
     assert _comparable(a) == _comparable(b)  # ids per cell, drops with their details, counters, ledgers' totals
     return report_a
 
@@ -135,7 +135,7 @@ def test_demo_bucket_stage_gives_the_same_pairs_for_any_slice_count(demo_sliced,
     assert runs[1]["counts"]["buckets"] > 0 and runs[1]["drops"]
     assert runs[2] == runs[1]
     assert runs[5] == runs[1]
-    built = read_model(StoreArtifact, str(demo_sliced / "store.json")).near_duplicates
+    built = read_store_artifact(str(demo_sliced / "store.json")).near_duplicates
     assert runs[1]["report"] == built
 
 

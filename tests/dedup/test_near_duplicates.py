@@ -27,7 +27,7 @@ from mixture.pipelines.dedup.minhash_buckets import (
 )
 from mixture.pipelines.dedup.minhash_cluster import MinhashCluster
 from mixture.pipelines.dedup.minhash_verify import MinhashVerify
-from mixture.store.formats import NearDuplicateReport, StoreArtifact, read_model
+from mixture.store.formats import NearDuplicateReport, read_model, read_store_artifact
 from tests.dedup.dedup_reference import assert_same_as_reference
 
 _WORD = re.compile(r"\w+")
@@ -307,7 +307,7 @@ def _kept(store) -> set[str]:
 def _check_drops_against_kept(store, texts: dict[tuple[str, str], str]) -> NearDuplicateReport:
     """Every near-duplicate drop names a kept document, and its word n-gram Jaccard with it, recomputed here from
     the texts (`texts`: {(source, id): text, first occurrence}), is at or above the threshold and as stated."""
-    art = read_model(StoreArtifact, str(store / "store.json"))
+    art = read_store_artifact(str(store / "store.json"))
     report = art.near_duplicates
     drops, kept = _fuzzy_drops(store), _kept(store)
     assert report is not None and report.drops == len(drops) == art.counters.fuzzy_duplicate_dropped
@@ -353,7 +353,7 @@ def test_multilingual_same_decisions_for_2_and_4_tasks(multilingual, multilingua
     four = _build_multilingual(multilingual / "four", multilingual / "corpus", 4)
 
     def decisions(store):
-        art = read_model(StoreArtifact, str(store / "store.json"))
+        art = read_store_artifact(str(store / "store.json"))
         return sorted((r["id"], r["detail"]) for r in _fuzzy_drops(store)), art.near_duplicates, _kept(store)
 
     assert decisions(four) == decisions(multilingual_store)

@@ -22,7 +22,7 @@ from mixture.pipelines.dedup.keys import KEYS, DedupKeys
 from mixture.pipelines.dedup.minhash_buckets import PAIRS
 from mixture.pipelines.dedup.minhash_verify import MinhashVerify
 from mixture.pipelines.dedup.shuffle import mix64, prefix_partition, string_hashes
-from mixture.store.formats import StoreArtifact, read_model
+from mixture.store.formats import read_store_artifact
 from tests.conftest import small_spec
 from tests.dedup import dedup_reference as reference
 from tests.dedup.dedup_reference import assert_same_as_reference, drop_rows, exact_drop_rows
@@ -86,7 +86,7 @@ def test_demo_store_is_the_same_for_1_2_and_4_tasks(demo_builds, built_store):
     for tasks, store in demo_builds.items():
         got = _comparable(store)
         assert got == want, tasks
-        report = read_model(StoreArtifact, str(store / "store.json")).near_duplicates
+        report = read_store_artifact(str(store / "store.json")).near_duplicates
         assert report == built_store.artifact.near_duplicates
 
 

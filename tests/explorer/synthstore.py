@@ -13,22 +13,16 @@ import pyarrow.parquet as pq
 import xxhash
 from pydantic import BaseModel
 
+from mixture.accounting.synthetic_artifact import cluster_entry, language_info, synthetic_artifact
 from mixture.store.formats import (
     CalibrationGroup,
     CellEntry,
-    ClusterEntry,
-    ClusterLanguageCount,
     Counters,
-    LanguageCount,
-    LanguageInfo,
     Ledger,
     LedgerShard,
     PartitionInfo,
-    QualityLanguageCount,
     SamplesInfo,
     SourceEntry,
-    SpecRef,
-    StoreArtifact,
     TokenizerRef,
     write_model,
 )
@@ -104,9 +98,8 @@ def build_store(root: Path, k: int = 5, scale: int = 1, shards_per_cell: int = 1
     rng = np.random.default_rng(seed)
     root.mkdir(parents=True, exist_ok=True)
     cells, uniform_rows, exemplar_rows = [], [], []
-    cluster_tot = {c: [0, 0] for c in range(k)}
     src_tot = {name: [0, 0] for name, _ in SOURCES}
-    lang_tot: dict[tuple, list[int]] = {}  # ((key, value) or None, language) -> [docs, tokens]
+    languages: list[tuple[int, int, str, int]] = []  # (cluster, quality, language, tokens) of every document
     doc_counter = 0
     for c in range(k):
         for q in range(5):
@@ -144,17 +137,15 @@ def build_store(root: Path, k: int = 5, scale: int = 1, shards_per_cell: int = 1
                                           xxh64=xxhash.xxh64(data).hexdigest()))
                 n_tok += tok
             _write_json(Ledger.of(f"c{c:02d}q{q}", c, q, shards), cell_dir / "_ledger.json")
+            by_source: dict[str, int] = {}
+            for r in rows:
+                by_source[r["source"]] = by_source.get(r["source"], 0) + r["n_tokens"]
             cells.append(CellEntry(cell=f"c{c:02d}q{q}", cluster=c, quality=q, path=f"cluster={c:02d}/quality={q}",
-                                   docs=n, tokens=n_tok, shards=len(shards)))
-            cluster_tot[c][0] += n
-            cluster_tot[c][1] += n_tok
+                                   docs=n, tokens=n_tok, shards=len(shards), sources=dict(sorted(by_source.items()))))
             for r in rows:
                 src_tot[r["source"]][0] += 1
                 src_tot[r["source"]][1] += r["n_tokens"]
-                for key in ((None, r["language"]), (("cluster", c), r["language"]), (("quality", q), r["language"])):
-                    lang_tot.setdefault(key, [0, 0])
-                    lang_tot[key][0] += 1
-                    lang_tot[key][1] += r["n_tokens"]
+                languages.append((c, q, r["language"], r["n_tokens"]))
             order = [int(j) for j in rng.permutation(n)[:per_cell_samples]]
             if (c, q) in ((1, 2), (0, 4)) and order[0] != 0:  # the <script> and the long document come first
                 order = [0] + [j for j in order if j != 0][: per_cell_samples - 1]
@@ -201,42 +192,32 @@ def build_store(root: Path, k: int = 5, scale: int = 1, shards_per_cell: int = 1
     clusters = []
     for c in range(k):
         topic = TOPICS[c % len(TOPICS)]
-        clusters.append(ClusterEntry(id=c, label=", ".join(w.title() for w in topic[:3]), top_terms=topic,
-                                     summary=" · ".join(topic), confidence=round(0.4 + 0.1 * c, 2),
-                                     confidence_tag=["low", "medium", "high"][c % 3],
-                                     docs=cluster_tot[c][0], tokens=cluster_tot[c][1]))
-    sources = [SourceEntry(name=name, category=cat, license="CC-BY-4.0", format="jsonl",
+        clusters.append(cluster_entry(c, ", ".join(w.title() for w in topic[:3]), topic, cells,
+                                      confidence=round(0.4 + 0.1 * c, 2),
+                                      confidence_tag=["low", "medium", "high"][c % 3]))
+    sources = [SourceEntry(name=name, category=cat, license="CC-BY-4.0", format="jsonl", synthetic=False,
+                           exempt_from_fuzzy_dedup=False,
                            docs_in=src_tot[name][0] + (sum(drops.values()) if name == "web-crawl" else 0),
                            tokens_in=None, docs_kept=src_tot[name][0], tokens_kept=src_tot[name][1],
                            **{key: n if name == "web-crawl" else 0 for key, n in drops.items()})
                for name, cat in SOURCES]
-    artifact = StoreArtifact(
-        format_version=1,
-        spec=SpecRef(name="synthetic", hash="0" * 64, path="specs/synthetic.yaml"),
-        code_version="0.1.0", created="2026-11-30T10:00:00Z", tokenizer="whitespace",
-        tokenizer_ref=TokenizerRef(kind="hub", name="whitespace"),
+    artifact = synthetic_artifact(
+        seed=seed, tokenizer=TokenizerRef(kind="hub", name="whitespace"),
         partition=PartitionInfo(k=k, fine_k=k * 10, quality_levels=5, bucket_edges=[0.2, 0.4, 0.6, 0.8],
-                                quality_names=QUALITY_NAMES),
+                                quality_names=QUALITY_NAMES, min_share=0.0, max_share=1.0, embedder="lexical"),
+        clusters=clusters, cells=cells, sources=sources, counters=counters,
+        samples=SamplesInfo(uniform="_samples/uniform.parquet", exemplars="_samples/exemplars.parquet",
+                            per_cell=per_cell_samples, exemplars_per_cell=per_cell_samples),
+        language=language_info(languages, [
+            CalibrationGroup(group="prose/en", content_type="prose", language="en", sample_docs=120,
+                             fallback=False, raw_cutoffs=[0.3, 0.45, 0.6, 0.8]),
+            CalibrationGroup(group="prose/de", content_type="prose", language="de", sample_docs=12,
+                             fallback=True, raw_cutoffs=[0.22, 0.39, 0.58, 0.77])]),
+        created="2026-11-30T10:00:00Z",
         raw_score_cutoffs={"code": [0.31, 0.42, 0.5, 0.61], "prose": [0.22, 0.39, 0.58, 0.77],
                            "math": [0.25, 0.45, 0.65, 0.85], "default": [0.2, 0.4, 0.6, 0.8]},
-        clusters=clusters, cells=cells, sources=sources, counters=counters,
         filtered_by_reason={"min_chars": 3, "max_chars": 1},
         bad_input_by_reason={"invalid_json": 2},
-        samples=SamplesInfo(uniform="_samples/uniform.parquet", exemplars="_samples/exemplars.parquet",
-                            per_cell=per_cell_samples),
-        language=LanguageInfo(
-            model="cld2", min_score=0.5, per_language=True, group_min_docs=50,
-            languages=[LanguageCount(language=lang, docs=d, tokens=t)
-                       for (key, lang), (d, t) in sorted(lang_tot.items(), key=lambda kv: -kv[1][1]) if key is None],
-            by_cluster=[ClusterLanguageCount(cluster=key[1], language=lang, docs=d, tokens=t)
-                        for (key, lang), (d, t) in sorted(lang_tot.items(), key=str) if key and key[0] == "cluster"],
-            by_quality=[QualityLanguageCount(quality=key[1], language=lang, docs=d, tokens=t)
-                        for (key, lang), (d, t) in sorted(lang_tot.items(), key=str) if key and key[0] == "quality"],
-            calibration_groups=[
-                CalibrationGroup(group="prose/en", content_type="prose", language="en", sample_docs=120,
-                                 fallback=False, raw_cutoffs=[0.3, 0.45, 0.6, 0.8]),
-                CalibrationGroup(group="prose/de", content_type="prose", language="de", sample_docs=12,
-                                 fallback=True, raw_cutoffs=[0.22, 0.39, 0.58, 0.77])]),
     )
     if not building:
         _write_json(artifact, root / "store.json")

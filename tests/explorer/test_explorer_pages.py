@@ -11,7 +11,7 @@ import pytest
 from mixture.composition import numbers
 from mixture.planner.formats import Plan, read_plan
 from mixture.store import drops
-from mixture.store.formats import dump
+from mixture.store.formats import StoreVersionError, dump
 from tests.explorer.apptest_util import chart_frames, run, unescape
 from tests.explorer.synthstore import SCRIPT_DOC, build_plan
 
@@ -67,6 +67,19 @@ def test_a_store_json_that_does_not_match_its_format_is_named_not_shown(app_env,
         assert not at.metric and not at.dataframe  # nothing of the store is drawn
     at = run("mixture")  # the plan is still shown, without the comparison with the store
     assert at.header[0].value == "Mixture" and "counters.tokens_out:" in unescape(at.warning[0].value)
+
+
+def test_a_store_of_another_format_version_is_refused_with_how_to_rebuild_it(app_env, monkeypatch, store, tmp_path):
+    old = tmp_path / "store"
+    shutil.copytree(store, old)
+    art = json.loads((old / "store.json").read_text())
+    art["format_version"] = 1
+    (old / "store.json").write_text(json.dumps(art))
+    monkeypatch.setenv("MIXTURE_STORE", str(old))
+    for page in ("overview", "store", "map", "search"):
+        at = run(page)
+        assert StoreVersionError("", 1).refusal in at.error[0].value, page
+        assert not at.metric and not at.dataframe  # nothing of the store is drawn
 
 
 def test_store_page_exact_content_types(app_env, store):

@@ -22,8 +22,9 @@ from mixture.demo_corpus import debian_text
 from mixture.fit.balance import cluster_balance
 from mixture.fit.clusters import fit_clusters, spherical_kmeans, split_heavy, token_estimate
 from mixture.fit.model_store import fit_and_save, load_model, read_sample_assignments
+from mixture.fit.sample_files import FILL
 from mixture.spec.models import Clusters
-from mixture.store.formats import ClusterEntry
+from mixture.store.formats import ClusterEntry, read_store_artifact
 
 ML_K, ML_MAX_SHARE = 12, 0.15
 
@@ -89,7 +90,7 @@ def test_one_document_heavier_than_max_share_stays_above_it():
 def test_cluster_balance_warns_above_max_and_below_min():
     def entry(i: int, tokens: int, docs: int) -> ClusterEntry:
         return ClusterEntry(id=i, label=f"Label {i}", top_terms=[], summary="", confidence=1.0,
-                            confidence_tag="high", docs=docs, tokens=tokens)
+                            confidence_tag="high", sample_share=0.0, sample_token_share=0.0, docs=docs, tokens=tokens)
 
     ok = cluster_balance([entry(0, 40, 10), entry(1, 35, 30), entry(2, 25, 60)], 0.1, 0.45)
     assert ok.warnings == [] and ok.largest_cluster == 0 and ok.largest_token_share == 0.4
@@ -119,7 +120,7 @@ def _write_sample(built_store, folder: Path, parts: int, tokens: bool) -> None:
     columns = ["id", "text", "source", "content_type", "raw_score", *(["n_tokens"] if tokens else [])]
     table = ds.dataset(files).to_table(columns=columns).slice(0, 400)
     u = np.array([(i * 7919) % 1000 / 1000 for i in range(table.num_rows)])
-    table = table.append_column("u", pa.array(u))
+    table = table.append_column("u", pa.array(u)).append_column(FILL, pa.array([False] * table.num_rows))
     folder.mkdir()
     bounds = [i * table.num_rows // parts for i in range(parts + 1)]
     for i in range(parts):
@@ -218,9 +219,7 @@ def _store_table(store: Path, columns: list[str]):
 
 
 def test_multilingual_clusters_share_tokens(multilingual_store):
-    from mixture.store.formats import StoreArtifact, read_model
-
-    art = read_model(StoreArtifact, str(multilingual_store / "store" / "store.json"))
+    art = read_store_artifact(str(multilingual_store / "store" / "store.json"))
     t = _store_table(multilingual_store / "store", ["id", "cluster", "n_tokens"])
     shares = t.groupby("cluster")["n_tokens"].sum() / t["n_tokens"].sum()
     assert len(shares) == ML_K

@@ -10,6 +10,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from mixture.fit.model_store import fit_and_save, load_model, read_sample_assignments
+from mixture.fit.sample_files import FILL
 
 PARAMS = {"k": 4, "fine_k": 12, "min_share": 0.01, "embedding_dim": 16, "seed": 3, "edges": [0.2, 0.4, 0.6, 0.8]}
 
@@ -19,6 +20,7 @@ def sample_folder(built_store, folder) -> list[pa.Table]:
     files = sorted(glob.glob(str(built_store.store / "cluster=*/quality=*/*.parquet")))
     table = ds.dataset(files).to_table(columns=["id", "text", "source", "content_type", "raw_score"]).slice(0, 300)
     table = table.append_column("u", pa.array(np.linspace(0, 1, table.num_rows)))
+    table = table.append_column(FILL, pa.array([False] * table.num_rows))
     folder.mkdir()
     parts = [table.slice(0, 120), table.slice(120)]
     for i, part in enumerate(parts):

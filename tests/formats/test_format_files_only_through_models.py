@@ -159,12 +159,28 @@ def _is_raw(mod: str | None, fn: str) -> bool:
     return (mod, fn) in JSON_CALLS or (fn in RAW_CALLS and not (mod is None and fn == "read_bytes"))
 
 
+MODEL_READERS = {"read_model", "read_models", "parse_model", "parse_json", "model_validate", "model_validate_json"}
+
+
+def parses_store_artifact(node: ast.AST) -> bool:
+    """A call that parses store.json's model other than through read_store_artifact / parse_store_artifact (the
+    one place its format version is checked): read_model(StoreArtifact, ...), StoreArtifact.model_validate(...)."""
+    if not (called := call_name(node)) or called[1] not in MODEL_READERS:
+        return False
+    func, args = node.func, node.args  # type: ignore[attr-defined]
+    owner = func.value if isinstance(func, ast.Attribute) else None
+    return any(isinstance(a, ast.Name) and a.id == "StoreArtifact" for a in (owner, *args[:1]))
+
+
 def violations(rel: str, text: str) -> list[str]:
     """Where one module reads or writes a format file without its model, or parses JSON it is not listed for."""
     tree = ast.parse(text)
     bound = bound_file_names(tree)
     out = [f"{rel}:{n.lineno}: `from {n.module} import ...`: call {n.module}.<function>" for n in ast.walk(tree)
            if isinstance(n, ast.ImportFrom) and n.module in ("json", "orjson")]
+    out += [f"{rel}:{n.lineno}: parses StoreArtifact itself: read store.json with read_store_artifact (or "
+            "parse_store_artifact), which refuses a store of another format version" for n in ast.walk(tree)
+            if parses_store_artifact(n)]
     for name, nodes in scopes(tree):
         tainted = tainted_names(nodes, bound)
         for n in nodes:
@@ -177,7 +193,8 @@ def violations(rel: str, text: str) -> list[str]:
                 subjects.append(func.value)  # (store / "store.json").read_text()
             if any(_mentions(s, bound, tainted) for s in subjects):
                 out.append(f"{rel}:{n.lineno}: {name} calls {f'{mod}.' if mod else ''}{fn}() on a format file: read "
-                           "it with read_model/read_models/read_plan/read_manifest, write it with write_model")
+                           "it with read_store_artifact/read_model/read_models/read_plan/read_manifest, write it with "
+                           "write_model")
             if called in JSON_CALLS and fn.startswith("load") and (rel, name) not in JSON_PARSERS:
                 out.append(f"{rel}:{n.lineno}: {name} parses JSON with {mod}.{fn}(): a format file goes through "
                            "mixture.store.formats (load_json, parse_json, read_model); anything else is listed in "
@@ -225,6 +242,9 @@ def test_the_check_sees_the_format_files_where_they_are_read_and_written() -> No
      "    return raw\n", ["t calls fs.cat_file() on a format file"]),
     ("import json\n\ndef h(path):\n    return json.loads(open(path).read())\n", ["h parses JSON with json.loads()"]),
     ("def w(store, text):\n    (store / 'store.json').write_text(text)\n", ["w calls write_text() on a format file"]),
+    ("from mixture.store.formats import StoreArtifact, read_model\n\ndef s(path):\n"
+     "    return read_model(StoreArtifact, path)\n", ["parses StoreArtifact itself"]),
+    ("def v(data):\n    return StoreArtifact.model_validate(data)\n", ["parses StoreArtifact itself"]),
     ("from json import loads\n", ["`from json import ...`"]),
     ("from mixture.store.formats import read_model, write_model\nfrom mixture.store import layout\n\n"
      "def ok(fs, root, m):\n    info = read_model(Model, f'{root}/{layout.STORE_JSON}', fs=fs)\n"

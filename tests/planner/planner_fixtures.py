@@ -10,19 +10,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import xxhash
 
+from mixture.accounting.synthetic_artifact import cluster_entry, language_info, synthetic_artifact
 from mixture.store import layout
 from mixture.store.drops import REASONS
 from mixture.store.formats import (
-    STORE_FORMAT_VERSION,
     CellEntry,
-    ClusterEntry,
     Counters,
     Ledger,
     LedgerShard,
     PartitionInfo,
+    SamplesInfo,
     SourceEntry,
-    SpecRef,
-    StoreArtifact,
     TokenizerRef,
     write_model,
 )
@@ -58,19 +56,21 @@ def write_store(root: Path, cells: dict[tuple[int, int], list[int]], k: int = 3)
         rows.append(CellEntry(cell=name, cluster=cluster, quality=quality, path=layout.cell_path(cluster, quality, k),
                               docs=len(ids), tokens=int(sum(lengths)), shards=1, sources={"synthetic": int(sum(lengths))}))
     docs, tokens = sum(r.docs for r in rows), sum(r.tokens for r in rows)
-    artifact = StoreArtifact(
-        format_version=STORE_FORMAT_VERSION, spec=SpecRef(name="synthetic", hash="0" * 64, path=None),
-        code_version="0.1.0", created="2026-01-01T00:00:00Z", tokenizer="synthetic:words",
-        tokenizer_ref=TokenizerRef(kind="hub", name="synthetic:words"),
+    artifact = synthetic_artifact(
+        seed=0, tokenizer=TokenizerRef(kind="hub", name="synthetic:words"),
         partition=PartitionInfo(k=k, fine_k=k, quality_levels=5, bucket_edges=[0.2, 0.4, 0.6, 0.8],
-                                quality_names=list(layout.QUALITY_NAMES)),
-        clusters=[ClusterEntry(id=c, label=f"cluster {c}", top_terms=[], summary="", confidence=0.0,
-                               confidence_tag="low", docs=sum(r.docs for r in rows if r.cluster == c),
-                               tokens=sum(r.tokens for r in rows if r.cluster == c)) for c in range(k)],
+                                quality_names=list(layout.QUALITY_NAMES), min_share=0.0, max_share=1.0,
+                                embedder="lexical"),
+        clusters=[cluster_entry(c, f"cluster {c}", [], rows, summary="", confidence=0.0, confidence_tag="low")
+                  for c in range(k)],
         cells=rows,
-        sources=[SourceEntry(name="synthetic", category="web", license=None, format="jsonl", docs_in=docs,
-                             tokens_in=None, docs_kept=docs, tokens_kept=tokens, **{r.counter: 0 for r in REASONS})],
+        sources=[SourceEntry(name="synthetic", category="web", license=None, format="jsonl", synthetic=False,
+                             exempt_from_fuzzy_dedup=False, docs_in=docs, tokens_in=None, docs_kept=docs,
+                             tokens_kept=tokens, **{r.counter: 0 for r in REASONS})],
         counters=Counters(records_in=docs, **{r.counter: 0 for r in REASONS}, records_out=docs, tokens_out=tokens),
+        samples=SamplesInfo(uniform=layout.UNIFORM_SAMPLES, exemplars=layout.EXEMPLAR_SAMPLES, per_cell=0,
+                            exemplars_per_cell=0),
+        language=language_info((c, q, "und", n) for (c, q), lengths in cells.items() for n in lengths),
     )
     write_model(fs, str(root / layout.STORE_JSON), artifact)
     return root

@@ -17,7 +17,7 @@ from mixture.pipelines.materialize.run import draw_cell, interleave, materialize
 from mixture.planner.formats import Manifest, PhaseManifest, read_plan
 from mixture.planner.realised import realised_ledger
 from mixture.planner.run import plan_from_spec
-from mixture.store.formats import StoreArtifact, read_model
+from mixture.store.formats import read_model, read_store_artifact
 
 SOURCE = {"name": "synthetic", "uri": "corpus/*.jsonl", "format": "jsonl"}  # a spec names its sources
 WEIGHTS = {
@@ -157,7 +157,7 @@ def test_with_a_real_built_store(request, tmp_path: Path):
         pytest.skip("tests/conftest.py has no built_store fixture yet")
     store = Path(store.store)
     spec = tmp_path / "spec.yaml"
-    total = sum(c.tokens for c in read_model(StoreArtifact, str(store / "store.json")).cells)
+    total = sum(c.tokens for c in read_store_artifact(str(store / "store.json")).cells)
     spec.write_text(yaml.safe_dump({"name": "built", "sources": [SOURCE], "store": {"uri": str(store)}, "mixture": {
         "budget": total // 2, "phases": [{"name": "main", "fraction": 0.8}, {"name": "anneal", "fraction": 0.2}]}}))
     _, plan = plan_from_spec(str(spec))

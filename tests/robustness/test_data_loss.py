@@ -20,7 +20,7 @@ from mixture.accounting import StoreReader, audit
 from mixture.cli import app
 from mixture.pipelines.sources.files import SourceReader
 from mixture.pipelines.sources.records import SourceFiles, lost_after_break
-from mixture.store.formats import BrokenFile, StoreArtifact, read_model
+from mixture.store.formats import BrokenFile, read_store_artifact
 from mixture.store.loss import loss_info, source_loss, store_loss
 from tests.robustness.badinput import jsonl, sentence_text
 
@@ -102,7 +102,7 @@ def test_a_truncated_gzip_and_a_wrong_typed_column_exit_3_with_the_table(lossy):
 @pytest.mark.slow
 def test_the_store_is_complete_and_records_the_loss_per_source(lossy):
     store = lossy["store"]
-    art = read_model(StoreArtifact, str(store / "store.json"))
+    art = read_store_artifact(str(store / "store.json"))
     result = audit(StoreReader(str(store)))
     assert result.ok, result.messages()
     loss = {s.name: s for s in art.loss.sources}
@@ -145,7 +145,7 @@ def test_a_source_that_keeps_nothing_exits_3(lossy):
                                                                      for i in range(20)]))
     code, out = cli("build", str(lossy_spec(root, "kept-nothing", ("good", "short"))))
     assert code == 3, out
-    art = read_model(StoreArtifact, str(root / "kept-nothing" / "store.json"))
+    art = read_store_artifact(str(root / "kept-nothing" / "store.json"))
     assert {s.name: s.verdict for s in art.loss.sources} == {"good": "ok", "short": "kept nothing"}
     assert "short (kept nothing)" in " ".join(out.split())
 
@@ -185,12 +185,10 @@ def test_verdicts():
     assert source_loss("s", 1000, 990, 10, [], 0.01).verdict == "ok"  # exactly at the limit
 
 
-def test_a_store_without_a_loss_block_is_judged_from_its_sources(built_store):
-    art = built_store.artifact.model_copy(update={"loss": None})
-    loss = store_loss(art)
-    assert loss.max_loss == 0.01 and [s.name for s in loss.sources] == [s.name for s in art.sources]
-    assert loss == loss_info(art.sources, {}, 0.01)
-    judged = store_loss(built_store.artifact, 0.0)  # the recorded facts judged against another limit
+def test_a_stores_loss_is_judged_again_from_its_sources_and_broken_files(built_store):
+    art = built_store.artifact
+    assert store_loss(art) == art.loss == loss_info(art.sources, {}, art.loss.max_loss)  # no broken file
+    judged = store_loss(art, 0.0)  # the recorded facts judged against another limit
     assert set(judged.over) == {s.name for s in built_store.artifact.sources if s.bad_input or not s.docs_kept}
 
 

@@ -122,9 +122,9 @@ def test_a_store_in_a_source_folder_is_never_read_as_input(tmp_path):
     code, out = validate(tmp_path, spec, command="build")
     assert code == 0, out
     assert f"skipped 6 file(s) under {tmp_path}/corpus/pq/old-store" in out
-    from mixture.store.formats import StoreArtifact, read_model
+    from mixture.store.formats import read_store_artifact
 
-    art = read_model(StoreArtifact, str(tmp_path / "store" / "store.json"))
+    art = read_store_artifact(str(tmp_path / "store" / "store.json"))
     assert {s.name: (s.docs_in, s.bad_input) for s in art.sources} == {"pq": (40, 0), "web": (40, 0)}
 
 

@@ -26,8 +26,7 @@ from mixture.store.formats import (
     InputFile,
     InputManifest,
     SourceInputs,
-    StoreArtifact,
-    read_model,
+    read_store_artifact,
     write_model,
 )
 from tests.conftest import small_spec
@@ -253,7 +252,7 @@ def test_audit_recomputes_the_keys_and_the_record_counts(built_store, tmp_path: 
     assert result.check("provenance").status == "fail"
     assert "[provenance] spec.hash" in messages and "[provenance] stage prepare: key" in messages
     assert f"[provenance] source {prov.inputs.sources[1].name}: records read" in messages
-    assert read_model(StoreArtifact, str(store / "store.json")).provenance == prov
+    assert read_store_artifact(str(store / "store.json")).provenance == prov
 
 
 def test_what_changed_is_named_field_by_field_and_file_by_file():
