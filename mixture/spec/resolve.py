@@ -26,14 +26,14 @@ def resolve_tokenizer(tokenizer: str, folder: str) -> TokenizerRef:
     """`tiktoken:<encoding>`; `hf:<path>` or `<path>.json`: a local tokenizer.json, relative to the spec's folder
     (a path that exists there, ends in .json or is absolute); else `hf:<org/name>`: a hub tokenizer."""
     if tokenizer.startswith("tiktoken:"):
-        return TokenizerRef(kind="tiktoken", name=tokenizer.removeprefix("tiktoken:"))
+        return TokenizerRef(kind="tiktoken", name=tokenizer.removeprefix("tiktoken:"), sha256=None)
     path = tokenizer.removeprefix("hf:")
     local = resolve_uri(path, folder)
     if os.path.isfile(local):
         return TokenizerRef(kind="file", name=local, sha256=file_sha256(local))
     if os.path.exists(local) or path.endswith(".json") or os.path.isabs(path):
-        return TokenizerRef(kind="file", name=local)  # not found: preflight reports it
-    return TokenizerRef(kind="hub", name=path)
+        return TokenizerRef(kind="file", name=local, sha256=None)  # not found: preflight reports it
+    return TokenizerRef(kind="hub", name=path, sha256=None)
 
 
 class References:

@@ -252,8 +252,8 @@ class TokenizerRef(Format):
     kind: Literal["tiktoken", "file", "hub"] = Field(
         description="tiktoken: a tiktoken encoding; file: a local tokenizer.json; hub: a hub tokenizer org/name")
     name: str = Field(description="the encoding, the tokenizer.json's absolute path, or the hub name")
-    sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$",
-                               description="sha256 of the tokenizer.json (kind file; null: the file was not found)")
+    sha256: str | None = Field(pattern=r"^[0-9a-f]{64}$", description="sha256 of the tokenizer.json (null: not a "
+                                                                       "file, or the file was not found)")
 
     @property
     def spec_form(self) -> str:

