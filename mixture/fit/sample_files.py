@@ -24,16 +24,22 @@ ROW_COLUMNS = ("id", "source", "content_type", "language", "raw_score", "u", "n_
 READERS = 16  # files read at once: the fit reads one file per sample task, thousands of them on a cluster
 
 
+def part_file(rank: int) -> str:
+    """The name of sample task `rank`'s file (its rows, its term dictionary under `terms/`), and of the fit's
+    assignments of those rows (`_build/work/fit_assignments/`), which assign task `rank` reads."""
+    return f"{rank:05d}.parquet"
+
+
 def write_part(folder: str, rank: int, rows: pa.Table) -> PartCounts:
     """Writes a sample task's rows (which hold `text`) with each one's term counts, and the task's term dictionary
     (first: a sample file is never there without its dictionary). Not compressed: the files are bounded by
     sample_docs and read once, by the fit (zstd took longer than the read). Returns the counts."""
     part = PartCounts.of(rows.column("text").to_pylist())
     root = folder.rstrip("/")
-    write_parquet_atomic(f"{root}/{TERMS_DIR}/{rank:05d}.parquet", part.term_table(), compression=None)
+    write_parquet_atomic(f"{root}/{TERMS_DIR}/{part_file(rank)}", part.term_table(), compression=None)
     for name, column in part.row_columns().items():
         rows = rows.append_column(name, column)
-    write_parquet_atomic(f"{root}/{rank:05d}.parquet", rows, compression=None)
+    write_parquet_atomic(f"{root}/{part_file(rank)}", rows, compression=None)
     return part
 
 

@@ -10,6 +10,7 @@ from datatrove.data import Document, DocumentsPipeline
 from datatrove.pipeline.base import PipelineStep
 
 from mixture.fit.one_thread import one_thread
+from mixture.fit.sample_files import part_file
 from mixture.pipelines import writers
 from mixture.pipelines.context import BuildContext
 from mixture.pipelines.dedup.route_drops import RouteDrops
@@ -66,7 +67,7 @@ class Assign(PipelineStep):
         self.tok = load_tokenizer(self.tokenizer)
         # the fit's (cluster, fine cluster, distance) of this task's sample documents, by id
         self._known_rows, *self._known, self._known_tokens = read_sample_assignments(
-            self.assignments_folder and f"{self.assignments_folder}/{rank:05d}.parquet")
+            self.assignments_folder and f"{self.assignments_folder}/{part_file(rank)}")
 
     def _clusters(self, batch: list[Document], texts: list[str]) -> tuple[np.ndarray, ...]:
         """(cluster, fine cluster, distance) of the batch: the fit's for its sample documents, embedded otherwise."""
