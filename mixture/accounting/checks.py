@@ -426,12 +426,13 @@ class _Audit:
 
     def deep(self, present: list[tuple[str, LedgerShard]], facts: dict[str, FileFacts], art: StoreArtifact, sample: int,
              seed: int) -> None:
-        c = self.new("tokens (deep)", "re-tokenized documents have the n_tokens the store recorded")
-        from mixture.tokenizer import count_tokens, file_sha256, load_tokenizer
+        c = self.new("tokens (deep)", "documents re-tokenized by the reference implementation (tiktoken for its encodings) "
+                                      "have the n_tokens the store recorded")
+        from mixture.tokenizer import count_tokens, file_sha256, reference_tokenizer
 
         ref = art.tokenizer_ref  # resolved when the store was built: a local file by its absolute path
         try:
-            tok = load_tokenizer(ref)
+            tok = reference_tokenizer(ref)
         except Exception as exc:  # noqa: BLE001
             c.fail(layout.STORE_JSON, f"tokenizer {ref.spec_form!r} cannot be loaded ({exc})")
             return
@@ -462,7 +463,7 @@ class _Audit:
                                                strict=True):
                 c.checked += 1
                 if stored != counted:
-                    c.fail(f"{rel} id={doc_id}", "n_tokens", stored, counted, "stored", art.tokenizer)
+                    c.fail(f"{rel} id={doc_id}", "n_tokens", stored, counted, "stored", f"{tok.implementation} (reference)")
 
 
 def audit(reader: StoreReader, *, deep: bool = False, sample: int = 1000, seed: int = 0,

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from mixture.spec.resolve import References
+from mixture.tokenizer import implementation
 
 
 def canonical_spec(refs: References) -> dict[str, Any]:
@@ -21,6 +22,7 @@ def canonical_spec(refs: References) -> dict[str, Any]:
     del content["store"]["uri"]
     del content["processing"]["max_loss"]
     content["tokenizer"] = refs.tokenizer.spec_form
+    content["tokenizer_implementation"] = implementation(refs.tokenizer)  # what counts: the keys cover it
     # processing.language.model stays as written: resolving it would change the key of every store built with it
     if refs.quality_model:
         content["partition"]["quality"]["fasttext_model"] = refs.quality_model

@@ -177,7 +177,7 @@ STAGES: tuple[StageDef, ...] = (
     # not chained: its sample rate comes from the number of documents dedup kept
     StageDef("sample", "a seeded sample of the kept documents, its tokens and terms counted",
              "mixture.pipelines.partition.sample:steps", TASKS,
-             reads=("partition.clusters.sample_docs", "seed", FUZZY, "tokenizer"),
+             reads=("partition.clusters.sample_docs", "seed", FUZZY, "tokenizer", "tokenizer_implementation"),
              files=StageFiles(outputs=(SAMPLE_DIR,))),
     StageDef("fit", "embedder (merged term counts), clusters, labels, quality calibration",
              "mixture.pipelines.partition.fit:steps", 1, chained=True,
@@ -186,7 +186,7 @@ STAGES: tuple[StageDef, ...] = (
     StageDef("assign", "route duplicates; cluster, score and tokenize; write the cells",
              "mixture.pipelines.partition.assign:steps", TASKS, chained=True,
              files=StageFiles(tasks=(SHARDS, CELL_SAMPLES, SHARD_FACTS, ID_QUARANTINED, *dropped_by("assign"))),
-             reads=("tokenizer", "partition.quality.edges", "partition.clusters.k", "store.keep_token_ids",
+             reads=("tokenizer", "tokenizer_implementation", "partition.quality.edges", "partition.clusters.k", "store.keep_token_ids",
                     "store.samples_per_cell", "store.exemplars_per_cell", "store.shard_bytes", "store.compression",
                     "seed", FUZZY)),
 )
