@@ -20,11 +20,7 @@ def demo_texts(scale: float, root: Path) -> list[str]:
 
     out = root / "demo"
     write_demo_corpus(str(out), seed=0, scale=scale, progress=False)
-    texts = []
-    for entry in read.manifest(out)["sources"]:
-        texts += [r[entry["text_field"]] for _, _, r in read.iter_records(out, entry)
-                  if isinstance(r, dict) and isinstance(r.get(entry["text_field"]), str)]
-    return texts
+    return read.texts(out)
 
 
 def measure(identify, texts: list[str], repeats: int = 3) -> float:

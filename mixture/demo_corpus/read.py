@@ -54,6 +54,15 @@ def iter_records(out: str | Path, entry: dict) -> Iterator[tuple[str, int, dict 
                 yield relpath, i, None
 
 
+def texts(out: str | Path) -> list[str]:
+    """The text of every well-formed record of every source, in manifest and file order."""
+    found = []
+    for entry in manifest(out)["sources"]:
+        tf = entry["text_field"]
+        found += [r[tf] for _, _, r in iter_records(out, entry) if isinstance(r, dict) and isinstance(r.get(tf), str)]
+    return found
+
+
 def texts_by_id(out: str | Path, entry: dict) -> dict[str, str]:
     """id -> text of the well-formed records that have an id and a string text."""
     idf, tf = entry["id_field"], entry["text_field"]

@@ -4,9 +4,6 @@ candidate whose token ranks differ from tiktoken's is never used."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 
 from mixture import tokenizer
@@ -19,15 +16,6 @@ EDGE_CASES = [
     "<|endoftext|> text <|fim_prefix|><|fim_middle|><|fim_suffix|><|endofprompt|>", "x" * 200_000,
     "a\n" * 50_000, " " * 10_000 + "word", "\t\r\n\x0b\x0c\u2028\u2029", "1234567890" * 1000, "'s 've 're 'll",
 ]
-
-
-def corpus_texts(corpus: Path) -> list[str]:
-    """Every well-formed record's text of a written corpus (demo or Debian), all sources."""
-    out = []
-    for entry in read.manifest(corpus)["sources"]:
-        tf = entry["text_field"]
-        out += [r[tf] for _, _, r in read.iter_records(corpus, entry) if r is not None and isinstance(r.get(tf), str)]
-    return out
 
 
 def assert_same_counts(texts: list[str]) -> None:
@@ -50,7 +38,7 @@ def test_edge_cases_count_and_encode_as_tiktoken_does():
 
 
 def test_every_demo_corpus_document_counts_as_tiktoken_does(demo_corpus):
-    texts = corpus_texts(demo_corpus)
+    texts = read.texts(demo_corpus)
     assert len(texts) > 500
     assert_same_counts(texts)
     fast, ref = tokenizer.load_tokenizer(CL100K), tokenizer.reference_tokenizer(CL100K)
@@ -58,14 +46,12 @@ def test_every_demo_corpus_document_counts_as_tiktoken_does(demo_corpus):
 
 
 def test_every_multilingual_document_counts_as_tiktoken_does(tmp_path):
-    from mixture.demo_corpus.debian_text import missing_reason, write_multilingual_corpus
+    from mixture.demo_corpus.debian_text import missing_reason, read_labelled, write_multilingual_corpus
 
     if reason := missing_reason():
         pytest.skip(reason)
     write_multilingual_corpus(tmp_path / "corpus", seed=0, scale=1.0)
-    texts = [json.loads(line)["text"] for kind in ("man", "fortunes")
-             for path in sorted((tmp_path / "corpus" / kind).glob("part-*.jsonl"))
-             for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    texts = [r["text"] for r in read_labelled(tmp_path / "corpus")]
     assert len(texts) > 500
     assert_same_counts(texts)
 
