@@ -7,7 +7,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -15,7 +15,7 @@ import fsspec
 from datatrove.utils.logging import logger
 
 from mixture.pipelines import reuse
-from mixture.pipelines.context import BuildContext, BuildError, Stage
+from mixture.pipelines.context import BuildContext, BuildError, Round, Stage
 from mixture.pipelines.executors import SlurmChain, make_executor
 from mixture.pipelines.runtime.attempts import ClearTaskFiles
 from mixture.pipelines.runtime.datatrove_compat import quiet_datatrove_console
@@ -122,14 +122,24 @@ def store_lock(store: str, break_lock: bool = False):
             fs.rm(path)
 
 
+def stage_runs(ctx: BuildContext, stage: stage_registry.StageDef) -> Iterator[Stage]:
+    """What the driver runs of the stage, one after another: its pipeline for this build, or for a stage run in
+    rounds each round (`<stage>/<round>`), made only once the round before it has run. A stage (round) whose tasks
+    write files of their own first removes those of an earlier attempt."""
+    made = stage.steps_function()(ctx)
+    rounds = made if stage.rounds else [Round("", made, stage.task_count(ctx.spec, ctx.tasks), stage.files.tasks)]
+    for r in rounds:
+        name = f"{stage.name}/{r.name}" if r.name else stage.name
+        pipeline = list(r.steps)
+        if r.files:
+            pipeline = [ClearTaskFiles([ctx.at(f.glob) for f in r.files], ctx.at(f"{layout.stage_dir(name)}/attempts")),
+                        *pipeline]
+        yield Stage(name, pipeline, r.tasks)
+
+
 def build_stage(ctx: BuildContext, stage: stage_registry.StageDef) -> Stage:
-    """The stage's pipeline for this build; a stage whose tasks write files of their own first removes those of an
-    earlier attempt."""
-    pipeline = stage.steps_function()(ctx)
-    if stage.files.tasks:
-        pipeline = [ClearTaskFiles([ctx.at(glob) for glob in stage.files.task_globs],
-                                   ctx.at(f"{layout.stage_dir(stage.name)}/attempts")), *pipeline]
-    return Stage(stage.name, pipeline, stage.task_count(ctx.spec, ctx.tasks))
+    """The stage's pipeline for this build (of a stage run in rounds: its first round's)."""
+    return next(stage_runs(ctx, stage))
 
 
 def _completed(ctx: BuildContext, stage: Stage) -> int:
@@ -281,9 +291,9 @@ def build_store(spec_path: str, *, executor: str | None = None, tasks: int | Non
         for info in stage_registry.planned(spec):  # built one at a time: a stage may read the results of earlier ones
             if info.name not in plan.kept:
                 reuse.write_record(ctx, records[info.name])
-            stage = build_stage(ctx, info)
-            bars.add(stage, info.about)
-            run_stage(ctx, stage, executor or ex.executor, n_workers, chain=chain)
+            for stage in stage_runs(ctx, info):  # a stage run in rounds: the next is made once this one ran
+                bars.add(stage, info.about)
+                run_stage(ctx, stage, executor or ex.executor, n_workers, chain=chain)
         bars.refresh()
         task = bar.add_task("finalize", total=1, about="ledgers, samples, store.json")
         try:

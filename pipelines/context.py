@@ -14,6 +14,7 @@ from mixture.spec.models import Execution, Spec
 from mixture.spec.resolve import References
 from mixture.spec.source_formats import source_format
 from mixture.stages import registry as stage_registry
+from mixture.stages.files import TaskFile
 from mixture.store.formats import InputManifest
 
 DUCKDB_MEMORY_SHARE = 0.5  # of a task's memory, for DuckDB (the rest: Arrow batches, numpy, Python)
@@ -25,9 +26,20 @@ class BuildError(RuntimeError):
 
 @dataclass
 class Stage:
-    name: str
+    name: str  # the registry's; `<stage>/<round>` for a round of a stage run in rounds
     pipeline: list
     tasks: int
+
+
+@dataclass
+class Round:
+    """One round of a stage run in rounds (StageDef.rounds): its logs and completions in `_build/<stage>/<name>/`,
+    its steps run as `tasks` tasks, each first removing what an earlier attempt of it left of `files`."""
+
+    name: str
+    steps: list
+    tasks: int
+    files: tuple[TaskFile, ...] = ()
 
 
 @dataclass

@@ -44,9 +44,11 @@ def _cluster_workers(ex: Execution, workers: int) -> int:
 
 def make_executor(ctx: BuildContext, stage: Stage, executor: str, workers: int, chain: SlurmChain | None = None):
     """The datatrove executor of `stage`; `chain`: the Slurm stages this build submitted and has not waited for."""
+    registered, _, round_ = stage.name.partition("/")  # a round of a stage run in rounds: the driver waits after it
     return stage_executor(stage.pipeline, stage.tasks, stage.name, ctx.at(layout.stage_dir(stage.name)),
-                          ctx.execution(stage.name), executor, workers, f"{ctx.spec.name}.{stage.name}", chain,
-                          driver_waits_after(ctx.spec, stage.name))
+                          ctx.execution(registered), executor, workers,
+                          f"{ctx.spec.name}.{stage.name.replace('/', '.')}", chain,
+                          bool(round_) or driver_waits_after(ctx.spec, registered))
 
 
 def stage_executor(pipeline: list, tasks: int, name: str, logging_dir: str, ex: Execution, executor: str,

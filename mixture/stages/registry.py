@@ -50,6 +50,10 @@ class StageDef:
     tasks: int | str  # a number, TASKS, or the dotted spec field that holds the count
     when: str | None = None  # the dotted boolean spec field that turns the stage on; None: every build runs it
     chained: bool = False
+    # True: the stage runs in rounds, its steps function yielding one round at a time (pipelines/context.py Round:
+    # its steps, task count and task files); the driver runs each round to its end before it asks for the next
+    # (a round may read what the one before wrote to decide whether another is needed), a Slurm barrier after each
+    rounds: bool = False
     # what it writes: each task's files (a rerun task first removes an earlier attempt's) and its outputs
     files: StageFiles = StageFiles()
     # the spec fields the stage's output depends on, as paths of the canonical spec (mixture/stages/keys.py): a
@@ -126,10 +130,26 @@ GATHERED_TEXTS = TaskFile(NEAR, f"texts/{PART}/{RANK}.parquet")
 # minhash_verify: the verified pairs with their evidence, the task's counts
 VERIFIED_PAIRS = TaskFile(NEAR, f"verified/{RANK}.parquet")
 VERIFY_TASK_COUNTS = TaskFile(NEAR, f"verify_counts/{RANK}.parquet")
-# minhash_cluster (one task): the near duplicates by prepared file, and the report (NearDuplicateReport)
+# minhash_cluster (rounds, pipelines/dedup/components.py): the verified-pair graph's edges after each round, by
+# partition of their first node, and each task's count of edges the round replaced; the verified pairs routed to
+# the partition of their component; then the near duplicates by prepared file, each task's counts and the report
+COMPONENTS = f"{NEAR}/components"
+ROUTED_PAIRS = TaskFile(NEAR, f"components/routed/{PART}/{RANK}.parquet")
+CLUSTER_COUNTS = TaskFile(NEAR, f"components/counts/{RANK}.parquet")
 FUZZY_DROPS_DIR = f"{WORK}/fuzzy_drops"
-FUZZY_DROPS = TaskFile(FUZZY_DROPS_DIR, f"{PART}.parquet")
+FUZZY_DROPS = TaskFile(FUZZY_DROPS_DIR, f"{PART}/{RANK}.parquet")
 NEAR_DUPLICATES_REPORT = f"{WORK}/near_duplicates.json"
+
+
+def star_edges(round_: int) -> TaskFile:
+    """The graph's edges after round `round_` of `minhash_cluster`, by partition of their first node."""
+    return TaskFile(NEAR, f"components/r{round_:03d}/{PART}/{RANK}.parquet")
+
+
+def star_changes(round_: int) -> TaskFile:
+    """How many edges task `{rank}` of round `round_` replaced (none in two rounds running: the components are
+    found)."""
+    return TaskFile(NEAR, f"components/changes/r{round_:03d}/{RANK}.parquet")
 # sample, fit: their folders (mixture.fit names the files in them)
 SAMPLE_DIR = f"{WORK}/sample"
 FIT_ASSIGNMENTS_DIR = f"{WORK}/fit_assignments"
@@ -170,10 +190,10 @@ STAGES: tuple[StageDef, ...] = (
              "mixture.pipelines.dedup.minhash_verify:steps", TASKS, when=FUZZY, chained=True,
              files=StageFiles(tasks=(VERIFIED_PAIRS, VERIFY_TASK_COUNTS)),
              reads=("processing.dedup.fuzzy",)),
-    StageDef("minhash_cluster", "near duplicates: greedy keep in spec order over the verified pairs",
-             "mixture.pipelines.dedup.minhash_cluster:steps", 1, when=FUZZY, chained=True,
+    StageDef("minhash_cluster", "near duplicates: components in rounds, greedy keep per component",
+             "mixture.pipelines.dedup.minhash_cluster:steps", TASKS, when=FUZZY, chained=True, rounds=True,
              reads=("processing.dedup.fuzzy",),
-             files=StageFiles(outputs=(FUZZY_DROPS_DIR, NEAR_DUPLICATES_REPORT))),
+             files=StageFiles(outputs=(COMPONENTS, FUZZY_DROPS_DIR, NEAR_DUPLICATES_REPORT))),
     # not chained: its sample rate comes from the number of documents dedup kept
     StageDef("sample", "a seeded sample of the kept documents, its tokens and terms counted",
              "mixture.pipelines.partition.sample:steps", TASKS,

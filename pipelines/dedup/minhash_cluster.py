@@ -1,4 +1,5 @@
-"""Stage `minhash_cluster`, one task: the near duplicates decided over the verified pairs alone, greedily in spec
+"""Stage `minhash_cluster`, in rounds: the connected components of the verified-pair graph (components.py), each
+verified pair routed to its component's partition, then per partition the near duplicates decided greedily in spec
 order (a document is dropped only for a kept document it is itself similar to), and the near-duplicate report."""
 
 from __future__ import annotations
@@ -9,63 +10,71 @@ import fsspec
 import numpy as np
 import pyarrow as pa
 
-from mixture.pipelines.context import BuildContext
+from mixture.pipelines.context import BuildContext, Round
+from mixture.pipelines.dedup.components import (
+    MAX_ROUNDS,
+    RouteToComponents,
+    StarRound,
+    round_changes,
+    settled,
+)
 from mixture.pipelines.dedup.minhash_buckets import ANCHORS, BAND_COUNTS
 from mixture.pipelines.dedup.minhash_verify import PAIRS_PER_FETCH, VERIFIED, VERIFY_COUNTS, signature_margin
 from mixture.pipelines.dedup.partitioned import PartitionedStep
-from mixture.pipelines.dedup.shuffle import PART, sorted_batches, summed_counts, write_partitions
+from mixture.pipelines.dedup.shuffle import (
+    PART,
+    sorted_batches,
+    summed_counts,
+    write_counts,
+    write_partitions,
+)
 from mixture.pipelines.runtime.duckdb_connection import scalar
 from mixture.pipelines.schemas import DROPS
 from mixture.stages.registry import (
     BAND_TASK_COUNTS,
+    CLUSTER_COUNTS,
     FUZZY_DROPS,
     NEAR,
     NEAR_DUPLICATES_REPORT,
-    VERIFIED_PAIRS,
+    ROUTED_PAIRS,
     VERIFY_TASK_COUNTS,
+    star_changes,
+    star_edges,
 )
 from mixture.store.formats import NearDuplicateReport, write_model
 
+GREEDY_COUNTS = pa.schema([("drops", pa.int64()), ("kept_similar", pa.int64())])
+
 
 class MinhashCluster(PartitionedStep):
-    """Stage `minhash_cluster`, one task over the verified pairs only, in place of datatrove's MinhashDedupCluster
-    (union-find over the bucket pairs, which chains documents through shared boilerplate): in spec order (source,
-    file, record, as for exact duplicates) a document is dropped when a verified pair joins it to an earlier
-    document that is kept; the detail names that document (the most similar one) and the similarity. Holds one
-    byte per document of a verified pair; the pairs stream from DuckDB sorted (spilled past `memory_limit`).
-    Writes the drops by prepared file (FUZZY_DROPS in `output`) and the report (`report`, NearDuplicateReport,
-    the counts of every task summed)."""
+    """Stage `minhash_cluster`, greedy round, task p: the verified pairs of the components of partition p (every
+    pair of a component is in one partition), in place of datatrove's MinhashDedupCluster (union-find over the
+    bucket pairs, which chains documents through shared boilerplate): in spec order (source, file, record, as for
+    exact duplicates) a document is dropped when a verified pair joins it to an earlier document that is kept; the
+    detail names that document (the most similar one) and the similarity. A document's fate depends only on its
+    component, so each partition decides its own as one pass over all of them would. Holds one byte per document
+    of its pairs; the pairs stream from DuckDB sorted (spilled past `memory_limit`). Writes the drops by prepared
+    file (FUZZY_DROPS in `output`) and the task's counts (CLUSTER_COUNTS in `folder`)."""
 
     name = "🎯 MinHash near duplicates"
 
-    def __init__(self, folder: str, output: str, report: str, *, threshold: float, ngram: int, permutations: int,
-                 anchors: int = ANCHORS, memory_limit: str | None = None):
+    def __init__(self, folder: str, output: str, *, ngram: int, memory_limit: str | None = None):
         super().__init__(memory_limit)
-        self.folder, self.output, self.report = folder, output, report
-        self.threshold, self.ngram, self.permutations, self.anchors = threshold, ngram, permutations, anchors
+        self.folder, self.output, self.ngram = folder, output, ngram
 
     def inputs(self, rank: int) -> list[tuple[str, str, pa.Schema]]:
-        return [("raw_verified", VERIFIED_PAIRS.every(self.folder), VERIFIED)]
+        return [("raw_verified", ROUTED_PAIRS.every(self.folder, rank), VERIFIED)]
 
     def process(self, con, rank: int) -> dict[str, int]:
-        out_fs, out_root = fsspec.core.url_to_fs(self.output)
-        if out_fs.exists(out_root):  # an earlier attempt of this (only) task
-            out_fs.rm(out_root, recursive=True)
-        counts = {**summed_counts(BAND_TASK_COUNTS.every(self.folder), BAND_COUNTS),
-                  **summed_counts(VERIFY_TASK_COUNTS.every(self.folder), VERIFY_COUNTS)}
         con.execute("CREATE TABLE edges AS SELECT * FROM raw_verified")
         con.execute("""CREATE TABLE nodes AS SELECT g, row_number() OVER (ORDER BY g) - 1 AS i
                        FROM (SELECT a AS g FROM edges UNION SELECT b FROM edges)""")
-        drops, kept_similar = self._greedy(con)
-        counts.update(drops=drops, kept_similar=kept_similar,
-                      pairs_rejected=counts["pairs_considered"] - counts["pairs_verified"])
-        fs, path = fsspec.core.url_to_fs(self.report)
-        write_model(fs, path, NearDuplicateReport(
-            measure=f"word {self.ngram}-gram Jaccard", threshold=round(self.threshold, 4), anchors=self.anchors,
-            signature_margin=round(signature_margin(self.threshold, self.permutations), 4), **counts))
-        return {key: counts[key] for key in ("pairs_considered", "pairs_verified", "drops")}
+        drops, kept_similar = self._greedy(con, rank)
+        write_counts(CLUSTER_COUNTS.path(self.folder, rank), GREEDY_COUNTS,
+                     {"drops": drops, "kept_similar": kept_similar})
+        return {"pairs": scalar(con, "SELECT count(*) FROM edges"), "drops": drops}
 
-    def _greedy(self, con) -> tuple[int, int]:
+    def _greedy(self, con, rank: int) -> tuple[int, int]:
         """In spec order, each document with a verified pair to an earlier kept document is dropped, naming the most
         similar such document. Writes the drops; returns their number and the number of documents kept although
         similar to an earlier one (every such one was dropped: a components approach would drop them)."""
@@ -104,12 +113,58 @@ class MinhashCluster(PartitionedStep):
                     [batch.column("rank"), batch.column("idx"), pa.array(["fuzzy_duplicate"] * batch.num_rows),
                      pa.array(detail, pa.string()), batch.column("rank")], names=[*DROPS.names, PART])
 
-        written = write_partitions(rows(), lambda r: FUZZY_DROPS.path(self.output, part=r))
+        written = write_partitions(rows(), lambda r: FUZZY_DROPS.path(self.output, rank, r))
         return sum(written.values()), int(kept_similar)
 
 
-def steps(ctx: BuildContext) -> list:
+
+class NearDuplicates(PartitionedStep):
+    """Stage `minhash_cluster`, last round, one task: the near-duplicate report (`report`, NearDuplicateReport), the
+    counts of every task of the bucket, verification and greedy stages summed."""
+
+    name = "🎯 MinHash near-duplicate report"
+
+    def __init__(self, folder: str, report: str, *, threshold: float, ngram: int, permutations: int,
+                 anchors: int = ANCHORS):
+        super().__init__()
+        self.folder, self.report = folder, report
+        self.threshold, self.ngram, self.permutations, self.anchors = threshold, ngram, permutations, anchors
+
+    def process(self, con, rank: int) -> dict[str, int]:
+        counts = {**summed_counts(BAND_TASK_COUNTS.every(self.folder), BAND_COUNTS),
+                  **summed_counts(VERIFY_TASK_COUNTS.every(self.folder), VERIFY_COUNTS),
+                  **summed_counts(CLUSTER_COUNTS.every(self.folder), GREEDY_COUNTS)}
+        counts["pairs_rejected"] = counts["pairs_considered"] - counts["pairs_verified"]
+        fs, path = fsspec.core.url_to_fs(self.report)
+        write_model(fs, path, NearDuplicateReport(
+            measure=f"word {self.ngram}-gram Jaccard", threshold=round(self.threshold, 4), anchors=self.anchors,
+            signature_margin=round(signature_margin(self.threshold, self.permutations), 4), **counts))
+        return {key: counts[key] for key in ("pairs_considered", "pairs_verified", "drops")}
+
+
+def rounds(folder: str, output: str, report: str, tasks: int, *, threshold: float, ngram: int, permutations: int,
+           anchors: int = ANCHORS, memory_limit: str | None = None) -> Iterator[Round]:
+    """The stage's rounds over the verified pairs in `folder`, T = `tasks` (minhash_verify's): star rounds until
+    the components are stars (`settled`, read once each round ran), the pairs routed to their components'
+    partitions, the greedy keep per partition, the report."""
+    r = 0
+    while True:
+        yield Round(f"r{r:03d}", [StarRound(folder, r, tasks, memory_limit)], tasks, (star_edges(r), star_changes(r)))
+        if settled(folder, r):
+            break
+        r += 1
+        if r >= MAX_ROUNDS:
+            raise RuntimeError(f"the components of the verified pairs in {folder} did not settle in {MAX_ROUNDS} "
+                               f"rounds (edges replaced in the last: {round_changes(folder, r - 1)})")
+    yield Round("route", [RouteToComponents(folder, r, tasks, memory_limit)], tasks, (ROUTED_PAIRS,))
+    yield Round("greedy", [MinhashCluster(folder, output, ngram=ngram, memory_limit=memory_limit)], tasks,
+                (FUZZY_DROPS, CLUSTER_COUNTS))
+    yield Round("report", [NearDuplicates(folder, report, threshold=threshold, ngram=ngram, permutations=permutations,
+                                          anchors=anchors)], 1)
+
+
+def steps(ctx: BuildContext) -> Iterator[Round]:
     fz = ctx.spec.processing.dedup.fuzzy
-    return [MinhashCluster(ctx.at(NEAR), ctx.at(FUZZY_DROPS.folder), ctx.at(NEAR_DUPLICATES_REPORT),
-                           threshold=fz.similarity_threshold, ngram=fz.ngram, permutations=fz.permutations,
-                           memory_limit=ctx.memory_limit("minhash_cluster"))]
+    settings = {"threshold": fz.similarity_threshold, "ngram": fz.ngram, "permutations": fz.permutations}
+    yield from rounds(ctx.at(NEAR), ctx.at(FUZZY_DROPS.folder), ctx.at(NEAR_DUPLICATES_REPORT), ctx.tasks,
+                      memory_limit=ctx.memory_limit("minhash_cluster"), **settings)

@@ -19,13 +19,10 @@ from mixture.stages.registry import EXACT_DROPS, FUZZY_DROPS, ID_DROPS
 def load_drops(drop_lists: str, rank: int, fuzzy_drops: str | None) -> dict[int, tuple[str, str | None]]:
     """{document index: (reason, detail)} of the prepared file of task `rank`: what the `duplicate_ids` and
     `find_duplicates` tasks listed for it (ID_DROPS, EXACT_DROPS in `drop_lists`), plus the near duplicates
-    `minhash_cluster` listed when fuzzy dedup ran (FUZZY_DROPS in `fuzzy_drops`; same schema, DROPS)."""
+    `minhash_cluster`'s tasks listed when fuzzy dedup ran (FUZZY_DROPS in `fuzzy_drops`; same schema, DROPS)."""
     paths = sorted(p for lists in (ID_DROPS, EXACT_DROPS) for p in matching_files(lists.every(drop_lists, rank)))
     if fuzzy_drops:
-        fs, root = fsspec.core.url_to_fs(FUZZY_DROPS.path(fuzzy_drops, part=rank))
-        fs.invalidate_cache(root.rsplit("/", 1)[0])
-        if fs.exists(root):
-            paths.append(FUZZY_DROPS.path(fuzzy_drops, part=rank))
+        paths += matching_files(FUZZY_DROPS.every(fuzzy_drops, rank))
     drops: dict[int, tuple[str, str | None]] = {}
     for path in paths:
         fs, root = fsspec.core.url_to_fs(path)

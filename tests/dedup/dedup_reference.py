@@ -240,7 +240,7 @@ def exact_drop_rows(work: Path) -> list[tuple]:
 
 
 def fuzzy_drop_rows(work: Path) -> list[tuple]:
-    return drop_rows(sorted(work.glob("fuzzy_drops/*.parquet")))
+    return drop_rows(sorted(work.glob("fuzzy_drops/*/*.parquet")))
 
 
 def assert_same_as_reference(work: Path, threshold: float, ngram: int, permutations: int) -> None:
@@ -253,3 +253,18 @@ def assert_same_as_reference(work: Path, threshold: float, ngram: int, permutati
     assert want and fuzzy_drop_rows(work) == want
     report = read_model(NearDuplicateReport, str(work / "near_duplicates.json")).model_dump()
     assert {k: report[k] for k in counts} == counts
+    assert_cluster_as_single_task(work, threshold, ngram, permutations)
+
+
+def assert_cluster_as_single_task(work: Path, threshold: float, ngram: int, permutations: int) -> None:
+    """The drops (by prepared file) and the report the build's `minhash_cluster` rounds wrote in `work` are those of
+    the single task it replaced (tests/dedup/cluster_reference.py) over the same verified pairs."""
+    from tests.dedup.cluster_reference import MinhashCluster, drops_by_file
+
+    with tempfile.TemporaryDirectory() as tmp:
+        list(MinhashCluster(str(work / "near_dups"), f"{tmp}/drops", f"{tmp}/report.json", threshold=threshold,
+                            ngram=ngram, permutations=permutations).run(None, 0, 1) or ())
+        want = drops_by_file(Path(tmp) / "drops")
+        assert want and drops_by_file(work / "fuzzy_drops") == want
+        assert read_model(NearDuplicateReport, str(work / "near_duplicates.json")) == read_model(
+            NearDuplicateReport, f"{tmp}/report.json")

@@ -16,13 +16,13 @@ import pytest
 import yaml
 
 from mixture.pipelines.dedup.minhash_buckets import BAND_COUNTS, BandCollisions, MinhashBuckets
-from mixture.pipelines.dedup.minhash_cluster import MinhashCluster
 from mixture.pipelines.dedup.minhash_gather import MinhashGather
 from mixture.pipelines.dedup.minhash_verify import MinhashVerify
 from mixture.spec.load import load_spec
 from mixture.stages.registry import bucket_slices, get
 from mixture.store.formats import NearDuplicateReport, read_model, read_store_artifact
 from tests.conftest import small_spec
+from tests.dedup.cluster_reference import resolve
 from tests.dedup.dedup_reference import assert_same_as_reference
 from tests.executors.fingerprint import store_fingerprint
 
@@ -72,8 +72,7 @@ def rerun_near_duplicates(work: Path, out: Path, slices: int, partitions: int) -
         list(MinhashGather(str(out / "near_dups"), str(work / "prepared")).run(None, f, files) or ())
     for q in range(partitions):
         list(MinhashVerify(str(out / "near_dups"), **settings).run(None, q, partitions) or ())
-    list(MinhashCluster(str(out / "near_dups"), str(out / "fuzzy_drops"), str(out / "report.json"), **settings)
-         .run(None, 0, 1) or ())
+    resolve(str(out / "near_dups"), str(out / "fuzzy_drops"), str(out / "report.json"), partitions, **settings)
     bands = [pq.read_table(f).to_pylist()[0] for f in sorted((out / "near_dups" / "bands").glob("*.parquet"))]
     assert len(bands) == n and len(list((out / "mh_buckets").glob("*_00.dups"))) == n
     pairs = {q.name: _rows(q) for q in sorted((out / "near_dups" / "pairs").iterdir())}

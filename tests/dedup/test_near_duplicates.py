@@ -25,9 +25,9 @@ from mixture.pipelines.dedup.minhash_buckets import (
     band_buckets,
     bucket_members,
 )
-from mixture.pipelines.dedup.minhash_cluster import MinhashCluster
 from mixture.pipelines.dedup.minhash_verify import MinhashVerify
 from mixture.store.formats import NearDuplicateReport, read_model, read_store_artifact
+from tests.dedup.cluster_reference import resolve
 from tests.dedup.dedup_reference import assert_same_as_reference
 
 _WORD = re.compile(r"\w+")
@@ -157,7 +157,7 @@ def run_near_duplicates(work, bands: int, partitions: int, threshold: float = 0.
     """The near-duplicate steps of the build over `work` (prepared/, mh_buckets/ holding one `.dups` per band):
     the dedup keys of each prepared file (DedupKeys: its file table), each band's candidate pairs (MinhashBuckets),
     each prepared file's candidates sent to their partitions (MinhashGather), each partition's verification
-    (MinhashVerify), then the greedy pass (MinhashCluster)."""
+    (MinhashVerify), then the rounds of `minhash_cluster` (components, the greedy pass per component)."""
     from mixture.pipelines.dedup.keys import DedupKeys
     from mixture.pipelines.dedup.minhash_gather import MinhashGather
 
@@ -173,9 +173,8 @@ def run_near_duplicates(work, bands: int, partitions: int, threshold: float = 0.
     for q in range(partitions):
         list(MinhashVerify(str(work / "near_dups"), threshold=threshold, ngram=5,
                            permutations=permutations).run(None, q, partitions) or ())
-    list(MinhashCluster(str(work / "near_dups"), str(work / "fuzzy_drops"), str(work / "report.json"),
-                        threshold=threshold, ngram=5, permutations=permutations, anchors=anchors)
-         .run(None, 0, 1) or ())
+    resolve(str(work / "near_dups"), str(work / "fuzzy_drops"), str(work / "report.json"), partitions,
+            threshold=threshold, ngram=5, permutations=permutations, anchors=anchors)
 
 
 def _resolve(tmp_path, texts: list[str], buckets: list[list[int]], threshold: float = 0.719, partitions: int = 3
@@ -189,7 +188,7 @@ def _resolve(tmp_path, texts: list[str], buckets: list[list[int]], threshold: fl
         pairs = [[0, members[i - 1], 0, members[i]] for i in range(1, len(members))]
         (tmp_path / "mh_buckets" / f"{band:05d}_00.dups").write_bytes(np.array(pairs, dtype="<u4").tobytes())
     run_near_duplicates(tmp_path, len(buckets), partitions, threshold)
-    files = sorted((tmp_path / "fuzzy_drops").glob("*.parquet"))
+    files = sorted((tmp_path / "fuzzy_drops").glob("*/*.parquet"))
     drops = [r for f in files for r in pq.read_table(f).to_pylist()]
     return ({f"d{r['idx']}": r["detail"] for r in drops},
             read_model(NearDuplicateReport, str(tmp_path / "report.json")))

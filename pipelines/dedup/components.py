@@ -1,0 +1,135 @@
+"""The connected components of the verified-pair graph, by T tasks in rounds (large-star and small-star of Kiveris
+et al., "Connected Components in MapReduce and Beyond"), then each verified pair routed to its component's
+partition; the first stages of `minhash_cluster`."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from mixture.pipelines.dedup.minhash_verify import VERIFIED
+from mixture.pipelines.dedup.partitioned import PartitionedStep
+from mixture.pipelines.dedup.shuffle import (
+    PART,
+    mix64,
+    prefix_partition,
+    sorted_batches,
+    summed_counts,
+    write_counts,
+    write_partitions,
+)
+from mixture.pipelines.runtime.duckdb_connection import scalar
+from mixture.stages.registry import ROUTED_PAIRS, VERIFIED_PAIRS, star_changes, star_edges
+
+EDGES = pa.schema([("u", pa.int64()), ("v", pa.int64())])  # an edge of the graph, kept in the partition of u
+# the edges a round wrote, those it replaced, and (large-star) the edges a small-star would replace: to smaller
+# neighbours of a node other than its least one; both none: each component is a star around its least document
+CHANGES = pa.schema([("edges", pa.int64()), ("changed", pa.int64()), ("unsettled", pa.int64())])
+NODES_PER_FETCH = 1 << 20
+MAX_ROUNDS = 200  # large-star/small-star needs O(log² n) rounds at worst; far more means something is broken
+
+
+def node_partitions(con, table: str, nodes_sql: str, partitions: int) -> None:
+    """Table `table` (node, part) of each node `nodes_sql` lists (distinct): its partition, the verification
+    partition of a document (`prefix_partition(mix64(g))`, as minhash_buckets sends a pair to its later
+    document's), so that round q holds the edges of the documents whose verified pairs `minhash_verify` task q
+    wrote."""
+    con.execute(f"CREATE TABLE {table} (node BIGINT, part INTEGER)")
+    for batch in con.cursor().sql(nodes_sql).to_arrow_reader(NODES_PER_FETCH):
+        nodes = batch.column(0).to_numpy()
+        con.register("batch", pa.table({"node": nodes, "part": prefix_partition(mix64(nodes), partitions)}))
+        con.execute(f"INSERT INTO {table} SELECT * FROM batch")
+        con.unregister("batch")
+
+
+class StarRound(PartitionedStep):
+    """Round r of the components, task q: the edges of the nodes of partition q, each node u with its neighbours.
+    Even rounds are small-star (u and each smaller neighbour joined to the least of them: only the edges to smaller
+    neighbours are read, round 0 reads the verified pairs of `minhash_verify` task q, a later document with each
+    earlier one), odd rounds large-star (each larger neighbour of u joined to the least of u and its neighbours,
+    which needs both directions: a small-star round writes each edge to the partitions of both its nodes). Every
+    round keeps each component connected and none joins two; once a large-star round replaces no edge and finds no
+    node with two smaller neighbours (`settled`), each component is a star around its least document. Writes the edges (`star_edges(r)`) and the task's counts
+    (`star_changes(r)`)."""
+
+    name = "🎯 MinHash components round"
+
+    def __init__(self, folder: str, round_: int, partitions: int, memory_limit: str | None = None):
+        super().__init__(memory_limit)
+        self.folder, self.round, self.partitions = folder, round_, partitions
+
+    def inputs(self, rank: int) -> list[tuple[str, str, pa.Schema]]:
+        if self.round == 0:
+            return [("verified", VERIFIED_PAIRS.path(self.folder, rank), VERIFIED)]
+        return [("edges_in", star_edges(self.round - 1).every(self.folder, rank), EDGES)]
+
+    def process(self, con, rank: int) -> dict[str, int]:
+        source = "SELECT b AS u, a AS v FROM verified" if self.round == 0 else "SELECT u, v FROM edges_in"
+        if self.round % 2 == 0:  # small-star: u and its smaller neighbours to the least of them
+            con.execute(f"CREATE TABLE e AS SELECT DISTINCT u, v FROM ({source}) WHERE v < u")
+            con.execute("CREATE TABLE m AS SELECT u, min(v) AS m FROM e GROUP BY u")
+            con.execute("""CREATE TABLE out AS SELECT u AS x, m AS y FROM m
+                           UNION SELECT e.v, m.m FROM e JOIN m USING (u) WHERE e.v <> m.m""")
+            changed = scalar(con, "SELECT count(*) FROM e JOIN m USING (u) WHERE e.v <> m.m")
+            unsettled, both = changed, True
+        else:  # large-star: u's larger neighbours to the least of u and its neighbours
+            con.execute(f"CREATE TABLE e AS SELECT DISTINCT u, v FROM ({source}) WHERE v <> u")
+            con.execute("CREATE TABLE m AS SELECT u, least(u, min(v)) AS m FROM e GROUP BY u")
+            con.execute("CREATE TABLE out AS SELECT DISTINCT e.v AS x, m.m AS y FROM e JOIN m USING (u) WHERE e.v > e.u")
+            changed = scalar(con, "SELECT count(*) FROM e JOIN m USING (u) WHERE e.v > e.u AND m.m < e.u")
+            unsettled = scalar(con, "SELECT count(*) FROM e JOIN m USING (u) WHERE e.v < e.u AND e.v <> m.m")
+            both = False
+        nodes = "SELECT x FROM out UNION SELECT y FROM out" if both else "SELECT DISTINCT x FROM out"
+        node_partitions(con, "parts", nodes, self.partitions)
+        mirrored = "UNION ALL SELECT o.y, o.x, p.part FROM out o JOIN parts p ON p.node = o.y" if both else ""
+        written = write_partitions(sorted_batches(con, f"""
+            SELECT u, v, {PART} FROM (SELECT o.x AS u, o.y AS v, p.part AS {PART} FROM out o
+                                      JOIN parts p ON p.node = o.x {mirrored}) ORDER BY {PART}"""),
+            lambda part: star_edges(self.round).path(self.folder, rank, part))
+        edges = scalar(con, "SELECT count(*) FROM out")
+        write_counts(star_changes(self.round).path(self.folder, rank), CHANGES, {"edges": edges, "changed": changed,
+                                                                                "unsettled": unsettled})
+        return {"edges_in": scalar(con, "SELECT count(*) FROM e"), "edges_out": edges,
+                "edges_written": sum(written.values()), "edges_replaced": changed}
+
+
+def round_changes(folder: str, round_: int) -> int:
+    """The edges round `round_` replaced, over all its tasks."""
+    return summed_counts(star_changes(round_).every(folder), CHANGES)["changed"]
+
+
+def settled(folder: str, round_: int) -> bool:
+    """After round `round_`, each component is a star around its least document: a large-star round (odd) that
+    replaced no edge in a graph where no node has two smaller neighbours (a small-star would replace none)."""
+    counts = summed_counts(star_changes(round_).every(folder), CHANGES)
+    return round_ % 2 == 1 and counts["changed"] == counts["unsettled"] == 0
+
+
+class RouteToComponents(PartitionedStep):
+    """After the last round (`last`), task q: each verified pair of `minhash_verify` task q, its later document's
+    component (the least document of its star, the node it is joined to) hashed to a partition; the pair goes
+    there with its evidence (ROUTED_PAIRS), so that one task holds every pair of a component."""
+
+    name = "🎯 MinHash route pairs to components"
+
+    def __init__(self, folder: str, last: int, partitions: int, memory_limit: str | None = None):
+        super().__init__(memory_limit)
+        self.folder, self.last, self.partitions = folder, last, partitions
+
+    def inputs(self, rank: int) -> list[tuple[str, str, pa.Schema]]:
+        return [("verified", VERIFIED_PAIRS.path(self.folder, rank), VERIFIED),
+                ("edges_in", star_edges(self.last).every(self.folder, rank), EDGES)]
+
+    def process(self, con, rank: int) -> dict[str, int]:
+        con.execute("CREATE TABLE label AS SELECT u, min(v) AS comp FROM edges_in WHERE v < u GROUP BY u")
+        con.execute("CREATE TABLE pairs AS SELECT p.*, l.comp FROM verified p LEFT JOIN label l ON l.u = p.b")
+        lost = scalar(con, "SELECT count(*) FROM pairs WHERE comp IS NULL")
+        if lost:  # a later document outside the graph of its own partition: the rounds' files do not match
+            raise RuntimeError(f"{lost} verified pairs of {VERIFIED_PAIRS.path(self.folder, rank)} have no component "
+                               f"in {star_edges(self.last).every(self.folder, rank)}; remove the store's "
+                               "_build/minhash_cluster/ and build again")
+        node_partitions(con, "parts", "SELECT DISTINCT comp FROM pairs", self.partitions)
+        columns = ", ".join(f"x.{c}" for c in VERIFIED.names)
+        written = write_partitions(sorted_batches(con, f"""
+            SELECT {columns}, p.part AS {PART} FROM pairs x JOIN parts p ON p.node = x.comp ORDER BY {PART}"""),
+            lambda part: ROUTED_PAIRS.path(self.folder, rank, part))
+        return {"pairs_routed": sum(written.values()), "components": scalar(con, "SELECT count(*) FROM parts")}

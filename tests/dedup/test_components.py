@@ -1,0 +1,68 @@
+"""`minhash_cluster` in rounds (connected components, pairs routed by component, the greedy keep per partition)
+equals the old single task (tests/dedup/cluster_reference.py) on synthetic verified-pair graphs at T = 1, 3, 7:
+the drops of every prepared file, their details and the report; and the rounds find the graph's components."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
+
+from mixture.pipelines.dedup.components import round_changes, settled
+from mixture.stages.registry import ROUTED_PAIRS
+from tests.dedup.cluster_reference import assert_same_as_single_task, drops_by_file, resolve
+from tests.dedup.synthetic_graphs import chain, mixed_graph, write_verified
+
+SETTINGS = {"threshold": 0.7, "ngram": 5, "permutations": 112}
+
+
+@pytest.mark.parametrize("tasks", [1, 3, 7])
+def test_rounds_equal_the_single_task_on_chains_stars_and_a_giant_component(tmp_path, tasks):
+    near = tmp_path / "near_dups"
+    pairs = write_verified(near, mixed_graph(seed=tasks), tasks, seed=tasks)
+    report = assert_same_as_single_task(near, tasks, tmp_path, **SETTINGS)
+    assert pairs > 5_000 and report["drops"] > 1_000 and report["kept_similar"] > 100
+
+
+def test_chain_drops_its_middle_at_3_tasks(tmp_path):
+    """A ~ B ~ C with A ≁ C: B goes, naming A; C stays (its only earlier neighbour is dropped)."""
+    near = tmp_path / "near_dups"
+    write_verified(near, chain(np.array([100, 200, 300])), 3)
+    report = assert_same_as_single_task(near, 3, tmp_path, **SETTINGS)
+    drops = [r for rows in drops_by_file(tmp_path / "rounds-3" / "drops").values() for r in rows]
+    assert [r["idx"] for r in drops] == [200] and "'d100'" in drops[0]["detail"]
+    assert (report["drops"], report["kept_similar"]) == (1, 1)
+
+
+def test_no_pairs(tmp_path):
+    near = tmp_path / "near_dups"
+    write_verified(near, np.empty((0, 2), np.int64), 3)
+    report = assert_same_as_single_task(near, 3, tmp_path, **SETTINGS)
+    assert report["drops"] == report["kept_similar"] == 0
+
+
+@pytest.mark.parametrize("tasks", [3, 7])
+def test_rounds_find_the_connected_components(tmp_path, tasks):
+    """Every pair is routed to one partition per component (scipy's components of the same graph); the rounds stop
+    at the first large-star round that finds the components settled."""
+    near = tmp_path / "near_dups"
+    edges = mixed_graph(seed=5)
+    write_verified(near, edges, tasks)
+    rounds = resolve(str(near), str(tmp_path / "drops"), str(tmp_path / "report.json"), tasks, **SETTINGS)
+    stars = rounds - 3  # route, greedy, report
+    assert [settled(str(near), r) for r in range(stars)] == [False] * (stars - 1) + [True]
+    assert round_changes(str(near), 0) > 0 and round_changes(str(near), stars - 1) == 0
+    nodes, inverse = np.unique(edges, return_inverse=True)
+    inverse = inverse.reshape(edges.shape)
+    graph = coo_matrix((np.ones(len(edges)), (inverse[:, 0], inverse[:, 1])), shape=(len(nodes), len(nodes)))
+    _, label = connected_components(graph, directed=False)
+    component_of = dict(zip(nodes.tolist(), label.tolist(), strict=True))
+    partitions_of: dict[int, set[int]] = {}
+    for q in range(tasks):
+        for f in sorted(near.glob(ROUTED_PAIRS.every(".", q).lstrip("./"))):
+            for a, b in zip(*pq.read_table(f, columns=["a", "b"]).to_pydict().values(), strict=True):
+                assert component_of[a] == component_of[b]
+                partitions_of.setdefault(component_of[a], set()).add(q)
+    assert len(partitions_of) == len(set(label.tolist())) and all(len(p) == 1 for p in partitions_of.values())
