@@ -4,6 +4,8 @@ partition; the first stages of `minhash_cluster`."""
 
 from __future__ import annotations
 
+import contextlib
+
 import pyarrow as pa
 
 from mixture.pipelines.dedup.minhash_verify import VERIFIED
@@ -24,21 +26,25 @@ EDGES = pa.schema([("u", pa.int64()), ("v", pa.int64())])  # an edge of the grap
 # the edges a round wrote, those it replaced, and (large-star) the edges a small-star would replace: to smaller
 # neighbours of a node other than its least one; both none: each component is a star around its least document
 CHANGES = pa.schema([("edges", pa.int64()), ("changed", pa.int64()), ("unsettled", pa.int64())])
-NODES_PER_FETCH = 1 << 20
+EDGE_COMPRESSION = "lz4"  # the rounds' edges: integers written and read once, where zstd's time would dominate
 MAX_ROUNDS = 200  # large-star/small-star needs O(log² n) rounds at worst; far more means something is broken
 
 
-def node_partitions(con, table: str, nodes_sql: str, partitions: int) -> None:
-    """Table `table` (node, part) of each node `nodes_sql` lists (distinct): its partition, the verification
-    partition of a document (`prefix_partition(mix64(g))`, as minhash_buckets sends a pair to its later
-    document's), so that round q holds the edges of the documents whose verified pairs `minhash_verify` task q
-    wrote."""
-    con.execute(f"CREATE TABLE {table} (node BIGINT, part INTEGER)")
-    for batch in con.cursor().sql(nodes_sql).to_arrow_reader(NODES_PER_FETCH):
-        nodes = batch.column(0).to_numpy()
-        con.register("batch", pa.table({"node": nodes, "part": prefix_partition(mix64(nodes), partitions)}))
-        con.execute(f"INSERT INTO {table} SELECT * FROM batch")
-        con.unregister("batch")
+def _partition_of(nodes: pa.Array, partitions: pa.Array) -> pa.Array:
+    return pa.array(prefix_partition(mix64(nodes.to_numpy()), partitions[0].as_py() if len(partitions) else 1))
+
+
+def with_partition_function(con) -> None:
+    """SQL function `mixture_partition(node, n)`: a document's partition of n, its verification partition
+    (`prefix_partition(mix64(g))`, as minhash_buckets sends a pair to its later document's), so that task q of a
+    round holds the edges of the documents whose verified pairs `minhash_verify` task q wrote. Vectorised: numpy
+    over each Arrow batch."""
+    import duckdb
+    from duckdb import sqltypes
+
+    with contextlib.suppress(duckdb.CatalogException):  # made by an earlier task of this process (one instance)
+        con.create_function("mixture_partition", _partition_of, [sqltypes.BIGINT, sqltypes.INTEGER],
+                            sqltypes.INTEGER, type="arrow")
 
 
 class StarRound(PartitionedStep):
@@ -63,33 +69,31 @@ class StarRound(PartitionedStep):
         return [("edges_in", star_edges(self.round - 1).every(self.folder, rank), EDGES)]
 
     def process(self, con, rank: int) -> dict[str, int]:
+        with_partition_function(con)
         source = "SELECT b AS u, a AS v FROM verified" if self.round == 0 else "SELECT u, v FROM edges_in"
         if self.round % 2 == 0:  # small-star: u and its smaller neighbours to the least of them
             con.execute(f"CREATE TABLE e AS SELECT DISTINCT u, v FROM ({source}) WHERE v < u")
             con.execute("CREATE TABLE m AS SELECT u, min(v) AS m FROM e GROUP BY u")
-            con.execute("""CREATE TABLE out AS SELECT u AS x, m AS y FROM m
-                           UNION SELECT e.v, m.m FROM e JOIN m USING (u) WHERE e.v <> m.m""")
-            changed = scalar(con, "SELECT count(*) FROM e JOIN m USING (u) WHERE e.v <> m.m")
-            unsettled, both = changed, True
+            out = "SELECT u AS x, m AS y FROM m UNION SELECT e.v, m.m FROM e JOIN m USING (u) WHERE e.v <> m.m"
+            counted = "count(*) FILTER (e.v <> m.m), count(*) FILTER (e.v <> m.m)"
         else:  # large-star: u's larger neighbours to the least of u and its neighbours
             con.execute(f"CREATE TABLE e AS SELECT DISTINCT u, v FROM ({source}) WHERE v <> u")
             con.execute("CREATE TABLE m AS SELECT u, least(u, min(v)) AS m FROM e GROUP BY u")
-            con.execute("CREATE TABLE out AS SELECT DISTINCT e.v AS x, m.m AS y FROM e JOIN m USING (u) WHERE e.v > e.u")
-            changed = scalar(con, "SELECT count(*) FROM e JOIN m USING (u) WHERE e.v > e.u AND m.m < e.u")
-            unsettled = scalar(con, "SELECT count(*) FROM e JOIN m USING (u) WHERE e.v < e.u AND e.v <> m.m")
-            both = False
-        nodes = "SELECT x FROM out UNION SELECT y FROM out" if both else "SELECT DISTINCT x FROM out"
-        node_partitions(con, "parts", nodes, self.partitions)
-        mirrored = "UNION ALL SELECT o.y, o.x, p.part FROM out o JOIN parts p ON p.node = o.y" if both else ""
+            out = "SELECT DISTINCT e.v AS x, m.m AS y FROM e JOIN m USING (u) WHERE e.v > e.u"
+            # and what a small-star would replace: the edges to a smaller neighbour other than the least one
+            counted = "count(*) FILTER (e.v > e.u AND m.m < e.u), count(*) FILTER (e.v < e.u AND e.v <> m.m)"
+        edges_in, changed, unsettled = con.execute(f"SELECT count(*), {counted} FROM e JOIN m USING (u)").fetchone()
+        con.execute(f"CREATE TABLE out AS {out}")
+        mirrored = "UNION ALL SELECT y, x FROM out" if self.round % 2 == 0 else ""  # large-star reads both ways
         written = write_partitions(sorted_batches(con, f"""
-            SELECT u, v, {PART} FROM (SELECT o.x AS u, o.y AS v, p.part AS {PART} FROM out o
-                                      JOIN parts p ON p.node = o.x {mirrored}) ORDER BY {PART}"""),
-            lambda part: star_edges(self.round).path(self.folder, rank, part))
+            SELECT u, v, mixture_partition(u, {self.partitions}) AS {PART}
+            FROM (SELECT x AS u, y AS v FROM out {mirrored}) ORDER BY {PART}"""),
+            lambda part: star_edges(self.round).path(self.folder, rank, part), compression=EDGE_COMPRESSION)
         edges = scalar(con, "SELECT count(*) FROM out")
-        write_counts(star_changes(self.round).path(self.folder, rank), CHANGES, {"edges": edges, "changed": changed,
-                                                                                "unsettled": unsettled})
-        return {"edges_in": scalar(con, "SELECT count(*) FROM e"), "edges_out": edges,
-                "edges_written": sum(written.values()), "edges_replaced": changed}
+        write_counts(star_changes(self.round).path(self.folder, rank), CHANGES,
+                     {"edges": edges, "changed": changed, "unsettled": unsettled})
+        return {"edges_in": edges_in, "edges_out": edges, "edges_written": sum(written.values()),
+                "edges_replaced": changed}
 
 
 def round_changes(folder: str, round_: int) -> int:
@@ -120,6 +124,7 @@ class RouteToComponents(PartitionedStep):
                 ("edges_in", star_edges(self.last).every(self.folder, rank), EDGES)]
 
     def process(self, con, rank: int) -> dict[str, int]:
+        with_partition_function(con)
         con.execute("CREATE TABLE label AS SELECT u, min(v) AS comp FROM edges_in WHERE v < u GROUP BY u")
         con.execute("CREATE TABLE pairs AS SELECT p.*, l.comp FROM verified p LEFT JOIN label l ON l.u = p.b")
         lost = scalar(con, "SELECT count(*) FROM pairs WHERE comp IS NULL")
@@ -127,9 +132,8 @@ class RouteToComponents(PartitionedStep):
             raise RuntimeError(f"{lost} verified pairs of {VERIFIED_PAIRS.path(self.folder, rank)} have no component "
                                f"in {star_edges(self.last).every(self.folder, rank)}; remove the store's "
                                "_build/minhash_cluster/ and build again")
-        node_partitions(con, "parts", "SELECT DISTINCT comp FROM pairs", self.partitions)
         columns = ", ".join(f"x.{c}" for c in VERIFIED.names)
         written = write_partitions(sorted_batches(con, f"""
-            SELECT {columns}, p.part AS {PART} FROM pairs x JOIN parts p ON p.node = x.comp ORDER BY {PART}"""),
+            SELECT {columns}, mixture_partition(x.comp, {self.partitions}) AS {PART} FROM pairs x ORDER BY {PART}"""),
             lambda part: ROUTED_PAIRS.path(self.folder, rank, part))
-        return {"pairs_routed": sum(written.values()), "components": scalar(con, "SELECT count(*) FROM parts")}
+        return {"pairs_routed": sum(written.values()), "components": scalar(con, "SELECT count(DISTINCT comp) FROM pairs")}

@@ -84,3 +84,22 @@ def write_verified(folder: Path, edges: np.ndarray, tasks: int, seed: int = 0) -
         path.parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(table, path)
     return len(a)
+
+
+def forest_graph(seed: int, pairs: int, giant: int) -> np.ndarray:
+    """About `pairs` edges at scale, vectorised: one component of `giant` documents (a random tree, each member
+    joined to a random one before it in a shuffled order, and as many random edges more), the rest components of
+    2–4 documents (random trees); document numbers a random permutation, so chains run both ways in spec order."""
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(2, 5, size=max(0, (pairs - 2 * giant) // 2))  # a component of k has k - 1 edges
+    sizes = np.concatenate([[giant], sizes]) if giant else sizes
+    nodes = int(sizes.sum())
+    start = np.repeat(np.cumsum(sizes) - sizes, sizes)
+    local = np.arange(nodes) - start
+    child = local > 0
+    parent = start[child] + (rng.random(int(child.sum())) * local[child]).astype(np.int64)
+    ids = rng.permutation(nodes).astype(np.int64) * 3 + 1
+    edges = [np.stack([ids[parent], ids[np.flatnonzero(child)]], axis=1)]
+    if giant:
+        edges.append(ids[rng.integers(0, giant, size=(giant, 2))])
+    return np.concatenate(edges)

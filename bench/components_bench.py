@@ -1,0 +1,141 @@
+"""Near-duplicate resolution benchmark: `minhash_cluster` in rounds (connected components, pairs routed by
+component, the greedy keep per partition) at several T against the single task it replaced, side by side on the same
+synthetic verified pairs (one giant component, many small ones). Per task: wall, CPU and peak RSS, each task in a
+forked child (its rusage); figures into docs/performance.md."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+
+from bench.common import machine, publish
+
+BEGIN, END = "<!-- components-bench:begin -->", "<!-- components-bench:end -->"
+SETTINGS = {"threshold": 0.7, "ngram": 5, "permutations": 112}
+
+
+def _rss_kib() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def forked(steps: list, rank: int, tasks: int) -> dict:
+    """One task in a forked child: its wall time, CPU time (user + system) and peak RSS above this process's."""
+    base, t0 = _rss_kib(), time.perf_counter()
+    pid = os.fork()
+    if pid == 0:  # the task, alone
+        code = 0
+        try:
+            data = None
+            for step in steps:
+                data = step.run(data, rank, tasks)
+            list(data or ())
+        except BaseException:  # noqa: BLE001 - reported through the exit code
+            import traceback
+
+            traceback.print_exc()
+            code = 1
+        os._exit(code)
+    _, status, usage = os.wait4(pid, 0)
+    if os.waitstatus_to_exitcode(status):
+        raise RuntimeError(f"task {rank} of {type(steps[-1]).__name__} failed")
+    return {"wall": time.perf_counter() - t0, "cpu": usage.ru_utime + usage.ru_stime,
+            "peak": max(0, usage.ru_maxrss - base) / 1024}
+
+
+def run_old(near: Path, out: Path, memory: str) -> dict:
+    from tests.dedup.cluster_reference import MinhashCluster
+
+    step = MinhashCluster(str(near), str(out / "drops"), str(out / "report.json"), memory_limit=memory, **SETTINGS)
+    t = forked([step], 0, 1)
+    return {"wall": t["wall"], "cpu": t["cpu"], "peak": t["peak"], "critical": t["wall"], "rounds": 1}
+
+
+def run_new(near: Path, out: Path, tasks: int, memory: str) -> dict:
+    """Every round, each task forked in turn; the critical path: the slowest task of each round, summed (T cores)."""
+    from mixture.pipelines.dedup.minhash_cluster import rounds
+
+    wall = cpu = peak = critical = 0.0
+    n, per_round = 0, {}
+    t0 = time.perf_counter()
+    for r in rounds(str(near), str(out / "drops"), str(out / "report.json"), tasks, memory_limit=memory, **SETTINGS):
+        times = [forked(r.steps, rank, r.tasks) for rank in range(r.tasks)]
+        cpu += sum(t["cpu"] for t in times)
+        peak = max(peak, *(t["peak"] for t in times))
+        critical += max(t["wall"] for t in times)
+        kind = "star" if r.name.startswith("r") else r.name
+        per_round[kind] = per_round.get(kind, 0.0) + sum(t["cpu"] for t in times)
+        n += 1
+    wall = time.perf_counter() - t0
+    return {"wall": wall, "cpu": cpu, "peak": peak, "critical": critical, "rounds": n - 3, "split": per_round}
+
+
+def _drops(folder: Path) -> pa.Table:
+    files = sorted(str(f) for f in folder.rglob("*.parquet"))
+    return ds.dataset(files).to_table().sort_by([("rank", "ascending"), ("idx", "ascending")])
+
+
+def main() -> None:
+    from tests.dedup.synthetic_graphs import forest_graph, write_verified
+
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--pairs", type=int, default=2_000_000)
+    p.add_argument("--giant", type=int, default=200_000, help="members of the one giant component")
+    p.add_argument("--tasks", default="1,4,8", help="T values for the rounds")
+    p.add_argument("--memory", default="1024MB", help="DuckDB's memory limit per task")
+    p.add_argument("--no-publish", action="store_true")
+    args = p.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="components-bench-"))
+    results: dict[str, dict] = {}
+    try:
+        edges = forest_graph(0, args.pairs, args.giant)
+        tasks = [int(t) for t in args.tasks.split(",")]
+        n_pairs = 0
+        for t in tasks:
+            n_pairs = write_verified(root / f"T{t}" / "near_dups", edges, t)
+        del edges
+        results["old"] = run_old(root / f"T{tasks[0]}" / "near_dups", root / "old", args.memory)
+        want = _drops(root / "old" / "drops")
+        for t in tasks:
+            results[f"T={t}"] = run_new(root / f"T{t}" / "near_dups", root / f"new{t}", t, args.memory)
+            assert _drops(root / f"new{t}" / "drops").equals(want), f"T={t}: drops differ from the single task"
+            assert (root / f"new{t}" / "report.json").read_bytes() == (root / "old" / "report.json").read_bytes()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    lines = [BEGIN, "## Near duplicates resolved per connected component (`minhash_cluster` in rounds)", "",
+             f"Machine: {machine()}. Load during the run (`uptime` after it): {uptime}.", "",
+             f"Synthetic verified pairs (`minhash_verify`'s format, tests/dedup/synthetic_graphs.py `forest_graph`): "
+             f"{n_pairs:,} pairs; one component of {args.giant:,} documents (a random tree and as many random edges "
+             f"more), the rest components of 2–4 documents; {len(want):,} drops. DuckDB memory limit {args.memory} "
+             "per task. Each task runs alone in a forked child (wall, CPU = user + system, peak RSS above the parent "
+             "from its rusage). The drops and the report of every run are checked equal to the single task's. "
+             "Critical path: the slowest task of each round, summed (the stage's time with T cores and no queueing).",
+             "", "| run | rounds (star) | CPU, all tasks | CPU per pair | critical path | largest task peak RSS | "
+             "CPU split (star / route / greedy / report) |", "|---|---|---|---|---|---|---|"]
+    for name, r in results.items():
+        split = " / ".join(f"{r['split'].get(k, 0):.1f} s" for k in ("star", "route", "greedy", "report")) \
+            if "split" in r else "—"
+        label = "old single task" if name == "old" else f"rounds, {name}"
+        lines.append(f"| {label} | {r['rounds'] if name != 'old' else '—'} | {r['cpu']:.1f} s | "
+                     f"{r['cpu'] / n_pairs * 1e6:.2f} µs | {r['critical']:.1f} s | {r['peak']:.0f} MiB | {split} |")
+    lines += ["", f"Reproduce: `python -m bench.components_bench --pairs {args.pairs} --giant {args.giant} "
+              f"--tasks {args.tasks}`.", END]
+    text = "\n".join(lines)
+    print(text)
+    if not args.no_publish:
+        publish(text, BEGIN, END)
+
+
+if __name__ == "__main__":
+    main()
