@@ -185,7 +185,7 @@ class StageBars:
         self._thread = threading.Thread(target=self._poll, daemon=True)
 
     def add(self, stage: Stage, about: str) -> None:
-        task = self.bar.add_task(stage.name, total=stage.tasks, about=about)
+        task = self.bar.add_task(stage.name.replace("/", " "), total=stage.tasks, about=about)  # a round: `<stage> <round>`
         with self._lock:
             self.stages.append((stage, task))
         self.refresh()

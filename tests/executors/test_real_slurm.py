@@ -23,7 +23,7 @@ from tests.executors.fingerprint import assert_same_store
 pytestmark = [pytest.mark.slow, pytest.mark.heavy]  # a real Slurm cluster: make test-heavy
 
 FIRST_CHAIN = ["prepare", "duplicate_ids", "find_duplicates", "minhash_sigs", "minhash_buckets", "minhash_gather",
-               "minhash_verify", "minhash_cluster"]
+               "minhash_verify", "minhash_cluster/r000"]  # minhash_cluster's first round: the driver waits after it
 DRIVER = """
 import json, sys
 from mixture.pipelines.build import BuildError, build
@@ -93,7 +93,7 @@ def test_real_slurm_cancel_rerun_adopt_and_same_store(tmp_path, demo_corpus, bui
     assert f"(Slurm jobs {first}: failed, cancelled or out of time): tasks 1;" in msg, msg
     assert ("queued behind it (duplicate_ids, find_duplicates, minhash_sigs, minhash_buckets, minhash_gather, "
             "minhash_verify, "
-            "minhash_cluster): ") in msg, msg
+            "minhash_cluster/r000): ") in msg, msg
     assert "stage 'minhash_cluster' failed" not in msg and ".." not in msg, msg
     folders = re.search(r"; logs: (.+?)\. Cancelled", msg).group(1).split(", ")
     assert folders and all(Path(f).is_dir() for f in folders), msg
@@ -102,12 +102,12 @@ def test_real_slurm_cancel_rerun_adopt_and_same_store(tmp_path, demo_corpus, bui
 
     # 2. rerun: prepare's array holds only its unfinished task; the driver is killed while its chain is queued
     run = driver()
-    resubmitted = _wait("the new chain", lambda: (r := _record(store, "minhash_cluster")) != cancelled["minhash_cluster"]
-                        and r)
+    first_round = "minhash_cluster/r000"
+    resubmitted = _wait("the new chain", lambda: (r := _record(store, first_round)) != cancelled[first_round] and r)
     run.send_signal(signal.SIGKILL)
     run.communicate(timeout=30)
     queued = {s: _record(store, s) for s in FIRST_CHAIN}
-    assert queued["minhash_cluster"] == resubmitted and queued["prepare"] != cancelled["prepare"]
+    assert queued[first_round] == resubmitted and queued["prepare"] != cancelled["prepare"]
     assert json.loads((store / "_build/prepare/ranks_to_run.json").read_text()) == [1]
     job = real_slurm.run("scontrol", "show", "job", "--oneliner", queued["prepare"]["arrays"][0])
     assert re.findall(r"ArrayTaskId=([\d-]+)", job) == ["0"], job  # one element: task 1 only
@@ -119,7 +119,7 @@ def test_real_slurm_cancel_rerun_adopt_and_same_store(tmp_path, demo_corpus, bui
     assert {s: _record(store, s) for s in FIRST_CHAIN} == queued
     # the progress display shows every stage finished (chained stages too, not 0/N)
     shown = dict(re.findall(r"^(\w+)\s.*?\s(\d+/\d+)\s+tasks", out, re.M))
-    assert set(shown) >= {*FIRST_CHAIN, "sample", "fit", "assign"}, out
+    assert set(shown) >= {*FIRST_CHAIN[:-1], "minhash_cluster", "sample", "fit", "assign"}, out  # rounds: `<stage> <round>`
     assert all(a == b for a, b in (v.split("/") for v in shown.values())), out
     assert_same_store(store, built_store.store)
 
@@ -130,9 +130,9 @@ def test_real_slurm_cancel_rerun_adopt_and_same_store(tmp_path, demo_corpus, bui
         s: None if s in ("prepare", "sample") else ":".join(rec[stages[i - 1]]["arrays"]) for i, s in enumerate(stages)}
     jobs = {s: _jobs(real_slurm, rec[s]["arrays"][0]) for s in stages}
     # elements (prepare: task 1 only; 14 buckets / 7)
-    assert [len(jobs[s]) for s in stages] == [1, 2, 2, 2, 2, 2, 2, 1, 2, 1, 2]
+    assert [len(jobs[s]) for s in stages] == [1, 2, 2, 2, 2, 2, 2, 2, 2, 1, 2]
     assert re.search(r"CPUs/Task=(\d+)", jobs["fit"][0]).group(1) == "2"
-    marks = (store / "_build/minhash_cluster/completions").iterdir()
+    marks = (store / "_build/minhash_cluster/report/completions").iterdir()  # its last round
     assert min(_time(j, "SubmitTime") for j in jobs["sample"]) >= int(max(m.stat().st_mtime for m in marks))  # waited
     assert max(_time(j, "SubmitTime") for j in jobs["assign"]) < max(_time(j, "EndTime") for j in jobs["sample"])
     script = (store / "_build/fit/launch_script.slurm").read_text()

@@ -33,13 +33,15 @@ TRIGGERS = [
     ("minhash_gather-write", "_build/work/near_dups/texts/*/*.parquet"),
     ("minhash_verify", "_build/minhash_verify"),
     ("minhash_cluster", "_build/minhash_cluster"),
+    ("minhash_cluster-round", "_build/work/near_dups/components/r001/*/*.parquet"),
+    ("minhash_cluster-greedy", "_build/work/fuzzy_drops/*/*.parquet"),
     ("sample", "_build/sample"),
     ("fit", "_build/fit"),
     ("assign", "_build/assign"),
     ("assign-write", "cluster=*/quality=*/*.parquet"),
     ("finalize", "cluster=*/quality=*/_ledger.json"),
 ]
-FORCED = ("assign-write", "finalize")
+FORCED = ("minhash_cluster-round", "assign-write", "finalize")
 
 
 def kill_plan(seed: int, n: int = 10) -> list[tuple[str, str, float]]:
