@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from collections.abc import Callable
 from typing import Literal, NamedTuple
 
@@ -54,29 +55,49 @@ def lock_info(reader: StoreReader) -> dict | None:
         return {"lock": raw.decode(errors="replace")}
 
 
+def _run_folders(reader: StoreReader, d: str) -> list[tuple[str, str]]:
+    """(name, folder) of what ran of stage folder `d`: the stage itself, or for a stage run in rounds each round
+    (`<stage>/<round>`: its own executor.json and completions), numbered rounds first, then the others as they
+    started (their executor.json's time)."""
+    name = d.rstrip("/").rsplit("/", 1)[-1]
+    if reader.fs.exists(f"{d}/executor.json") or reader.fs.exists(f"{d}/completions"):
+        return [(name, d)]
+    rounds = [p.rsplit("/", 1)[0] for p in reader.fs.glob(f"{d}/*/executor.json")]
+    if not rounds:
+        return [(name, d)]
+
+    def started(r: str) -> tuple:
+        last = r.rsplit("/", 1)[-1]
+        numbered = re.fullmatch(r"r(\d+)", last)
+        return (0, int(numbered.group(1)), 0.0) if numbered else (1, 0, reader.fs.modified(f"{r}/executor.json")
+                                                                       .timestamp())
+    return [(f"{name}/{r.rsplit('/', 1)[-1]}", r) for r in sorted(rounds, key=started)]
+
+
 def stages(reader: StoreReader) -> pd.DataFrame:
-    """One row per `_build/<stage>/`: tasks (executor.json world_size), completed (completions/), status."""
+    """One row per `_build/<stage>/` (per round of a stage run in rounds: `<stage>/<round>`): tasks (executor.json
+    world_size), completed (completions/), status."""
     rows = []
     lock = reader.exists(layout.LOCK_FILE)
-    for d in sorted(reader.fs.glob(reader.path(f"{layout.BUILD_DIR}/*")), key=order_key):  # pipeline order
-        name = d.rstrip("/").rsplit("/", 1)[-1]
-        if name in ("work", "LOCK") or not reader.fs.isdir(d):
+    for stage_dir in sorted(reader.fs.glob(reader.path(f"{layout.BUILD_DIR}/*")), key=order_key):  # pipeline order
+        if stage_dir.rstrip("/").rsplit("/", 1)[-1] in ("work", "LOCK") or not reader.fs.isdir(stage_dir):
             continue
-        done = len(reader.fs.glob(f"{d}/completions/*"))
-        tasks = None
-        if reader.fs.exists(f"{d}/executor.json"):
-            try:
-                info = json.loads(reader.fs.cat_file(f"{d}/executor.json"))
-                tasks = info.get("world_size") or info.get("tasks")
-            except (ValueError, OSError):
-                tasks = None
-        if tasks and done >= int(tasks):
-            status = "done"
-        elif done or (lock and tasks):
-            status = "running" if lock else "stopped"
-        else:
-            status = "waiting" if lock else "not started"
-        rows.append({"stage": name, "tasks": tasks, "completed": done, "status": status})
+        for name, d in _run_folders(reader, stage_dir):
+            done = len(reader.fs.glob(f"{d}/completions/*"))
+            tasks = None
+            if reader.fs.exists(f"{d}/executor.json"):
+                try:
+                    info = json.loads(reader.fs.cat_file(f"{d}/executor.json"))
+                    tasks = info.get("world_size") or info.get("tasks")
+                except (ValueError, OSError):
+                    tasks = None
+            if tasks and done >= int(tasks):
+                status = "done"
+            elif done or (lock and tasks):
+                status = "running" if lock else "stopped"
+            else:
+                status = "waiting" if lock else "not started"
+            rows.append({"stage": name, "tasks": tasks, "completed": done, "status": status})
     return pd.DataFrame(rows, columns=["stage", "tasks", "completed", "status"])
 
 

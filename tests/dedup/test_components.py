@@ -18,7 +18,7 @@ from tests.dedup.synthetic_graphs import chain, mixed_graph, write_verified
 SETTINGS = {"threshold": 0.7, "ngram": 5, "permutations": 112}
 
 
-@pytest.mark.parametrize("tasks", [1, 3, 7])
+@pytest.mark.parametrize("tasks", [1, 3, pytest.param(7, marks=pytest.mark.slow)])
 def test_rounds_equal_the_single_task_on_chains_stars_and_a_giant_component(tmp_path, tasks):
     near = tmp_path / "near_dups"
     pairs = write_verified(near, mixed_graph(seed=tasks), tasks, seed=tasks)
@@ -43,7 +43,7 @@ def test_no_pairs(tmp_path):
     assert report["drops"] == report["kept_similar"] == 0
 
 
-@pytest.mark.parametrize("tasks", [3, 7])
+@pytest.mark.parametrize("tasks", [3, pytest.param(7, marks=pytest.mark.slow)])
 def test_rounds_find_the_connected_components(tmp_path, tasks):
     """Every pair is routed to one partition per component (scipy's components of the same graph); the rounds stop
     at the first large-star round that finds the components settled."""
