@@ -53,9 +53,9 @@ class StarRound(PartitionedStep):
     neighbours are read, round 0 reads the verified pairs of `minhash_verify` task q, a later document with each
     earlier one), odd rounds large-star (each larger neighbour of u joined to the least of u and its neighbours,
     which needs both directions: a small-star round writes each edge to the partitions of both its nodes). Every
-    round keeps each component connected and none joins two; once a large-star round replaces no edge and finds no
-    node with two smaller neighbours (`settled`), each component is a star around its least document. Writes the edges (`star_edges(r)`) and the task's counts
-    (`star_changes(r)`)."""
+    round keeps each component connected and none joins two, nor writes more edges than it read; once a large-star
+    round replaces no edge and finds no node with two smaller neighbours (`settled`), each component is a star
+    around its least document. Writes the edges (`star_edges(r)`) and the task's counts (`star_changes(r)`)."""
 
     name = "🎯 MinHash components round"
 
