@@ -222,7 +222,13 @@ class Report:
             "variant with their words consistently swapped for words of the same language, script, length and "
             "frequency, so each variant keeps its own exact and near duplicates, contamination, malformed records "
             "and languages, and no variant duplicates another: kept tokens grow n× and the mix stays put (second "
-            "table). One spec over all of them (specs/demo.yaml's sources, k = "
+            "table)"
+            + ("; with `--duplicates pool` each variant also holds a web-crawl source whose duplicates look like a "
+               "real pool's (mixture/demo_corpus/crawl.py: exact and near copies within and across variants and "
+               "sources, template families with a Zipf tail whose largest holds ~1.5 % of the documents at every "
+               "size, chains of near copies that run on across variants), checked against its ground truth "
+               "(bench/pool_truth.py)" if a.get("duplicates") == "pool" else "")
+            + ". One spec over all of them (specs/demo.yaml's sources, k = "
             f"{a['k']}, fine_k = {a['fine_k']}, `sample_docs` = {a['sample_docs']:,} at every size), "
             f"{a['tasks_per_variant']} tasks per variant for every per-file stage (every task reads the same input "
             f"at every size). Every size is built with {self.series_w} workers"
@@ -247,7 +253,7 @@ class Report:
             "", "The mix at every size (shares of the records read, of the kept tokens):", "",
             f"| | {heads} |", cols,
         ]
-        lines += self._mix_rows()
+        lines += self._mix_rows() + self._truth_rows()
         bw, bc = self.build_exponents()
         lines += ["", f"Per stage ({self.series_w} workers; exponents over the sizes; the whole build: wall "
                   f"{_exp(bw)}, CPU {_exp(bc)}):", "",
@@ -290,6 +296,25 @@ class Report:
         rows.append("| near-duplicate candidate pairs per kept document | "
                     + " | ".join(f"{x['pairs_per_doc']:.3f}" for x in mixes) + " |")
         return rows
+
+    def _truth_rows(self) -> list[str]:
+        """The pool profile's ground truth at every size (bench/pool_truth.py), when the corpus has one."""
+        truths = [s.get("truth") for s in self.scales]
+        if not all(truths):
+            return []
+
+        def gone(t: dict, key: str, reason: str) -> str:
+            return f"{t[key].get(reason, 0):,} of {t[key]['planted']:,}"
+
+        return [
+            _row("pool truth: named kept documents lost", (f"{t['named_kept_lost']} of {t['named_kept']:,}" for t in truths)),
+            _row("pool truth: near-duplicate drops not verified", (f"{t['fuzzy_drops_unverified']} of {t['fuzzy_drops']:,}" for t in truths)),
+            _row("pool truth: exact copies dropped", (gone(t, "exact_copies", "exact_duplicate") for t in truths)),
+            _row("pool truth: near copies dropped", (gone(t, "near_copies", "fuzzy_duplicate") for t in truths)),
+            _row("pool truth: template family members dropped", (gone(t, "family_members", "fuzzy_duplicate") for t in truths)),
+            _row("pool truth: chain links kept (every other one)", (gone(t, "chain_links", "kept") for t in truths)),
+            _row("duplicates' share of the input characters", (f"{t['duplicate_share']:.1%}" for t in truths)),
+        ]
 
     def _workers_rows(self) -> list[str]:
         ws = self.by_workers()
