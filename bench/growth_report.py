@@ -10,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
+from mixture.stages import costs
+
 REPO = Path(__file__).resolve().parent.parent
 SCALING_DOC = REPO / "docs" / "scaling.md"
 BEGIN, END = "<!-- growth-bench:begin -->", "<!-- growth-bench:end -->"
@@ -351,32 +353,37 @@ class Report:
 
     # ------------------------------------------------------------------------------------------- projection
 
-    def projection_rows(self) -> list[dict]:
-        """Per stage: CPU seconds at the largest size (1 worker if measured), its CPU exponent, and core-hours and
-        wall hours on CORES cores for RAW_POOL raw tokens. A stage grows by (pool / measured)^max(exponent, 1): a
-        sublinear fit is never extrapolated below linear; beside it the linear figure. `fit` grows with its sample
-        (FIT_SAMPLE against sample_docs, linearly), `finalize` with the tasks (POOL_TASKS against the measured)."""
-        ws = self.by_workers()
-        build = ws.get(1, self.series[-1])
-        tasks = self.r.get("pool_tasks", {})
-        rows = []
+    def rates(self, objects: dict[str, costs.ObjectRate] | None = None) -> costs.Rates:
+        """The cost model's rates (mixture/stages/costs.py) from this run: per stage its CPU seconds at the largest
+        size (1 worker if measured), its CPU exponent and largest task's peak; `objects` as bench/cost_rates.py
+        fits them. `fit` is scaled by its sample, `finalize` by the tasks, every other stage by the tokens."""
+        build = self.by_workers().get(1, self.series[-1])
+        stages = []
         for name in self.names:
-            cpu = self.stage(build, name)["cpu"]
-            b = self.exponents(name)[1]
-            if name == "fit":
-                ratio, what, e = FIT_SAMPLE / self.r["args"]["sample_docs"], "sample", 1.0
-            elif name == "finalize":
-                ratio, what = POOL_TASKS / self.largest["tasks"], "tasks"
-                e = 1.0 if b is None else max(b, 1.0)
-            else:
-                ratio, what = RAW_POOL / self.largest["input_tokens"], "tokens"
-                e = 1.0 if b is None else max(b, 1.0)
-            n = tasks.get(name, 1 if name in self.r["single_task"] else POOL_TASKS)
-            core_s = cpu * ratio**e
-            rows.append({"stage": name, "cpu": cpu, "exponent": b, "how": f"{what} ×{ratio:,.0f}" + (
-                f" ^{e:.2f}" if e != 1 else ""), "core_hours": core_s / 3600, "linear_hours": cpu * ratio / 3600,
-                         "tasks": n, "wall_hours": core_s / min(CORES, n) / 3600})
-        return rows
+            scaled_by, reference = (("sample", self.r["args"]["sample_docs"]) if name == "fit" else
+                                    ("tasks", self.largest["tasks"]) if name == "finalize" else
+                                    ("tokens", self.largest["input_tokens"]))
+            st = self.stage(build, name)
+            stages.append(costs.StageRate(stage=name, cpu_seconds=st["cpu"], scaled_by=scaled_by, reference=reference,
+                                          exponent=self.exponents(name)[1], peak_rss=int(st.get("peak_rss") or 0),
+                                          objects=(objects or {}).get(name, costs.ObjectRate())))
+        t = self.throughput(1)
+        return costs.Rates(machine=self.r["machine"]["machine"], measured=self.r.get("cmd", "python -m bench.growth_bench"),
+                           input_tokens=self.largest["input_tokens"],
+                           kept_share=self.kept[-1] / self.largest["input_tokens"],
+                           bare_tokenizer=t["bare_in"] if t else None, stages=tuple(stages))
+
+    def projection_rows(self) -> list[dict]:
+        """Per stage: CPU seconds at the largest size, its CPU exponent, and the cost model's core-hours and wall
+        hours on CORES cores for RAW_POOL raw tokens (mixture/stages/costs.py `project`, the model `mixture estimate`
+        applies to a spec)."""
+        rates = self.rates()
+        tasks = self.r.get("pool_tasks", {})
+        work = costs.Workload(input_tokens=RAW_POOL, tasks=POOL_TASKS, fit_sample=FIT_SAMPLE, stage_tasks={
+            n: tasks.get(n, 1 if n in self.r["single_task"] else POOL_TASKS) for n in self.names})
+        return [{"stage": c.stage, "cpu": r.cpu_seconds, "exponent": r.exponent, "how": c.scaled,
+                 "core_hours": c.core_hours, "linear_hours": c.linear_core_hours, "tasks": c.tasks,
+                 "wall_hours": c.wall_hours} for r, c in zip(rates.stages, costs.project(rates, work, CORES), strict=True)]
 
     def projection_section(self) -> str:
         rows = self.projection_rows()
