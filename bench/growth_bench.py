@@ -21,7 +21,7 @@ from pathlib import Path
 import pyarrow.dataset as ds
 import yaml
 
-from bench import growth_corpus, growth_report
+from bench import growth_corpus, growth_report, pool_truth
 from bench.build_bench import REPO, bare_tokenizer, demo_spec, input_texts, load
 from bench.common import DOC, machine, publish
 
@@ -29,7 +29,7 @@ RESULTS = "growth.json"
 # sample_docs well under one variant's kept documents (12.8k at scale 1): `sample` tokenizes the sample, `assign` the
 # rest, so a sample near the smallest size's documents would move work between them from size to size
 DEFAULTS = {"scales": "1,4,20", "base_scale": 1.0, "workers": "1,2", "tasks_per_variant": 4, "sample_docs": 1000,
-            "k": 40, "fine_k": 200, "tokenizer_variants": 2, "seed": 0}
+            "k": 40, "fine_k": 200, "tokenizer_variants": 2, "seed": 0, "duplicates": "pool"}
 QUICK = {"scales": "1,2,4", "base_scale": 0.05, "tasks_per_variant": 2, "sample_docs": 100, "k": 8, "fine_k": 32,
          "tokenizer_variants": 1}
 MIB = 2**20
@@ -151,6 +151,7 @@ def growth_spec(corpus: Path, n: int, workers: int, args) -> dict:
     spec = demo_spec([corpus], "store", k=args.k, fine_k=args.fine_k, tasks=args.tasks_per_variant * n,
                      workers=workers)
     spec["partition"]["clusters"]["sample_docs"] = args.sample_docs
+    spec["sources"] += growth_corpus.crawl_source(corpus)
     return spec
 
 
@@ -167,7 +168,8 @@ def measure(args, out: Path, log=print) -> dict:
     if (free_cache < corpora + (builds if same else 0)) or free_out < builds:
         raise SystemExit(f"not enough free disk for {largest} variants at scale {args.base_scale:g}: choose --cache "
                          "and --out on a larger filesystem, or smaller --scales")
-    variants = growth_corpus.ensure_variants(cache, args.seed, args.base_scale, list(range(1, largest + 1)), log)
+    variants = growth_corpus.ensure_variants(cache, args.seed, args.base_scale, list(range(1, largest + 1)), log,
+                                             args.duplicates)
     results = {"args": {k: getattr(args, k) for k in DEFAULTS}, "machine": machine_info(), "load_start": load(),
                "single_task": [], "scales": []}
     for n in scales:
@@ -180,6 +182,11 @@ def measure(args, out: Path, log=print) -> dict:
             folder = out / "builds" / f"n{n:03d}-w{w}"
             b = run_build(folder, growth_spec(corpus, n, w, args), w)
             entry["builds"][str(w)] = b
+            if args.duplicates == "pool" and w == series_w:
+                entry["truth"] = t = pool_truth.check(folder / "store", [variants[v] for v in range(1, n + 1)])
+                log(f"    ground truth: {t['named_kept_lost']} of {t['named_kept']:,} named kept documents lost, "
+                    f"{t['fuzzy_drops_unverified']} of {t['fuzzy_drops']:,} near-duplicate drops unverified; "
+                    f"duplicates {t['duplicate_share']:.1%} of the input characters")
             log(f"  {n} variant(s), {w} worker(s): {b['counters']['records_in']:,} records → "
                 f"{b['counters']['records_out']:,} kept, {b['counters']['tokens_out'] / 1e6:,.1f}M kept tokens; "
                 f"{b['wall']:.1f} s wall, {b['cpu']:.1f} s CPU (load {b['load_before']} → {b['load_after']})")
@@ -238,6 +245,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--fine-k", type=int)
     p.add_argument("--tokenizer-variants", type=int, help="variants whose input the bare tokenizer reads (default 2)")
     p.add_argument("--seed", type=int)
+    p.add_argument("--duplicates", choices=["planted", "pool"], help="the corpus's duplicate profile: pool (default) "
+                   "adds web-crawl pages with a real pool's duplicates (copies across variants, template families, "
+                   "chains); planted: the demo's own planted duplicates only")
     p.add_argument("--quick", action="store_true", help="tiny sizes, a smoke run of the harness (publishes nothing)")
     p.add_argument("--ray", action="store_true", help="also build the middle size on a local Ray cluster and compare")
     p.add_argument("--out", help="where the corpora of each size (hard links), the stores and growth.json go "

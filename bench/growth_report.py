@@ -10,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
+from mixture.stages import costs
+
 REPO = Path(__file__).resolve().parent.parent
 SCALING_DOC = REPO / "docs" / "scaling.md"
 BEGIN, END = "<!-- growth-bench:begin -->", "<!-- growth-bench:end -->"
@@ -222,7 +224,13 @@ class Report:
             "variant with their words consistently swapped for words of the same language, script, length and "
             "frequency, so each variant keeps its own exact and near duplicates, contamination, malformed records "
             "and languages, and no variant duplicates another: kept tokens grow n× and the mix stays put (second "
-            "table). One spec over all of them (specs/demo.yaml's sources, k = "
+            "table)"
+            + ("; with `--duplicates pool` each variant also holds a web-crawl source whose duplicates look like a "
+               "real pool's (mixture/demo_corpus/crawl.py: exact and near copies within and across variants and "
+               "sources, template families with a Zipf tail whose largest holds ~1.5 % of the documents at every "
+               "size, chains of near copies that run on across variants), checked against its ground truth "
+               "(bench/pool_truth.py)" if a.get("duplicates") == "pool" else "")
+            + ". One spec over all of them (specs/demo.yaml's sources, k = "
             f"{a['k']}, fine_k = {a['fine_k']}, `sample_docs` = {a['sample_docs']:,} at every size), "
             f"{a['tasks_per_variant']} tasks per variant for every per-file stage (every task reads the same input "
             f"at every size). Every size is built with {self.series_w} workers"
@@ -247,7 +255,7 @@ class Report:
             "", "The mix at every size (shares of the records read, of the kept tokens):", "",
             f"| | {heads} |", cols,
         ]
-        lines += self._mix_rows()
+        lines += self._mix_rows() + self._truth_rows()
         bw, bc = self.build_exponents()
         lines += ["", f"Per stage ({self.series_w} workers; exponents over the sizes; the whole build: wall "
                   f"{_exp(bw)}, CPU {_exp(bc)}):", "",
@@ -291,6 +299,25 @@ class Report:
                     + " | ".join(f"{x['pairs_per_doc']:.3f}" for x in mixes) + " |")
         return rows
 
+    def _truth_rows(self) -> list[str]:
+        """The pool profile's ground truth at every size (bench/pool_truth.py), when the corpus has one."""
+        truths = [s.get("truth") for s in self.scales]
+        if not all(truths):
+            return []
+
+        def gone(t: dict, key: str, reason: str) -> str:
+            return f"{t[key].get(reason, 0):,} of {t[key]['planted']:,}"
+
+        return [
+            _row("pool truth: named kept documents lost", (f"{t['named_kept_lost']} of {t['named_kept']:,}" for t in truths)),
+            _row("pool truth: near-duplicate drops not verified", (f"{t['fuzzy_drops_unverified']} of {t['fuzzy_drops']:,}" for t in truths)),
+            _row("pool truth: exact copies dropped", (gone(t, "exact_copies", "exact_duplicate") for t in truths)),
+            _row("pool truth: near copies dropped", (gone(t, "near_copies", "fuzzy_duplicate") for t in truths)),
+            _row("pool truth: template family members dropped", (gone(t, "family_members", "fuzzy_duplicate") for t in truths)),
+            _row("pool truth: chain links kept (every other one)", (gone(t, "chain_links", "kept") for t in truths)),
+            _row("duplicates' share of the input characters", (f"{t['duplicate_share']:.1%}" for t in truths)),
+        ]
+
     def _workers_rows(self) -> list[str]:
         ws = self.by_workers()
         if len(ws) < 2:
@@ -326,32 +353,37 @@ class Report:
 
     # ------------------------------------------------------------------------------------------- projection
 
-    def projection_rows(self) -> list[dict]:
-        """Per stage: CPU seconds at the largest size (1 worker if measured), its CPU exponent, and core-hours and
-        wall hours on CORES cores for RAW_POOL raw tokens. A stage grows by (pool / measured)^max(exponent, 1): a
-        sublinear fit is never extrapolated below linear; beside it the linear figure. `fit` grows with its sample
-        (FIT_SAMPLE against sample_docs, linearly), `finalize` with the tasks (POOL_TASKS against the measured)."""
-        ws = self.by_workers()
-        build = ws.get(1, self.series[-1])
-        tasks = self.r.get("pool_tasks", {})
-        rows = []
+    def rates(self, objects: dict[str, costs.ObjectRate] | None = None) -> costs.Rates:
+        """The cost model's rates (mixture/stages/costs.py) from this run: per stage its CPU seconds at the largest
+        size (1 worker if measured), its CPU exponent and largest task's peak; `objects` as bench/cost_rates.py
+        fits them. `fit` is scaled by its sample, `finalize` by the tasks, every other stage by the tokens."""
+        build = self.by_workers().get(1, self.series[-1])
+        stages = []
         for name in self.names:
-            cpu = self.stage(build, name)["cpu"]
-            b = self.exponents(name)[1]
-            if name == "fit":
-                ratio, what, e = FIT_SAMPLE / self.r["args"]["sample_docs"], "sample", 1.0
-            elif name == "finalize":
-                ratio, what = POOL_TASKS / self.largest["tasks"], "tasks"
-                e = 1.0 if b is None else max(b, 1.0)
-            else:
-                ratio, what = RAW_POOL / self.largest["input_tokens"], "tokens"
-                e = 1.0 if b is None else max(b, 1.0)
-            n = tasks.get(name, 1 if name in self.r["single_task"] else POOL_TASKS)
-            core_s = cpu * ratio**e
-            rows.append({"stage": name, "cpu": cpu, "exponent": b, "how": f"{what} ×{ratio:,.0f}" + (
-                f" ^{e:.2f}" if e != 1 else ""), "core_hours": core_s / 3600, "linear_hours": cpu * ratio / 3600,
-                         "tasks": n, "wall_hours": core_s / min(CORES, n) / 3600})
-        return rows
+            scaled_by, reference = (("sample", self.r["args"]["sample_docs"]) if name == "fit" else
+                                    ("tasks", self.largest["tasks"]) if name == "finalize" else
+                                    ("tokens", self.largest["input_tokens"]))
+            st = self.stage(build, name)
+            stages.append(costs.StageRate(stage=name, cpu_seconds=st["cpu"], scaled_by=scaled_by, reference=reference,
+                                          exponent=self.exponents(name)[1], peak_rss=int(st.get("peak_rss") or 0),
+                                          objects=(objects or {}).get(name, costs.ObjectRate())))
+        t = self.throughput(1)
+        return costs.Rates(machine=self.r["machine"]["machine"], measured=self.r.get("cmd", "python -m bench.growth_bench"),
+                           input_tokens=self.largest["input_tokens"],
+                           kept_share=self.kept[-1] / self.largest["input_tokens"],
+                           bare_tokenizer=t["bare_in"] if t else None, stages=tuple(stages))
+
+    def projection_rows(self) -> list[dict]:
+        """Per stage: CPU seconds at the largest size, its CPU exponent, and the cost model's core-hours and wall
+        hours on CORES cores for RAW_POOL raw tokens (mixture/stages/costs.py `project`, the model `mixture estimate`
+        applies to a spec)."""
+        rates = self.rates()
+        tasks = self.r.get("pool_tasks", {})
+        work = costs.Workload(input_tokens=RAW_POOL, tasks=POOL_TASKS, fit_sample=FIT_SAMPLE, stage_tasks={
+            n: tasks.get(n, 1 if n in self.r["single_task"] else POOL_TASKS) for n in self.names})
+        return [{"stage": c.stage, "cpu": r.cpu_seconds, "exponent": r.exponent, "how": c.scaled,
+                 "core_hours": c.core_hours, "linear_hours": c.linear_core_hours, "tasks": c.tasks,
+                 "wall_hours": c.wall_hours} for r, c in zip(rates.stages, costs.project(rates, work, CORES), strict=True)]
 
     def projection_section(self) -> str:
         rows = self.projection_rows()
