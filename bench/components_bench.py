@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -73,7 +74,7 @@ def run_new(near: Path, out: Path, tasks: int, memory: str) -> dict:
         cpu += sum(t["cpu"] for t in times)
         peak = max(peak, *(t["peak"] for t in times))
         critical += max(t["wall"] for t in times)
-        kind = "star" if r.name.startswith("r") else r.name
+        kind = "star" if re.fullmatch(r"r\d+", r.name) else r.name
         per_round[kind] = per_round.get(kind, 0.0) + sum(t["cpu"] for t in times)
         n += 1
     wall = time.perf_counter() - t0
