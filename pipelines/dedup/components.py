@@ -73,16 +73,19 @@ class StarRound(PartitionedStep):
         source = "SELECT b AS u, a AS v FROM verified" if self.round == 0 else "SELECT u, v FROM edges_in"
         if self.round % 2 == 0:  # small-star: u and its smaller neighbours to the least of them
             con.execute(f"CREATE TABLE e AS SELECT DISTINCT u, v FROM ({source}) WHERE v < u")
-            con.execute("CREATE TABLE m AS SELECT u, min(v) AS m FROM e GROUP BY u")
+            con.execute("CREATE TABLE m AS SELECT u, min(v) AS m, count(*) AS smaller FROM e GROUP BY u")
             out = "SELECT u AS x, m AS y FROM m UNION SELECT e.v, m.m FROM e JOIN m USING (u) WHERE e.v <> m.m"
-            counted = "count(*) FILTER (e.v <> m.m), count(*) FILTER (e.v <> m.m)"
+            # every smaller neighbour but the least is replaced
+            counted = "sum(smaller), sum(smaller - 1), sum(smaller - 1)"
         else:  # large-star: u's larger neighbours to the least of u and its neighbours
             con.execute(f"CREATE TABLE e AS SELECT DISTINCT u, v FROM ({source}) WHERE v <> u")
-            con.execute("CREATE TABLE m AS SELECT u, least(u, min(v)) AS m FROM e GROUP BY u")
+            con.execute("""CREATE TABLE m AS SELECT u, least(u, min(v)) AS m, count(*) FILTER (v > u) AS larger,
+                           count(*) FILTER (v < u) AS smaller FROM e GROUP BY u""")
             out = "SELECT DISTINCT e.v AS x, m.m AS y FROM e JOIN m USING (u) WHERE e.v > e.u"
-            # and what a small-star would replace: the edges to a smaller neighbour other than the least one
-            counted = "count(*) FILTER (e.v > e.u AND m.m < e.u), count(*) FILTER (e.v < e.u AND e.v <> m.m)"
-        edges_in, changed, unsettled = con.execute(f"SELECT count(*), {counted} FROM e JOIN m USING (u)").fetchone()
+            # the larger neighbours of a node that has a smaller one are replaced; and what a small-star would
+            # replace: every smaller neighbour of a node but the least
+            counted = "sum(larger + smaller), sum(larger) FILTER (m < u), sum(greatest(smaller - 1, 0))"
+        edges_in, changed, unsettled = (int(x or 0) for x in con.execute(f"SELECT {counted} FROM m").fetchone())
         con.execute(f"CREATE TABLE out AS {out}")
         mirrored = "UNION ALL SELECT y, x FROM out" if self.round % 2 == 0 else ""  # large-star reads both ways
         written = write_partitions(sorted_batches(con, f"""
