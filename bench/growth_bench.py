@@ -74,10 +74,13 @@ def child_build(spec_path: str, workers: int, out_json: str, executor: str = "lo
 
 
 def task_usage(store: Path) -> dict[str, dict]:
-    """Per stage, from its tasks' `_build/<stage>/usage/*.json`: tasks, Σ CPU, longest task, largest peak RSS."""
+    """Per stage, from its tasks' `_build/<stage>/usage/*.json` (a stage run in rounds: every round's,
+    `_build/<stage>/<round>/usage/`): tasks, Σ CPU, longest task, largest peak RSS."""
     out = {}
-    for d in sorted(p for p in (store / "_build").iterdir() if (p / "usage").is_dir()):
-        recs = [json.loads(p.read_text()) for p in sorted((d / "usage").glob("*.json"))]
+    for d in sorted(p for p in (store / "_build").iterdir() if p.is_dir()):
+        recs = [json.loads(p.read_text()) for p in sorted([*d.glob("usage/*.json"), *d.glob("*/usage/*.json")])]
+        if not recs:
+            continue
         out[d.name] = {"tasks": len(recs), "task_cpu": sum(r["cpu_seconds"] for r in recs),
                        "longest_task": max(r["wall_seconds"] for r in recs),
                        "peak_rss": max(r["peak_rss_bytes"] for r in recs),

@@ -16,14 +16,22 @@ def test_every_task_of_every_stage_has_a_usage_record(built_store):
     assert built_store.artifact.counters.records_out > 0  # the build finished: every stage ran
     for name in stage_registry.names():
         stage = built_store.store / "_build" / name
-        done = sorted(p.name for p in (stage / "completions").iterdir())
-        usage = sorted((stage / "usage").glob("*.json"))
-        assert [p.stem for p in usage] == done, name
-        for p in usage:
-            u = json.loads(p.read_text())
-            assert u["rank"] == int(p.stem) and u["peak_rss_scope"] == "task", (name, u)
-            assert u["cpu_seconds"] >= 0 and u["wall_seconds"] > 0 and u["peak_rss_bytes"] > 20 * 2**20, (name, u)
-            assert abs(u["cpu_seconds"] - u["user_seconds"] - u["system_seconds"]) < 1e-3
+        runs = [stage] if (stage / "completions").is_dir() else sorted(p.parent for p in stage.glob("*/completions"))
+        assert runs, name  # a stage run in rounds: each round's folder
+        for run in runs:
+            _check_usage(run, name)
+
+
+def _check_usage(stage, name: str) -> None:
+    """Each finished task of a stage (or round) folder left its usage record."""
+    done = sorted(p.name for p in (stage / "completions").iterdir())
+    usage = sorted((stage / "usage").glob("*.json"))
+    assert [p.stem for p in usage] == done, name
+    for p in usage:
+        u = json.loads(p.read_text())
+        assert u["rank"] == int(p.stem) and u["peak_rss_scope"] == "task", (name, u)
+        assert u["cpu_seconds"] >= 0 and u["wall_seconds"] > 0 and u["peak_rss_bytes"] > 20 * 2**20, (name, u)
+        assert abs(u["cpu_seconds"] - u["user_seconds"] - u["system_seconds"]) < 1e-3
 
 
 def test_the_peak_is_the_tasks_own(tmp_path):
