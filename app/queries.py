@@ -15,6 +15,7 @@ import streamlit as st
 
 from mixture import accounting
 from mixture.accounting import StoreNotReady, StoreReader
+from mixture.accounting.verify import CorruptShard
 from mixture.composition.labels import DomainLabel, cluster_labels
 from mixture.store import layout
 from mixture.store.formats import StoreArtifact
@@ -223,10 +224,16 @@ def scan_documents(uri: str, text: str = "", doc_id: str = "", sources: list[str
                    limit: int = 200, budget: accounting.ScanBudget | None = None,
                    progress: Callable[[int, int], None] | None = None) -> accounting.DocumentScan:
     """Search every finished shard (on request only): documents whose text contains `text` (case-insensitive)
-    or whose id equals `doc_id`, filtered by facets; stops after `limit` hits or when `budget` is spent."""
-    return accounting.scan_documents(_current(uri)[0], text=text, doc_id=doc_id, sources=sources,
-                                     content_types=content_types, cells=cells, limit=limit, budget=budget,
-                                     progress=progress)
+    or whose id equals `doc_id`, filtered by facets; stops after `limit` hits or when `budget` is spent. A shard
+    whose bytes differ from its ledger stops the page with the message (which shard, `mixture audit`)."""
+    try:
+        return accounting.scan_documents(_current(uri)[0], text=text, doc_id=doc_id, sources=sources,
+                                         content_types=content_types, cells=cells, limit=limit, budget=budget,
+                                         progress=progress)
+    except CorruptShard as exc:
+        st.error(str(exc))
+        st.stop()
+        raise  # st.stop() raises; this line is for type checkers
 
 
 def lookup_id(uri: str, doc_id: str) -> dict[str, pd.DataFrame]:

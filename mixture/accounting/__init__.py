@@ -47,6 +47,8 @@ Python API::
         # and id: n_tokens, n_chars, shard file and row; no text read (document_rows.py, `mixture materialize`)
     read_rows(reader, shard, rows, columns, batch_rows=256)   # those rows of one shard: only the row groups
         # holding them, a batch at a time
+    verify_store_shards(reader, shards)   # each shard's size and xxh64 against its ledger before its text is
+        # used (CorruptShard names the first that differs; verify.py: also a mixture's against its manifest)
     store_status(reader), lock_info(reader), stages(reader), cell_progress(reader), side_counts(reader)
         # a store still building: state and stamp, _build/LOCK, _build/<stage>/ completions, rows and tokens so
         # far per cell and per drop reason from Parquet footers (build_progress.py)
@@ -98,6 +100,7 @@ from mixture.accounting.tables import (
     published_cell_table,
     source_table,
 )
+from mixture.accounting.verify import CorruptShard, verify_store_shards
 from mixture.accounting.views import VIEWS, connect, table_list
 
 __all__ = [
@@ -105,6 +108,7 @@ __all__ = [
     "AuditResult",
     "CellCount",
     "Check",
+    "CorruptShard",
     "Counts",
     "CountsError",
     "DiffResult",
@@ -149,5 +153,6 @@ __all__ = [
     "store_counts",
     "synthetic_documents",
     "table_list",
+    "verify_store_shards",
     "write_synthetic_store",
 ]

@@ -66,7 +66,7 @@ class StoreReader:
 
     def refresh(self) -> None:
         """Forget cached artifacts, ledgers and listings (after the store changed)."""
-        for name in ("store_info", "_listing", "_ledgers", "_tables"):
+        for name in ("store_info", "_listing", "_ledgers", "_tables", "_verified"):
             self.__dict__.pop(name, None)
         self.fs.invalidate_cache()
 

@@ -20,6 +20,7 @@ from fsspec.core import url_to_fs
 import mixture
 from mixture.accounting import StoreNotReady, StoreReader
 from mixture.accounting.document_rows import document_index
+from mixture.accounting.verify import ledger_entries
 from mixture.pipelines.materialize.draws import (  # noqa: F401  (re-exported: the draw's building blocks)
     DRAWS_SCHEMA,
     GROUPS_SCHEMA,
@@ -54,13 +55,20 @@ from mixture.planner.formats import (
     read_manifest,
 )
 from mixture.spec.models import Execution
-from mixture.store.formats import FormatError, StoreArtifact, read_model, read_models, write_model
+from mixture.store.formats import (
+    FormatError,
+    LedgerShard,
+    StoreArtifact,
+    read_model,
+    read_models,
+    write_model,
+)
 from mixture.store.io import open_atomic
 
 DEFAULT_SHARD_BYTES = 128 * 2**20
 DEFAULT_MEMORY = 2**30
 SHARD_SCHEMA_COLUMNS = tuple(SHARD_SCHEMA.names)
-DRAWS_FORMAT = 2  # the work tables' layout: a key of another version starts over
+DRAWS_FORMAT = 3  # the work tables' layout: a key of another version starts over
 DRAWS_ROW_GROUP = 65_536  # rows per row group of draws.parquet: a task reads the groups of its shards only
 Progress = Callable[[str, int, int], None]  # (what, done, total): "draw" (cells), "shards" (written)
 
@@ -256,18 +264,21 @@ def draw(t: Target, reader: StoreReader, tasks: int, progress: Progress | None) 
         raise MaterializeError(f"{reader.uri}: no documents to read in the {len(used)} cells the plan draws from")
     drawn = plan_draws(t.plan, index, t.seed, t.shard_bytes, progress)
     del index
-    write_draws(t, drawn)
+    write_draws(t, drawn, ledger_entries(reader))
     work = t.key().model_copy(update={"tasks": max(1, min(tasks, drawn.n_shards)), "shards": drawn.n_shards})
     write_model(t.fs, t.work.key, work)
     return work
 
 
-def write_draws(t: Target, drawn: DrawPlan) -> None:
-    """files.parquet, shards.parquet, draws.parquet (training order, phase after phase) and drawn.json."""
+def write_draws(t: Target, drawn: DrawPlan, ledger: dict[str, LedgerShard]) -> None:
+    """files.parquet (each drawn shard with its ledger's size and xxh64: the scatter checks them before reading
+    it), shards.parquet, draws.parquet (training order, phase after phase) and drawn.json."""
     fs, work = t.fs, t.work
     fs.makedirs(work.work, exist_ok=True)
     with fs.open(work.files, "wb") as f:
-        pq.write_table(pa.table({"path": pa.array(drawn.files, pa.string())}), f)
+        pq.write_table(pa.table({"path": pa.array(drawn.files, pa.string()),
+                                 "bytes": pa.array([ledger[p].bytes for p in drawn.files], pa.int64()),
+                                 "xxh64": pa.array([ledger[p].xxh64 for p in drawn.files], pa.string())}), f)
     with fs.open(work.shards, "wb") as f:
         pq.write_table(pa.concat_tables([SHARDS_SCHEMA.empty_table(), *(p.shards for p in drawn.phases)]), f)
     with fs.open(work.draws, "wb") as f, pq.ParquetWriter(f, DRAWS_SCHEMA) as writer:
