@@ -21,6 +21,7 @@ import mixture
 from mixture.accounting import StoreNotReady, StoreReader
 from mixture.accounting.document_rows import document_index
 from mixture.accounting.verify import ledger_entries
+from mixture.pipelines.locks import folder_lock
 from mixture.pipelines.materialize.draws import (  # noqa: F401  (re-exported: the draw's building blocks)
     DRAWS_SCHEMA,
     GROUPS_SCHEMA,
@@ -65,6 +66,7 @@ from mixture.store.formats import (
 )
 from mixture.store.io import open_atomic
 
+LOCK_FILE = "_materialize.lock"  # DIR/_materialize.lock while a run writes DIR (not under _materialize/: removed)
 DEFAULT_SHARD_BYTES = 128 * 2**20
 DEFAULT_MEMORY = 2**30
 SHARD_SCHEMA_COLUMNS = tuple(SHARD_SCHEMA.names)
@@ -139,6 +141,8 @@ def materialize(
     execution: Execution | None = None,
     memory: int = DEFAULT_MEMORY,
     keep_work: bool = False,
+    break_lock: bool = False,
+    replace: bool = False,
 ) -> Manifest:
     """Write DIR/phase=NAME/part-NNNNN.parquet and the manifests (DIR: a local folder or any fsspec URL: gs://,
     s3://, …); returns the manifest. The same plan, store, seed and shard size give the same bytes whatever the
@@ -150,7 +154,11 @@ def materialize(
     the store's drawn files once and send every draw to its group of shards; gather tasks write the shards from
     their groups. A run that was killed resumes: finished tasks are skipped and shards already written are kept. A finished DIR of the same
     plan, store, seed and shard size is left as it is. `keep_work`: keep DIR/_materialize/ (logs, stats, the
-    draw plan, the intermediate files) after publishing."""
+    draw plan, the intermediate files) after publishing.
+
+    DIR is locked while a run writes it (DIR/_materialize.lock, as a build locks its store: a second run refuses,
+    `break_lock` takes over the lock of a dead one). A finished mixture of another plan in DIR is refused unless
+    `replace`. A file system error (a read-only or full disk) is a MaterializeError."""
     uri = store_uri or plan.store_uri
     if not uri:
         raise MaterializeError("the plan names no store; pass --store URI")
@@ -162,24 +170,49 @@ def materialize(
     fs, root = url_to_fs(str(out_dir))
     t = Target(plan, str(out_dir), fs, root.rstrip("/"), uri, artifact, plan.settings.seed if seed is None else seed,
                shard_bytes)
-    fs.makedirs(t.root, exist_ok=True)
-    finished = finished_manifest(t)
-    if finished is not None:
-        n = sum(len(p.shards) for p in finished.phases)
-        if progress:
-            progress("shards", n, n)
-        return finished
+    try:
+        fs.makedirs(t.root, exist_ok=True)
+        with folder_lock(str(out_dir), LOCK_FILE, "materialize", MaterializeError, break_lock):
+            finished = finished_manifest(t)
+            if finished is not None:
+                n = sum(len(p.shards) for p in finished.phases)
+                if progress:
+                    progress("shards", n, n)
+                return finished
+            if not replace:
+                refuse_other(t)
 
-    ex = execution or Execution()
-    executor = executor or ex.executor
-    workers = workers or (ex.workers if ex.workers > 0 else 1)
-    work = resume(t, tasks) or draw(t, reader, max(1, tasks or workers), progress)
-    run_tasks(t, work, executor, workers, ex, memory, progress)
-    manifest = publish(t, work, read_model(Manifest, t.work.drawn, fs=fs))
-    write_model(fs, f"{t.root}/{MANIFEST}", manifest, indent=2)  # last: its presence means complete
-    if not keep_work:
-        fs.rm(t.work.logging, recursive=True)
-    return manifest
+            ex = execution or Execution()
+            executor = executor or ex.executor
+            workers = workers or (ex.workers if ex.workers > 0 else 1)
+            work = resume(t, tasks) or draw(t, reader, max(1, tasks or workers), progress)
+            run_tasks(t, work, executor, workers, ex, memory, progress)
+            manifest = publish(t, work, read_model(Manifest, t.work.drawn, fs=fs))
+            write_model(fs, f"{t.root}/{MANIFEST}", manifest, indent=2)  # last: its presence means complete
+            if not keep_work:
+                fs.rm(t.work.logging, recursive=True)
+            return manifest
+    except OSError as exc:
+        why = exc.strerror or str(exc) or type(exc).__name__
+        where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+        raise MaterializeError(f"{out_dir}: cannot write the mixture: {why}{where}. Make the folder writable (or "
+                               "free space), or choose another --out; rerunning the same command resumes.") from None
+
+
+def refuse_other(t: Target) -> None:
+    """MaterializeError when DIR holds the finished mixture (a readable manifest.json) of another plan: it is not
+    overwritten without --replace (one of this plan with another store, seed or shard size is redrawn)."""
+    if not t.fs.exists(f"{t.root}/{MANIFEST}"):
+        return
+    try:
+        old = read_manifest(t.root, fs=t.fs)
+    except FormatError:
+        return  # not a finished mixture: its leftovers are replaced
+    if old.plan_id == t.plan.plan_id:
+        return  # this plan's mixture, damaged or of another store, seed or shard size: it is drawn again
+    raise MaterializeError(f"{t.out} holds the finished mixture of another plan ({old.plan_name}, plan_id "
+                           f"{old.plan_id}; this plan's is {t.plan.plan_id}). Choose another --out, or rerun with "
+                           "--replace to delete it and write this one.")
 
 
 def finished_manifest(t: Target) -> Manifest | None:

@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from mixture.composition import numbers
-from mixture.planner.formats import Plan, read_plan
+from mixture.planner.formats import Plan, plan_content_id, read_plan
 from mixture.store import drops
 from mixture.store.formats import StoreVersionError, dump
 from tests.explorer.apptest_util import chart_frames, run, unescape
@@ -177,9 +177,16 @@ def test_diff_page_two_stores(app_env, store_b, artifact):
 
 def test_diff_page_two_plans(app_env, plan_file, tmp_path):
     plan = read_plan(str(plan_file))
-    other = plan.model_copy(deep=True)
+    other = plan.model_copy(deep=True)  # another valid plan: c04q4's weight and tokens moved to c00q0
+    gone = other.cell_map()["c04q4"]
     other.cells = [c for c in other.cells if c.cell != "c04q4"]
-    other.cell_map()["c00q0"].exposure = 3.0
+    keep = other.cell_map()["c00q0"]
+    for ph in other.phases:
+        ph.weights["c00q0"] += ph.weights.pop("c04q4")
+        keep.phases[ph.name].weight = ph.weights["c00q0"]
+        keep.phases[ph.name].tokens += gone.phases[ph.name].tokens
+    keep.exposure = 3.0
+    other.plan_id = plan_content_id(other)
     p2 = tmp_path / "p2.json"
     p2.write_text(dump(other))
     at = run("diff")

@@ -101,6 +101,7 @@ def test_explore_command_checks_inputs(tmp_path, store, plan_file):
 
 
 def test_reads_the_real_planner_output(tmp_path):
+    from mixture.planner.formats import plan_content_id
     from mixture.planner.plan import compute_plan
     from mixture.planner.run import repair_plan
 
@@ -123,7 +124,8 @@ def test_reads_the_real_planner_output(tmp_path):
     assert view.repaired is not None and view.repaired.over_cap() == []
     # a repaired plan of another plan beside it is not shown as this plan's repair
     other = compute_plan(_small_plan()[1])
-    other.plan_id = "0" * 16  # another plan
+    other.settings.seed += 1  # another plan (its id is its content's)
+    other.plan_id = plan_content_id(other)
     (tmp_path / "other.json").write_text(dump(other))
     (tmp_path / "other.repaired.json").write_text(dump(repaired))
     assert load_plan(tmp_path / "other.json").repaired is None
