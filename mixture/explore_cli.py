@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mixture.explorer import MAIN as APP_MAIN
 from mixture.explorer import config
+from mixture.spec.yaml_bounded import load_yaml
 
 
 class ShareList(BaseModel):
@@ -29,7 +30,7 @@ class ShareList(BaseModel):
 def read_share_list(path: Path) -> ShareList:
     """The allowlist file, with local paths made absolute; exit 2 naming the file and field when it is wrong."""
     try:
-        raw = yaml.safe_load(path.read_text()) or {}
+        raw = load_yaml(path.read_text()) or {}
         listed = ShareList.model_validate(raw)
     except (OSError, yaml.YAMLError, ValidationError) as exc:
         typer.echo(f"error: --allowlist {path}: {exc}\nWrite a YAML file with `stores:` and `plans:` lists.",
