@@ -449,7 +449,8 @@ class BrokenFile(Format):
     `unreadable_file`) says the same in its `detail`."""
 
     file: str = Field(description="the file, relative to its source's folder")
-    reason: str = Field(description="its quarantine reason: truncated_file or unreadable_file")
+    reason: str = Field(description="its quarantine reason: truncated_file, corrupt_file (a gzip member failed its "
+                                    "check), trailing_data (bytes after the last gzip member) or unreadable_file")
     records_read: int = Field(ge=0, description="records read from it before the break")
     lost: int | None = Field(ge=0, description="records lost after the break (null: nothing tells how many)")
     how: str = Field(description="how `lost` was told: `exact` (a Parquet footer's row count), `estimate: …` (from "
