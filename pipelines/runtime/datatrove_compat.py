@@ -69,8 +69,17 @@ def quiet_datatrove_console(level: str = "WARNING") -> None:
 
     Called again after each task: datatrove's task logger (`add_task_logger`) removes every loguru handler."""
     logger.remove()
-    logger.add(sys.stderr, level=level, format="<level>{level}</level> {message}")
+    logger.add(sys.stderr, level=level, format=console_line)
     cache_loguru_lib_dirs()
+
+
+def console_line(record: dict) -> str:
+    """One line per record on the console: the level and the message's first line; a traceback (a failed task's)
+    stays in the task's log file, where datatrove's own handler writes it in full."""
+    lines = str(record["message"]).splitlines() or [""]
+    more = " (more in the task log)" if len(lines) > 1 or record["exception"] is not None else ""
+    text = (lines[0][:400] + more).replace("{", "{{").replace("}", "}}").replace("<", "\\<")
+    return f"<level>{{level}}</level> {text}\n"
 
 
 def cache_loguru_lib_dirs() -> None:
