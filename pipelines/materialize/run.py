@@ -167,6 +167,9 @@ def materialize(
         artifact = reader.store_info
     except (StoreNotReady, FormatError) as exc:
         raise MaterializeError(str(exc)) from None
+    inside = inside_a_source(plan, str(out_dir))
+    if inside:
+        raise MaterializeError(f"{out_dir} {inside}; write the mixture outside every source location")
     fs, root = url_to_fs(str(out_dir))
     t = Target(plan, str(out_dir), fs, root.rstrip("/"), uri, artifact, plan.settings.seed if seed is None else seed,
                shard_bytes)
@@ -197,6 +200,29 @@ def materialize(
         where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
         raise MaterializeError(f"{out_dir}: cannot write the mixture: {why}{where}. Make the folder writable (or "
                                "free space), or choose another --out; rerunning the same command resumes.") from None
+
+
+def inside_a_source(plan: Plan, out: str) -> str | None:
+    """Why DIR would be read back as input by a build of the spec the plan was made from (inside, equal to or
+    holding a source location, or matched by a source's glob), or None (also when that spec cannot be read)."""
+    from mixture.spec.load import SpecError, load_spec
+    from mixture.spec.locations import store_overlap
+
+    spec_path = plan.source.spec
+    if not spec_path or not spec_path.endswith((".yaml", ".yml")) or not os.path.isfile(spec_path):
+        return None
+    try:
+        spec = load_spec(spec_path, check_resources=False)
+    except (SpecError, OSError, ValueError):
+        return None
+    for i, (src, uri) in enumerate(zip(spec.sources, spec.refs.sources, strict=True)):
+        if uri.startswith("hf://"):
+            continue
+        why = store_overlap(out, uri, f"sources[{i}] {src.name!r} ({uri})")
+        if why:
+            return why.replace("the build would read its own output as input",
+                               "a build of the plan's spec would read the mixture as input")
+    return None
 
 
 def refuse_other(t: Target) -> None:

@@ -119,3 +119,19 @@ def test_an_unwritable_output_is_a_message(tmp_path: Path, synthetic_store: Path
     res = CliRunner().invoke(app, ["materialize", str(plan), "--out", str(blocker / "mix"), *MATERIALIZE])
     assert res.exit_code == 1 and "Traceback" not in res.output
     assert "cannot write the mixture" in one_line(res.output)
+
+
+def test_a_mixture_inside_a_source_folder_is_refused(tmp_path: Path, synthetic_store: Path):
+    plan = make_plan(tmp_path, synthetic_store)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(spec.read_text().replace("corpus/*.jsonl", "corpus"))  # a folder source: read recursively
+    data = json.loads(plan.read_text())
+    data["source"]["spec"] = str(spec)  # not what the plan draws: its id stays
+    folder_plan = tmp_path / "folder-plan.json"
+    folder_plan.write_text(json.dumps(data))
+    res = CliRunner().invoke(app, ["materialize", str(folder_plan), "--out", str(tmp_path / "corpus" / "mix"),
+                                   *MATERIALIZE])
+    assert res.exit_code == 1, res.output
+    assert "is inside the folder of source" in one_line(res.output) and "would read the mixture as input" in \
+        one_line(res.output)
+    assert not (tmp_path / "corpus" / "mix").exists()
