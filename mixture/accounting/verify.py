@@ -66,7 +66,7 @@ def verify_store_file(reader: StoreReader, rel: str, size: int, xxh64: str) -> N
 def verify_store_shards(reader: StoreReader, rels: Iterable[str], threads: int = 4) -> None:
     """Check each of the store's shards `rels` against its ledger entry (size, xxh64); CorruptShard names the first
     that differs. A shard checked once by `reader` is not checked again (until `reader.refresh()`)."""
-    done: set[str] = reader.__dict__.setdefault("_verified", set())
+    done = reader.verified
     todo = [r for r in dict.fromkeys(rels) if r not in done]
     if not todo:
         return

@@ -82,6 +82,33 @@ def console_line(record: dict) -> str:
     return f"<level>{{level}}</level> {text}\n"
 
 
+@contextlib.contextmanager
+def one_line_task_console() -> Iterator[None]:
+    """While a local task runs: datatrove's task logger (`add_task_logger`, looked up in datatrove.executor.base)
+    writes the task's log file as it does, but the console gets `console_line` at ERROR instead of every record
+    with its traceback (a failed task printed hundreds of lines before the build's one-line message)."""
+    import datatrove.executor.base as base
+    from datatrove.utils.logging import DATATROVE_COLORIZE_LOG_FILES
+
+    original = base.add_task_logger
+
+    def add_task_logger(logging_dir, rank: int, local_rank: int = 0, node_rank: int = -1):
+        logfile = original(logging_dir, rank, local_rank, node_rank=node_rank)
+        logger.remove()  # both of datatrove's handlers: the file's is added again below with its format
+        prefix = f"[NODE {node_rank}] " if node_rank != -1 else ""
+        logger.add(logfile, colorize=DATATROVE_COLORIZE_LOG_FILES, level="DEBUG",
+                   format=f"{prefix}{{time:YYYY-MM-DD HH:mm:ss.SSS}} | <level>{{level: <8}}</level> | "
+                          "{name}:{function}:{line} - <level>{message}</level>")
+        logger.add(sys.stderr, level="ERROR", format=console_line)
+        return logfile
+
+    base.add_task_logger = add_task_logger
+    try:
+        yield
+    finally:
+        base.add_task_logger = original
+
+
 def cache_loguru_lib_dirs() -> None:
     """datatrove adds two loguru handlers per task; each builds an exception formatter that asks sysconfig for
     ~70 library paths (~20 ms). Computing them once per process (loguru's private
@@ -273,7 +300,7 @@ class LocalExecutor(LocalPipelineExecutor):
     def _run_for_rank(self, rank: int, local_rank: int = 0, node_rank: int = -1):
         configure_memory()
         try:
-            with task_threads(1):  # a local worker is one core
+            with task_threads(1), one_line_task_console():  # a local worker is one core
                 # datatrove logs a task to the console at INFO only when its local_rank is 0: never here
                 run = functools.partial(super()._run_for_rank, rank, local_rank + 1, node_rank)
                 return record_usage(self.logging_dir, rank, run)
