@@ -32,7 +32,8 @@ RESULTS = "growth.json"
 # sample_docs well under one variant's kept documents (12.8k at scale 1): `sample` tokenizes the sample, `assign` the
 # rest, so a sample near the smallest size's documents would move work between them from size to size
 DEFAULTS = {"scales": "1,4,20", "base_scale": 1.0, "workers": "1,2", "tasks_per_variant": 4, "sample_docs": 1000,
-            "k": 40, "fine_k": 200, "tokenizer_variants": 2, "seed": 0, "duplicates": "pool", "repeats": 3}
+            "k": 40, "fine_k": 200, "tokenizer_variants": 2, "seed": 0, "duplicates": "pool", "repeats": 3,
+            "fixed_tasks": 0}
 QUICK = {"scales": "1,2,4", "base_scale": 0.05, "tasks_per_variant": 2, "sample_docs": 100, "k": 8, "fine_k": 32,
          "tokenizer_variants": 1, "repeats": 1}
 MIB = 2**20
@@ -151,8 +152,8 @@ def tokenizer_baseline(variants: list[Path], store: Path, n_variants: int, worke
 
 
 def growth_spec(corpus: Path, n: int, workers: int, args) -> dict:
-    spec = demo_spec([corpus], "store", k=args.k, fine_k=args.fine_k, tasks=args.tasks_per_variant * n,
-                     workers=workers)
+    tasks = getattr(args, "fixed_tasks", None) or args.tasks_per_variant * n
+    spec = demo_spec([corpus], "store", k=args.k, fine_k=args.fine_k, tasks=tasks, workers=workers)
     spec["partition"]["clusters"]["sample_docs"] = args.sample_docs
     spec["sources"] += growth_corpus.crawl_source(corpus)
     return spec
@@ -180,7 +181,8 @@ def measure(args, out: Path, log=print) -> dict:
     for n in scales:
         counts = [growth_corpus.input_counts(variants[v]) for v in range(1, n + 1)]
         entries[n] = {"variants": n, "input_records": sum(c["records"] for c in counts),
-                      "input_tokens": sum(c["tokens"] for c in counts), "tasks": args.tasks_per_variant * n,
+                      "input_tokens": sum(c["tokens"] for c in counts),
+                      "tasks": args.fixed_tasks or args.tasks_per_variant * n,
                       "builds": {}, "repeats": [],
                       "corpus": growth_corpus.assemble(out / "corpora" / f"n{n:03d}", [variants[v] for v in range(1, n + 1)])}
     order = 0
@@ -291,6 +293,9 @@ def main(argv: list[str] | None = None) -> None:
                                      f"each (default {DEFAULTS['workers']})")
     p.add_argument("--tasks-per-variant", type=int, help="tasks of a per-file stage per variant: every task gets "
                                                          f"the same input at every size (default {DEFAULTS['tasks_per_variant']})")
+    p.add_argument("--fixed-tasks", type=int, help="the same T at every size (per-task input grows with the size: "
+                                                   "per-task peak memory against a task's input; default: "
+                                                   "--tasks-per-variant × variants)")
     p.add_argument("--sample-docs", type=int, help="fit sample (partition.clusters.sample_docs), the same at every "
                                                    f"size (default {DEFAULTS['sample_docs']:,})")
     p.add_argument("--k", type=int)

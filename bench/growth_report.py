@@ -417,7 +417,9 @@ class Report:
                                           exponent=self.exponents(name)[1], peak_rss=int(st.get("peak_rss") or 0),
                                           objects=(objects or {}).get(name, costs.ObjectRate())))
         t = self.throughput(1)
-        return costs.Rates(machine=self.r["machine"]["machine"], measured=self.r.get("cmd", "python -m bench.growth_bench"),
+        measured = (f"{self.r.get('cmd', 'python -m bench.growth_bench')} (load average {self.r.get('load_start', '?')} "
+                    f"at its start, {self.r.get('load_end', '?')} at its end)")
+        return costs.Rates(machine=self.r["machine"]["machine"], measured=measured,
                            input_tokens=self.largest["input_tokens"],
                            kept_share=self.kept[-1] / self.largest["input_tokens"],
                            bare_tokenizer=t["bare_in"] if t else None, stages=tuple(stages))
