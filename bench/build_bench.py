@@ -23,7 +23,6 @@ from bench.common import DOC, machine, publish
 REPO = Path(__file__).resolve().parent.parent
 BEGIN, END = "<!-- build-bench:begin -->", "<!-- build-bench:end -->"
 RATES_BEGIN, RATES_END = "<!-- stage-rates:begin -->", "<!-- stage-rates:end -->"
-SCALING_DOC = REPO / "docs" / "scaling.md"
 RAW_POOL, FIT_SAMPLE = 25.6e12, 50_000  # the reference raw pool (tokens) and the default fit sample (documents)
 # what each stage's work grows with: raw input tokens, kept tokens, or (fit) the sample
 SCALES_WITH = {"prepare": "raw", "duplicate_ids": "raw", "find_duplicates": "raw", "minhash_sigs": "raw",
@@ -364,8 +363,8 @@ def main(argv: list[str] | None = None) -> None:
             publish(section, BEGIN, END)
             print(f"  wrote {DOC}")
             if rates:
-                publish(rates, RATES_BEGIN, RATES_END, SCALING_DOC)
-                print(f"  wrote {SCALING_DOC}")
+                publish(rates, RATES_BEGIN, RATES_END)
+                print(f"  wrote its rates into {DOC}")
     finally:
         if tmp is not None and not args.keep:
             tmp.cleanup()

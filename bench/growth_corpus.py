@@ -31,24 +31,27 @@ def generator_key() -> str:
     return h.hexdigest()[:12]
 
 
-def variant_dir(cache: Path, seed: int, scale: float, variant: int) -> Path:
-    return cache / f"demo-seed{seed}-scale{scale:g}-{generator_key()}" / f"v{variant:03d}"
+def variant_dir(cache: Path, seed: int, scale: float, variant: int, duplicates: str = "planted") -> Path:
+    profile = "" if duplicates == "planted" else f"-{duplicates}"
+    return cache / f"demo-seed{seed}-scale{scale:g}{profile}-{generator_key()}" / f"v{variant:03d}"
 
 
 def _complete(folder: Path) -> bool:
     return (folder / "MANIFEST.json").exists() and (folder / COUNTS).exists()
 
 
-def ensure_variants(cache: Path, seed: int, scale: float, variants: list[int], log=print) -> dict[int, Path]:
-    """Variants `variants` of the demo corpus of `seed` and `scale` under `cache` (written when missing, in one call
-    that draws the documents once), each with the exact token count of its well-formed records."""
+def ensure_variants(cache: Path, seed: int, scale: float, variants: list[int], log=print,
+                    duplicates: str = "planted") -> dict[int, Path]:
+    """Variants `variants` of the demo corpus of `seed`, `scale` and duplicate profile `duplicates` under `cache`
+    (written when missing, in one call that draws the documents once), each with the exact token count of its
+    well-formed records."""
     from mixture.demo_corpus.corpus import write_demo_variants
 
-    folders = {v: variant_dir(cache, seed, scale, v) for v in variants}
+    folders = {v: variant_dir(cache, seed, scale, v, duplicates) for v in variants}
     missing = {v: f for v, f in folders.items() if not _complete(f)}
     if missing:
         t = time.perf_counter()
-        write_demo_variants(missing, seed=seed, scale=scale, progress=False)
+        write_demo_variants(missing, seed=seed, scale=scale, progress=False, duplicates=duplicates)
         log(f"  wrote variants {', '.join(map(str, missing))} of the demo corpus (seed {seed}, scale {scale:g}) in "
             f"{time.perf_counter() - t:.0f} s under {next(iter(missing.values())).parent}")
         enc = tiktoken.get_encoding(ENCODING)
@@ -62,6 +65,16 @@ def ensure_variants(cache: Path, seed: int, scale: float, variants: list[int], l
 
 def input_counts(folder: Path) -> dict:
     return json.loads((folder / COUNTS).read_text())
+
+
+def crawl_source(corpus: Path) -> list[dict]:
+    """The spec entry of the web-crawl source when `corpus` holds one (the `pool` duplicate profile), else none."""
+    from mixture.demo_corpus.crawl import SOURCE
+
+    if not (corpus / SOURCE).is_dir():
+        return []
+    return [{"name": SOURCE, "uri": str(corpus / SOURCE), "format": "jsonl.zst", "category": "web",
+             "license": "PSF-2.0"}]
 
 
 def assemble(out: Path, variants: list[Path]) -> Path:

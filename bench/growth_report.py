@@ -10,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
+from mixture.stages import costs
+
 REPO = Path(__file__).resolve().parent.parent
 SCALING_DOC = REPO / "docs" / "scaling.md"
 BEGIN, END = "<!-- growth-bench:begin -->", "<!-- growth-bench:end -->"
@@ -21,6 +23,7 @@ NOT_PER_TOKEN = {"fit": "the fit sample (`partition.clusters.sample_docs`, the s
                  "finalize": "tasks and cells (it merges every task's shard facts and writes every cell's ledger)"}
 DRIVER_STAGES = ("finalize",)  # run by the driver alone: a single task, whatever the registry holds
 LINEAR, FLAT, SINGLE_SHARE, SPEEDUP, VS_TOKENIZER = 0.1, 1.2, 0.10, 1.8, 0.5  # the goals of issue 15
+STEADY = 0.05  # a per-token stage's CPU exponent, over repeated interleaved builds
 MIB = 2**20
 FULL_KEPT = 500e6  # kept tokens at the largest size of a full run
 
@@ -31,6 +34,18 @@ def exponent(xs: list[float], ys: list[float]) -> float | None:
     if len(set(xs)) < 2 or min(ys) <= 0:
         return None
     return float(np.polyfit(np.log(xs), np.log(ys), 1)[0])
+
+
+def exponent_interval(xs: list[float], ys: list[float]) -> tuple[float, float, float] | None:
+    """(slope, low, high): the least-squares slope of log y on log x and its 95 % interval (Student's t on the
+    slope's standard error); None under three points, two distinct sizes or with a zero."""
+    from scipy import stats
+
+    if len(xs) < 3 or len(set(xs)) < 2 or min(ys) <= 0:
+        return None
+    fit = stats.linregress(np.log(xs), np.log(ys))
+    half = float(stats.t.ppf(0.975, len(xs) - 2) * fit.stderr)
+    return float(fit.slope), float(fit.slope) - half, float(fit.slope) + half
 
 
 def mix(artifact: dict) -> dict:
@@ -118,6 +133,19 @@ class Report:
     def exponents(self, name: str) -> tuple[float | None, float | None]:
         return exponent(self.kept, self.values(name, "wall")), exponent(self.kept, self.values(name, "cpu"))
 
+    def repeats(self) -> list[tuple[float, dict]]:
+        """(kept tokens, build) of every repeated build of the series (the sizes interleaved, `--repeats`); the
+        series itself when the run has none."""
+        out = []
+        for s, kept in zip(self.scales, self.kept, strict=True):
+            out += [(kept, b) for b in s.get("repeats", [s["builds"][str(self.series_w)]])]
+        return out
+
+    def interval(self, name: str) -> tuple[float, float, float] | None:
+        """The stage's CPU exponent over every repeated build, with its 95 % interval."""
+        runs = self.repeats()
+        return exponent_interval([k for k, _ in runs], [self.stage(b, name)["cpu"] for _, b in runs])
+
     def build_exponents(self) -> tuple[float | None, float | None]:
         return (exponent(self.kept, [b["wall"] for b in self.series]),
                 exponent(self.kept, [b["cpu"] for b in self.series]))
@@ -156,6 +184,11 @@ class Report:
             share = self.stage(self.series[-1], name)["wall"] / self.series[-1]["wall"]
             out.append(Goal(f"`{name}` grows linearly (exponent 1.0 ± {LINEAR})", ok,
                             f"wall {bw:.2f}, CPU {bc:.2f}{how} ({share:.1%} of the largest build's wall time)"))
+            ci = self.interval(name)
+            if ci is not None:
+                out.append(Goal(f"`{name}` CPU exponent 1.00 ± {STEADY}, its 95 % interval inside 1.00 ± {LINEAR}",
+                                abs(ci[0] - 1) <= STEADY and abs(ci[1] - 1) <= LINEAR and abs(ci[2] - 1) <= LINEAR,
+                                f"{ci[0]:.3f} [{ci[1]:.3f}, {ci[2]:.3f}] over {len(self.repeats())} builds"))
         first, last = self.series[0], self.series[-1]
         for name in self.names:
             a, b = self.stage(first, name)["peak_rss"], self.stage(last, name)["peak_rss"]
@@ -222,7 +255,13 @@ class Report:
             "variant with their words consistently swapped for words of the same language, script, length and "
             "frequency, so each variant keeps its own exact and near duplicates, contamination, malformed records "
             "and languages, and no variant duplicates another: kept tokens grow n× and the mix stays put (second "
-            "table). One spec over all of them (specs/demo.yaml's sources, k = "
+            "table)"
+            + ("; with `--duplicates pool` each variant also holds a web-crawl source whose duplicates look like a "
+               "real pool's (mixture/demo_corpus/crawl.py: exact and near copies within and across variants and "
+               "sources, template families with a Zipf tail whose largest holds ~1.5 % of the documents at every "
+               "size, chains of near copies that run on across variants), checked against its ground truth "
+               "(bench/pool_truth.py)" if a.get("duplicates") == "pool" else "")
+            + ". One spec over all of them (specs/demo.yaml's sources, k = "
             f"{a['k']}, fine_k = {a['fine_k']}, `sample_docs` = {a['sample_docs']:,} at every size), "
             f"{a['tasks_per_variant']} tasks per variant for every per-file stage (every task reads the same input "
             f"at every size). Every size is built with {self.series_w} workers"
@@ -247,7 +286,7 @@ class Report:
             "", "The mix at every size (shares of the records read, of the kept tokens):", "",
             f"| | {heads} |", cols,
         ]
-        lines += self._mix_rows()
+        lines += self._mix_rows() + self._truth_rows()
         bw, bc = self.build_exponents()
         lines += ["", f"Per stage ({self.series_w} workers; exponents over the sizes; the whole build: wall "
                   f"{_exp(bw)}, CPU {_exp(bc)}):", "",
@@ -255,17 +294,20 @@ class Report:
                   "|---|" + "---:|" * (2 * len(self.scales) + 1 + len(self.scales))]
         for name in self.names:
             ew, ec = self.exponents(name)
+            ci = self.interval(name)
+            ec_text = _exp(ec) if ci is None else f"{ci[0]:.2f} [{ci[1]:.2f}, {ci[2]:.2f}]"
             walls = " | ".join(f"{x:.2f}" for x in self.values(name, "wall"))
             cpus = " | ".join(f"{x:.2f}" for x in self.values(name, "cpu"))
             peaks = " | ".join(f"{x / MIB:,.0f}" for x in self.values(name, "peak_rss"))
             note = " ¹" if name in NOT_PER_TOKEN else ""
-            lines.append(f"| `{name}`{note} | {walls} | {cpus} | {_exp(ew)} / {_exp(ec)} | {peaks} |")
+            lines.append(f"| `{name}`{note} | {walls} | {cpus} | {_exp(ew)} / {ec_text} | {peaks} |")
         docs_1x = self.series[0]["counters"]["records_out"]
         lines += ["", "Seconds, and MiB for the peaks. ¹ Not per token by design: "
                   + "; ".join(f"`{k}` grows with {v}" for k, v in NOT_PER_TOKEN.items()) + ". `sample` tokenizes "
                   "the fit sample's documents and `assign` all others, so with the sample fixed `sample` grows less "
                   "than linearly and `assign` more, the more so the larger the sample against the smallest size's "
                   f"documents (here {self.r['args']['sample_docs']:,} of {docs_1x:,}); together they are linear."]
+        lines += self._runs_rows()
         lines += self._workers_rows()
         lines += ["", "Goals (issue 15):", ""] + [f"- {g.line()}" for g in self.goals()] + [END]
         return "\n".join(lines) + "\n"
@@ -290,6 +332,40 @@ class Report:
         rows.append("| near-duplicate candidate pairs per kept document | "
                     + " | ".join(f"{x['pairs_per_doc']:.3f}" for x in mixes) + " |")
         return rows
+
+    def _runs_rows(self) -> list[str]:
+        """Every repeated build in the order it ran: its size, the machine's load and the bare tokenizer's rate on a
+        fixed probe text just before it, its CPU."""
+        runs = [b for s in self.scales for b in s.get("repeats", [])]
+        if not runs:
+            return []
+        lines = ["", "Every build of the series in the order it ran (the sizes interleaved; the load average and the "
+                 "bare tokenizer's rate on one core over a fixed probe text just before each build: a build on a "
+                 "loaded or slower machine shows here):", "",
+                 "| order | variants | load (1 min) | bare tokenizer, tok/s | build CPU s |", "|---:|---:|---:|---:|---:|"]
+        for b in sorted(runs, key=lambda b: b["order"]):
+            lines.append(f"| {b['order']} | {b['variants']} | {b['load_before'].split(' /')[0]} | "
+                         f"{b['probe_rate']:,.0f} | {b['cpu']:.1f} |")
+        return lines
+
+    def _truth_rows(self) -> list[str]:
+        """The pool profile's ground truth at every size (bench/pool_truth.py), when the corpus has one."""
+        truths = [s.get("truth") for s in self.scales]
+        if not all(truths):
+            return []
+
+        def gone(t: dict, key: str, reason: str) -> str:
+            return f"{t[key].get(reason, 0):,} of {t[key]['planted']:,}"
+
+        return [
+            _row("pool truth: named kept documents lost", (f"{t['named_kept_lost']} of {t['named_kept']:,}" for t in truths)),
+            _row("pool truth: near-duplicate drops not verified", (f"{t['fuzzy_drops_unverified']} of {t['fuzzy_drops']:,}" for t in truths)),
+            _row("pool truth: exact copies dropped", (gone(t, "exact_copies", "exact_duplicate") for t in truths)),
+            _row("pool truth: near copies dropped", (gone(t, "near_copies", "fuzzy_duplicate") for t in truths)),
+            _row("pool truth: template family members dropped", (gone(t, "family_members", "fuzzy_duplicate") for t in truths)),
+            _row("pool truth: chain links kept (every other one)", (gone(t, "chain_links", "kept") for t in truths)),
+            _row("duplicates' share of the input characters", (f"{t['duplicate_share']:.1%}" for t in truths)),
+        ]
 
     def _workers_rows(self) -> list[str]:
         ws = self.by_workers()
@@ -326,32 +402,39 @@ class Report:
 
     # ------------------------------------------------------------------------------------------- projection
 
-    def projection_rows(self) -> list[dict]:
-        """Per stage: CPU seconds at the largest size (1 worker if measured), its CPU exponent, and core-hours and
-        wall hours on CORES cores for RAW_POOL raw tokens. A stage grows by (pool / measured)^max(exponent, 1): a
-        sublinear fit is never extrapolated below linear; beside it the linear figure. `fit` grows with its sample
-        (FIT_SAMPLE against sample_docs, linearly), `finalize` with the tasks (POOL_TASKS against the measured)."""
-        ws = self.by_workers()
-        build = ws.get(1, self.series[-1])
-        tasks = self.r.get("pool_tasks", {})
-        rows = []
+    def rates(self, objects: dict[str, costs.ObjectRate] | None = None) -> costs.Rates:
+        """The cost model's rates (mixture/stages/costs.py) from this run: per stage its CPU seconds at the largest
+        size (1 worker if measured), its CPU exponent and largest task's peak; `objects` as bench/cost_rates.py
+        fits them. `fit` is scaled by its sample, `finalize` by the tasks, every other stage by the tokens."""
+        build = self.by_workers().get(1, self.series[-1])
+        stages = []
         for name in self.names:
-            cpu = self.stage(build, name)["cpu"]
-            b = self.exponents(name)[1]
-            if name == "fit":
-                ratio, what, e = FIT_SAMPLE / self.r["args"]["sample_docs"], "sample", 1.0
-            elif name == "finalize":
-                ratio, what = POOL_TASKS / self.largest["tasks"], "tasks"
-                e = 1.0 if b is None else max(b, 1.0)
-            else:
-                ratio, what = RAW_POOL / self.largest["input_tokens"], "tokens"
-                e = 1.0 if b is None else max(b, 1.0)
-            n = tasks.get(name, 1 if name in self.r["single_task"] else POOL_TASKS)
-            core_s = cpu * ratio**e
-            rows.append({"stage": name, "cpu": cpu, "exponent": b, "how": f"{what} ×{ratio:,.0f}" + (
-                f" ^{e:.2f}" if e != 1 else ""), "core_hours": core_s / 3600, "linear_hours": cpu * ratio / 3600,
-                         "tasks": n, "wall_hours": core_s / min(CORES, n) / 3600})
-        return rows
+            scaled_by, reference = (("sample", self.r["args"]["sample_docs"]) if name == "fit" else
+                                    ("tasks", self.largest["tasks"]) if name == "finalize" else
+                                    ("tokens", self.largest["input_tokens"]))
+            st = self.stage(build, name)
+            stages.append(costs.StageRate(stage=name, cpu_seconds=st["cpu"], scaled_by=scaled_by, reference=reference,
+                                          exponent=self.exponents(name)[1], peak_rss=int(st.get("peak_rss") or 0),
+                                          objects=(objects or {}).get(name, costs.ObjectRate())))
+        t = self.throughput(1)
+        measured = (f"{self.r.get('cmd', 'python -m bench.growth_bench')} (load average {self.r.get('load_start', '?')} "
+                    f"at its start, {self.r.get('load_end', '?')} at its end)")
+        return costs.Rates(machine=self.r["machine"]["machine"], measured=measured,
+                           input_tokens=self.largest["input_tokens"],
+                           kept_share=self.kept[-1] / self.largest["input_tokens"],
+                           bare_tokenizer=t["bare_in"] if t else None, stages=tuple(stages))
+
+    def projection_rows(self) -> list[dict]:
+        """Per stage: CPU seconds at the largest size, its CPU exponent, and the cost model's core-hours and wall
+        hours on CORES cores for RAW_POOL raw tokens (mixture/stages/costs.py `project`, the model `mixture estimate`
+        applies to a spec)."""
+        rates = self.rates()
+        tasks = self.r.get("pool_tasks", {})
+        work = costs.Workload(input_tokens=RAW_POOL, tasks=POOL_TASKS, fit_sample=FIT_SAMPLE, stage_tasks={
+            n: tasks.get(n, 1 if n in self.r["single_task"] else POOL_TASKS) for n in self.names})
+        return [{"stage": c.stage, "cpu": r.cpu_seconds, "exponent": r.exponent, "how": c.scaled,
+                 "core_hours": c.core_hours, "linear_hours": c.linear_core_hours, "tasks": c.tasks,
+                 "wall_hours": c.wall_hours} for r, c in zip(rates.stages, costs.project(rates, work, CORES), strict=True)]
 
     def projection_section(self) -> str:
         rows = self.projection_rows()

@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "mixture.spec.cli",
     "mixture.demo_corpus.cli",
     "mixture.pipelines.cli",
+    "mixture.pipelines.estimate_cli",
     "mixture.accounting.cli",
     "mixture.planner.cli",
     "mixture.explore_cli",

@@ -22,6 +22,11 @@ def demo_corpus(
         0, "--variant", min=0, help="0: the corpus as drawn; n > 0: the same documents with their words swapped "
                                     "(variant n), distinct from every other variant: n variants hold n times the text."
     ),
+    duplicates: str = typer.Option(
+        "planted", "--duplicates", help="planted: the demo's own planted duplicates; pool: also a web-crawl source "
+                                        "whose duplicates look like a real pool's (copies across variants and "
+                                        "sources, template families with a heavy tail, chains of near copies)."
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
     """Write a corpus of real text found on this machine (Python stdlib, installed packages) with planted
@@ -31,10 +36,16 @@ def demo_corpus(
         console.print(f"[red]--scale must be in (0, 10], got {scale}[/red]; use e.g. --scale 0.05 for a small corpus")
         raise typer.Exit(2)
     from .corpus import write_demo_corpus
+    from .crawl import PROFILES
+
+    if duplicates not in PROFILES:
+        console.print(f"[red]--duplicates must be one of {', '.join(PROFILES)}, got {duplicates!r}[/red]")
+        raise typer.Exit(2)
 
     started = time.perf_counter()
     try:
-        manifest = write_demo_corpus(out, seed=seed, scale=scale, progress=not quiet, variant=variant)
+        manifest = write_demo_corpus(out, seed=seed, scale=scale, progress=not quiet, variant=variant,
+                                     duplicates=duplicates)
     except FileExistsError as exc:
         console.print(f"[red]{exc}[/red]", soft_wrap=True)
         raise typer.Exit(2) from exc

@@ -25,6 +25,7 @@ from .code_sources import (
     stdlib_docstrings,
     stdlib_py_files,
 )
+from .crawl import PROFILES, Pool, web_crawl
 from .docstrings import Docstring, extract, module_name
 from .local_files import list_files, rel, site_dirs, stdlib_root
 from .model import RawLine, Source
@@ -82,28 +83,33 @@ def _check_target(out: Path) -> None:
 
 
 def write_demo_corpus(out: str | os.PathLike, *, seed: int = 0, scale: float = 1.0, progress: bool = True,
-                      variant: int = 0) -> dict:
+                      variant: int = 0, duplicates: str = "planted") -> dict:
     """Write the demo corpus to `out` (replacing an earlier demo corpus there) and return its manifest.
 
     Deterministic for a given seed, scale, variant, Python version and set of installed packages. `variant` > 0
     writes the same documents with their words swapped (variants.py): n variants hold n times the distinct text.
+    `duplicates="pool"` adds the web-crawl source with a real pool's duplicate structure (crawl.py).
     """
-    return write_demo_variants({variant: out}, seed=seed, scale=scale, progress=progress)[variant]
+    return write_demo_variants({variant: out}, seed=seed, scale=scale, progress=progress,
+                               duplicates=duplicates)[variant]
 
 
 def write_demo_variants(outs: Mapping[int, str | os.PathLike], *, seed: int = 0, scale: float = 1.0,
-                        progress: bool = True) -> dict[int, dict]:
+                        progress: bool = True, duplicates: str = "planted") -> dict[int, dict]:
     """Write variant v of the demo corpus to `outs[v]` for every v, drawing the documents once; the manifests."""
     if not 0 < scale <= 10:
         raise ValueError(f"scale must be in (0, 10], got {scale}")
+    if duplicates not in PROFILES:
+        raise ValueError(f"duplicates must be one of {', '.join(PROFILES)}, got {duplicates!r}")
     if any(int(v) != v or v < 0 for v in outs):
         raise ValueError(f"variants are whole numbers >= 0, got {sorted(outs)}")
     targets = {int(v): Path(o) for v, o in sorted(outs.items())}
     for out in targets.values():
         _check_target(out)
     manifests = {}
-    with _steps(progress, 9 + 13 * len(targets)) as steps:
+    with _steps(progress, 9 + (13 + (duplicates == "pool")) * len(targets)) as steps:
         drawn = _draw(int(seed), float(scale), steps)
+        drawn.duplicates = duplicates
         for variant, out in targets.items():
             manifests[variant] = _publish(out, lambda staging, v=variant: _write(staging, drawn, v, steps))
     return manifests
@@ -142,6 +148,7 @@ class _Drawn:
     held: list[Path]
     site_listing: list[tuple[str, Path]]
     rewriter: Rewriter | None = None  # learnt from the first variant > 0 written
+    duplicates: str = "planted"  # crawl.PROFILES
 
     def rng(self, name: str) -> random.Random:
         return random.Random(f"{self.seed}:{name}")  # str seeds hash with SHA-512: stable across processes
@@ -210,6 +217,12 @@ def _write(out: Path, drawn: _Drawn, variant: int, steps: _Steps) -> dict:
             _rejaccard(planted)
 
     truth: dict[str, list[dict]] = {k: [] for k in TRUTH_KEYS}
+    if drawn.duplicates == "pool":
+        steps.step("web-crawl pages (pool duplicates)")
+        pool = Pool(drawn.groups, drawn.vocab, drawn.seed, drawn.scale, drawn.rewriter)
+        crawl = web_crawl(pool, variant, min(variant, 1), prefix, _copyable(web))
+        sources.append(crawl.source)
+        truth.update(crawl.truth)
     entries = []
     for src in sources:
         if not src.records:
@@ -229,6 +242,7 @@ def _write(out: Path, drawn: _Drawn, variant: int, steps: _Steps) -> dict:
         "seed": drawn.seed,
         "scale": drawn.scale,
         **({"variant": variant} if variant else {}),
+        **({"duplicates": drawn.duplicates} if drawn.duplicates != "planted" else {}),
         "python_version": platform.python_version(),
         "tokenizer": f"tiktoken:{ENCODING}",
         "sources": entries,
@@ -258,6 +272,14 @@ def _write(out: Path, drawn: _Drawn, variant: int, steps: _Steps) -> dict:
 def _group(record: dict) -> str:
     """The language group a record's words are swapped within: its `lang` label (multilingual), else the default."""
     return str(record.get("lang") or DEFAULT_GROUP)
+
+
+def _copyable(web: Planted) -> list[tuple[str, dict]]:
+    """(source, record) of the web-like pages a web-crawl copy may repeat: well formed, not planted themselves."""
+    planted = {t["id"] for k in ("exact_duplicates", "near_duplicates", "contaminated", "large_documents")
+               for t in web.truth.get(k, [])}
+    return [(web.source.name, r) for r in web.source.records
+            if isinstance(r, dict) and isinstance(r.get("text"), str) and r.get("id") not in planted]
 
 
 def _pasted(web: Planted, bench: list[dict]) -> dict[str, list[str]]:

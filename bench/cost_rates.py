@@ -1,0 +1,109 @@
+"""The cost model's rates (mixture/stages/rates.json, read by `mixture estimate` and docs/scaling.md's projection):
+CPU, exponents and peaks per stage from a growth benchmark run (its growth.json), and the files each stage writes as
+a function of the tasks T, fitted on builds of one small `pool` corpus at T = 2, 4 and 8 kept with their work files.
+
+`python -m bench.cost_rates --growth DIR/growth.json` (writes mixture/stages/rates.json; `--no-write` prints)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from bench import growth_bench, growth_corpus, growth_report
+from mixture.stages import costs
+from mixture.stages import registry as stage_registry
+
+RATES = growth_report.REPO / "mixture" / "stages" / costs.RATES_FILE
+OBJECT_TASKS = (2, 4, 8)
+
+
+def _files(root: Path, pattern: str) -> set[Path]:
+    out = set()
+    for p in root.glob(pattern):
+        out |= {p} if p.is_file() else {q for q in p.rglob("*") if q.is_file()}
+    return out
+
+
+def stage_objects(store: Path, spec_path: Path) -> dict[str, dict[str, int]]:
+    """Files under a store built with its work kept, by the stage that wrote them: {stage: {"pairs": files of its
+    partitioned templates, "cells": of its per-cell templates (the shards), "tasks": of its other templates,
+    "other": its outputs and `_build/<stage>/` records}}; every other file is `finalize`'s."""
+    from mixture.spec.load import load_spec
+
+    spec = load_spec(str(spec_path))
+    seen: set[Path] = set()
+    out = {}
+    for s in stage_registry.planned(spec):
+        kinds = {"pairs": set(), "cells": set(), "tasks": set()}
+        for tf in s.files.tasks:
+            kind = "pairs" if "{part" in tf.name else "cells" if "cluster=" in tf.name else "tasks"
+            kinds[kind] |= _files(store, tf.glob.replace("{rank}", "*")) - seen
+        every = set().union(*kinds.values())
+        other = (_files(store, f"_build/{s.name}") | set().union(*(_files(store, f) for f in s.files.outputs))) - seen - every
+        out[s.name] = {k: len(v) for k, v in kinds.items()} | {"other": len(other)}
+        seen |= every | other
+    out["finalize"] = {"pairs": 0, "cells": 0, "tasks": 0,
+                       "other": len({p for p in store.rglob("*") if p.is_file()} - seen)}
+    return out
+
+
+def object_rates(counts: dict[int, dict[str, dict[str, int]]]) -> dict[str, costs.ObjectRate]:
+    """Per stage: its templates as at scale (a partitioned template: T files per writer; a per-cell one: C per
+    writer; another: one per writer), and a line through its other files at every T measured (its records per
+    task, what it writes once; `minhash_buckets`' tasks stay at the bands below T = bands, so its per-task records
+    are under-counted there: a few files per task against the T² of its partitions)."""
+    ts = np.array(sorted(counts), dtype=float)
+    out = {}
+    for name in counts[int(ts[0])]:
+        templates = stage_registry.get(name).files.tasks if name != "finalize" else ()
+        pairs = sum("{part" in tf.name for tf in templates)
+        cells = sum("cluster=" in tf.name for tf in templates)
+        slope, fixed = np.polyfit(ts, [counts[int(t)][name]["other"] for t in ts], 1)
+        out[name] = costs.ObjectRate(pairs=pairs, per_task=round(len(templates) - pairs - cells + max(0.0, slope), 3),
+                                     per_cell=cells, fixed=round(max(0.0, fixed), 3))
+    return out
+
+
+def fit_objects(tmp: Path, log=print) -> dict[str, costs.ObjectRate]:
+    """Builds of one small pool corpus at OBJECT_TASKS with their work kept; the files of each stage, modelled."""
+    from mixture.pipelines.build import build
+
+    variants = growth_corpus.ensure_variants(tmp / "cache", 0, 0.02, [1, 2], log=log, duplicates="pool")
+    corpus = growth_corpus.assemble(tmp / "corpus", [variants[1], variants[2]])
+    counts: dict[int, dict[str, dict[str, int]]] = {}
+    for t in OBJECT_TASKS:
+        args = argparse.Namespace(k=8, fine_k=32, tasks_per_variant=t // 2, sample_docs=100)
+        spec = growth_bench.growth_spec(corpus, 2, 2, args)
+        spec["store"]["uri"] = str(tmp / f"store-t{t}")
+        path = tmp / f"spec-t{t}.yaml"
+        path.write_text(yaml.safe_dump(spec, sort_keys=False))
+        build(str(path), workers=2, progress=False, keep_work=True)
+        counts[t] = stage_objects(tmp / f"store-t{t}", path)
+        log(f"  T = {t}: {sum(sum(c.values()) for c in counts[t].values()):,} files")
+    return object_rates(counts)
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--growth", required=True, help="a growth benchmark's growth.json (bench/growth_bench.py --out)")
+    p.add_argument("--no-write", action="store_true", help=f"print the rates, do not write {RATES}")
+    args = p.parse_args(argv)
+    report = growth_report.Report(json.loads(Path(args.growth).read_text()))
+    with tempfile.TemporaryDirectory(prefix="cost-rates-") as tmp:
+        objects = fit_objects(Path(tmp))
+    rates = report.rates(objects)
+    text = rates.model_dump_json(indent=1) + "\n"
+    if args.no_write:
+        print(text)
+    else:
+        RATES.write_text(text)
+        print(f"  wrote {RATES}")
+
+
+if __name__ == "__main__":
+    main()

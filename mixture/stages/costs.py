@@ -1,0 +1,144 @@
+"""The build's cost model: per-stage rates measured by the growth benchmark, projected to a workload (tokens, tasks,
+cores) as core-hours, wall hours, memory and objects per stage, and the Slurm requests and prices that follow."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+RATES_FILE = "rates.json"  # packaged beside this module: the rates of the last published growth benchmark
+SAFETY = 2.0  # a Slurm time limit: twice the projected longest task, at least MIN_LIMIT_HOURS
+MIN_LIMIT_HOURS = 1.0
+MEMORY_HEADROOM = 1.5  # a memory request: the measured peak per task × this, in whole GiB
+GIB = 2**30
+
+
+class ObjectRate(BaseModel):
+    """Files a stage writes, with T tasks and C cells: pairs·T² + (per_task + per_cell·C)·T + fixed. `pairs`:
+    its templates with a partition (each of T writers writes one file per partition, P = T, as at scale every writer
+    has rows for every partition); `per_task`, `per_cell`: its other templates (a shard per cell and task) and, fitted
+    on real builds, its records and outputs per task; `fixed`: what it writes once."""
+
+    model_config = ConfigDict(frozen=True)
+
+    pairs: float = 0.0
+    per_task: float = 0.0
+    per_cell: float = 0.0
+    fixed: float = 0.0
+
+    def count(self, tasks: int, cells: int) -> int:
+        return max(0, round(self.pairs * tasks**2 + (self.per_task + self.per_cell * cells) * tasks + self.fixed))
+
+
+class StageRate(BaseModel):
+    """One stage as the growth benchmark measured it: its CPU at the reference size and how it grows."""
+
+    model_config = ConfigDict(frozen=True)
+
+    stage: str
+    cpu_seconds: float = Field(ge=0, description="CPU seconds of the stage at the reference size")
+    scaled_by: Literal["tokens", "sample", "tasks"] = Field(
+        description="what its work grows with: the input tokens, the fit sample or the tasks")
+    reference: float = Field(gt=0, description="that quantity at the reference size")
+    exponent: float | None = Field(description="CPU growth exponent over the sizes (never applied below 1)")
+    peak_rss: int = Field(ge=0, description="peak resident bytes of its largest task at the reference size")
+    objects: ObjectRate = Field(ObjectRate(), description="files it writes as a function of the tasks and cells")
+
+
+class Rates(BaseModel):
+    """What the projection rests on: the stages' rates and where they were measured."""
+
+    model_config = ConfigDict(frozen=True)
+
+    format: Literal[1] = 1
+    machine: str = Field(description="the machine the rates were measured on")
+    measured: str = Field(description="when and by which command")
+    input_tokens: int = Field(gt=0, description="input tokens of the reference size")
+    kept_share: float = Field(gt=0, le=1, description="kept tokens / input tokens at the reference size")
+    bare_tokenizer: float | None = Field(None, description="the bare tokenizer's tokens per second per core there")
+    stages: tuple[StageRate, ...]
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What a build is asked to do: its input tokens, its tasks per stage (the registry's task counts for
+    `execution.tasks` = T) and its fit sample."""
+
+    input_tokens: float
+    tasks: int
+    stage_tasks: dict[str, int]
+    fit_sample: int
+    cells: int = 200
+
+
+@dataclass(frozen=True)
+class StageCost:
+    stage: str
+    tasks: int
+    core_hours: float
+    linear_core_hours: float
+    wall_hours: float  # on the given cores: core-hours / min(cores, tasks)
+    task_hours: float  # the longest task, with the work shared evenly
+    peak_rss: int
+    objects: int
+    scaled: str  # how the reference figure was scaled, for a reader
+
+    def time_limit_hours(self, tasks_per_job: int = 1) -> float:
+        """The time limit to ask Slurm for an array element that runs `tasks_per_job` tasks of the stage one after
+        another: SAFETY × their projected time, in quarter hours, at least MIN_LIMIT_HOURS."""
+        return max(MIN_LIMIT_HOURS, math.ceil(self.task_hours * tasks_per_job * SAFETY * 4) / 4)
+
+    @property
+    def memory_request_gib(self) -> int:
+        return max(1, math.ceil(self.peak_rss * MEMORY_HEADROOM / GIB))
+
+
+def project(rates: Rates, work: Workload, cores: int) -> list[StageCost]:
+    """Every stage of `rates` scaled to `work` on `cores` cores: a stage's CPU seconds times (work / reference)^e,
+    e its CPU growth exponent, never under 1 (the linear figure beside it)."""
+    out = []
+    for r in rates.stages:
+        amount = {"tokens": work.input_tokens, "sample": work.fit_sample, "tasks": work.tasks}[r.scaled_by]
+        ratio = amount / r.reference
+        e = 1.0 if r.exponent is None or r.scaled_by == "sample" else max(r.exponent, 1.0)
+        core_s = r.cpu_seconds * ratio**e
+        tasks = work.stage_tasks.get(r.stage, 1)
+        out.append(StageCost(
+            stage=r.stage, tasks=tasks, core_hours=core_s / 3600, linear_core_hours=r.cpu_seconds * ratio / 3600,
+            wall_hours=core_s / min(cores, tasks) / 3600, task_hours=core_s / tasks / 3600, peak_rss=r.peak_rss,
+            objects=r.objects.count(work.tasks, work.cells),
+            scaled=f"{r.scaled_by} ×{ratio:,.0f}" + (f" ^{e:.2f}" if e != 1 else "")))
+    return out
+
+
+def slurm_time(hours: float) -> str:
+    """`--time` of a Slurm request: HH:MM:00."""
+    minutes = math.ceil(hours * 60)
+    return f"{minutes // 60:02d}:{minutes % 60:02d}:00"
+
+
+class Prices(BaseModel):
+    """A user's own prices (never fetched): per core-hour, per 1,000 object writes."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    core_hour: float = Field(ge=0, description="price of one core-hour")
+    per_1000_writes: float = Field(0.0, ge=0, description="price of 1,000 object writes (class A operations)")
+    currency: str = "USD"
+
+
+def price(costs: list[StageCost], prices: Prices) -> dict[str, float]:
+    compute = sum(c.core_hours for c in costs) * prices.core_hour
+    writes = sum(c.objects for c in costs) / 1000 * prices.per_1000_writes
+    return {"compute": compute, "writes": writes, "total": compute + writes}
+
+
+def load_rates(path: str | Path | None = None) -> Rates:
+    """Rates from `path`, or the packaged ones (the last published growth benchmark's)."""
+    text = Path(path).read_text() if path else resources.files(__package__).joinpath(RATES_FILE).read_text()
+    return Rates.model_validate_json(text)

