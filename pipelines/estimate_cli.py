@@ -94,10 +94,11 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         from mixture.pipelines.estimate import estimate as run
         from mixture.spec.load import SpecError
+        from mixture.spec.yaml_bounded import load_yaml
 
         console = Console()
         try:
-            price = costs.Prices.model_validate(yaml.safe_load(prices.read_text())) if prices else None
+            price = costs.Prices.model_validate(load_yaml(prices.read_text())) if prices else None
             rate = costs.load_rates(rates) if rates else None
             est = run(spec, tasks=tasks, cores=cores, budget=int(sample_mb * 2**20), rates=rate)
         except SpecError as exc:
