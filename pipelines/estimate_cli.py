@@ -104,7 +104,7 @@ def register(app: typer.Typer) -> None:
         except SpecError as exc:
             console.print(f"[red]{exc}[/red]", soft_wrap=True)
             raise typer.Exit(2) from None
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, yaml.YAMLError) as exc:  # a prices file that is not YAML, or too nested
             console.print(f"[red]estimate: {exc}[/red]", soft_wrap=True)
             raise typer.Exit(1) from None
         if as_json:
