@@ -15,6 +15,7 @@ import streamlit as st
 
 from mixture import accounting
 from mixture.accounting import StoreNotReady, StoreReader
+from mixture.composition import figures as composition
 from mixture.composition.labels import DomainLabel, cluster_labels
 from mixture.store import layout
 from mixture.store.formats import StoreArtifact
@@ -22,7 +23,7 @@ from mixture.store.model_files import Centroids
 
 __all__ = ["StoreNotReady", "calibration_groups", "cell_table", "centroids",
            "content_type_exact", "content_type_mix", "domain_labels", "dropped", "examples_by_cell", "language_mix", "lookup_id",
-           "quarantine", "reader", "sample_vectors", "samples", "scan_documents", "source_mix", "store_info", "store_state"]
+           "quarantine", "reader", "sample_vectors", "samples", "scan_documents", "search_index", "source_mix", "store_info", "store_state"]
 
 
 @st.cache_resource(show_spinner=False)
@@ -98,9 +99,10 @@ def examples_by_cell(uri: str, kind: str = "uniform", per_cell: int = 2) -> dict
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def _sample_text(uri: str, stamp: str) -> dict[int, str]:
-    df = samples(uri, "uniform")
-    return {int(c): " ".join(g.text.str.slice(0, 2000)) for c, g in df.groupby("cluster")}
+def _search_index(uri: str, stamp: str) -> dict[int, dict[str, str]]:
+    info, labels = store_info(uri), domain_labels(uri)
+    domains = composition.domains_frame(composition.cells_frame(cell_table(uri), info, labels), info, labels)
+    return composition.search_index(domains, info, samples(uri, "uniform"))
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -114,9 +116,10 @@ def domain_labels(uri: str) -> dict[int, DomainLabel]:
     return _domain_labels(uri, store_state(uri)[1])
 
 
-def sample_text_by_cluster(uri: str) -> dict[int, str]:
-    """Concatenated sampled text per cluster, for the domain index search."""
-    return _sample_text(uri, store_state(uri)[1])
+def search_index(uri: str) -> dict[int, dict[str, str]]:
+    """What the domain search reads of each domain (`mixture.composition.figures.search_index`), the same the
+    static overview page searches."""
+    return _search_index(uri, store_state(uri)[1])
 
 
 @st.cache_data(show_spinner=False, max_entries=16)

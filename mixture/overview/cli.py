@@ -21,9 +21,10 @@ def register(app: typer.Typer) -> None:
         samples: int | None = typer.Option(None, "--samples", min=0, help="At most this many uniform samples "
                                                                           "per cell (default: all the store has)."),
         text_budget: int = typer.Option(TEXT_BUDGET, "--text-budget", min=0,
-                                        help="Bytes of document text (escaped) in the page, shared by its "
-                                             "samples: each shows ~900 characters and 'show all' up to its "
-                                             "share (at most 20,000 characters)."),
+                                        help="Bytes of text (escaped) in the page: the search index (each "
+                                             "sampled document's first 2,000 characters, their distinct words), "
+                                             "then the samples' texts: each shows ~900 characters and 'show all' "
+                                             "up to its share (at most 20,000 characters)."),
     ) -> None:
         """Write a self-contained static page mirroring the published cluster overview: headline, summary
         cards, quality cutoffs per content type, a searchable domain index and one panel per domain (quality

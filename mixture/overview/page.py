@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 
+import fsspec
 import pandas as pd
 from markupsafe import escape
 
@@ -20,7 +22,7 @@ from mixture.store.formats import StoreArtifact
 from mixture.store.layout import cluster_width
 
 HEAD_CHARS = 900  # a document is shown cut at ~900 characters (on a word boundary), as on the published page
-TEXT_BUDGET = 2_000_000  # bytes of (escaped) document text in one page, shared by its sampled documents
+TEXT_BUDGET = 2_000_000  # bytes of (escaped) text in one page: its search index, then its sampled documents
 MAX_DOC_CHARS = 20_000  # "show all" shows at most this much of one document, however small the store
 
 
@@ -101,8 +103,8 @@ class Domain:
 @dataclass
 class Card:
     label: str
-    value: int
-    kind: str = "count"  # count | tokens
+    value: str  # written by `composition.card_texts`, as the explorer writes it
+    detail: str = ""
 
 
 @dataclass
@@ -146,8 +148,19 @@ class Page:
     cutoffs: list[CutoffRow]
     group_cutoffs: list[CutoffRow]
     domains: list[Domain]
+    search: dict[int, dict[str, str]]  # `composition.search_index`: what the domain search reads of each domain
+    link_scope: str  # what an anchor may name: 'its domains are 0–39 and its quality buckets Q0–Q4'
     plan: PlanSummary | None = None
     samples_per_cell: int = 0
+
+
+def published_name(uri: str) -> str:
+    """How a published page names a store or a plan: a remote one by the URI it was given as (gs://bucket/store),
+    a local one by its file or folder name alone, never by the writer's file system."""
+    protocol, path = fsspec.core.split_protocol(uri)
+    if protocol not in (None, "file", "local"):
+        return uri
+    return PurePosixPath(path.replace("\\", "/").rstrip("/")).name or path
 
 
 def escaped_size(text: str) -> int:
@@ -169,6 +182,11 @@ def split_text(text: str, head_chars: int, max_bytes: int, max_chars: int = MAX_
     while end > start and (size := escaped_size(text[:end])) > max_bytes:  # shrink by the overshoot's ratio
         end = start + min(end - start - 1, int((end - start) * max_bytes / size))
     return head, text[start:max(start, end)]
+
+
+def search_bytes(index: dict[int, dict[str, str]]) -> int:
+    """Bytes the search index (`composition.search_index`) takes in the page, escaped."""
+    return sum(escaped_size(v) for fields in index.values() for v in fields.values())
 
 
 def doc_text_cap(n_docs: int, budget: int = TEXT_BUDGET) -> int:
@@ -242,9 +260,10 @@ def build_page(reader: StoreReader, plan: Plan | None = None, plan_source: str =
     labels = cluster_labels(info.clusters, uniform)
     cells = composition.cells_frame(accounting.published_cell_table(reader), info, labels)
     domains = composition.domains_frame(cells, info, labels)
+    search = composition.search_index(domains, info, uniform)
     if samples_per_cell is not None and not uniform.empty:
         uniform = uniform.groupby(["cluster", "quality"], sort=False).head(samples_per_cell)
-    cap = doc_text_cap(len(uniform), text_budget)
+    cap = doc_text_cap(len(uniform), max(0, text_budget - search_bytes(search)))  # the index is read first
     docs: dict[tuple[int, int], list[Doc]] = {}
     for row in uniform.to_dict("records"):
         docs.setdefault((int(row["cluster"]), int(row["quality"])), []).append(_doc(row, cap))
@@ -278,16 +297,16 @@ def build_page(reader: StoreReader, plan: Plan | None = None, plan_source: str =
 
     c = composition.cards(info)
     by_type, by_group = _cutoffs(info, accounting.calibration_groups(reader), len(names))
-    headline = (f"{numbers.tokens(c.tokens, 4)} tokens across {composition.n_domains(info)} semantic domains and "
-                f"{len(names)} calibrated quality buckets")
     return Page(
-        title=f"{info.spec.name}: cluster overview", headline=headline, store=reader.uri, spec_name=info.spec.name,
+        title=f"{info.spec.name}: cluster overview", headline=composition.headline(info),
+        store=published_name(reader.uri), spec_name=info.spec.name,
         tokenizer=info.tokenizer, created=info.created, code_version=info.code_version,
         generator=f"mixture {__version__}",
         quality_names=names, bucket_edges=list(info.partition.bucket_edges),
-        cards=[Card("tokens", c.tokens, "tokens"), Card("documents", c.documents), Card("domains", len(out_domains)),
-               Card("cells", c.cells), Card("sources", c.sources)],
-        drops=[Card(label, n) for label, n in c.drops.items()],
-        cutoffs=by_type, group_cutoffs=by_group, domains=out_domains,
-        plan=_plan_summary(plan, plan_source, set(cells.cell[cells.tokens > 0])) if plan is not None else None,
+        cards=[Card(t.label, t.value, t.detail) for t in composition.card_texts(info, cells)],
+        drops=[Card(label, numbers.count(n)) for label, n in c.drops.items()],
+        cutoffs=by_type, group_cutoffs=by_group, domains=out_domains, search=search,
+        link_scope=composition.link_scope([d.id for d in out_domains], len(names)),
+        plan=(_plan_summary(plan, published_name(plan_source), set(cells.cell[cells.tokens > 0]))
+              if plan is not None else None),
         samples_per_cell=max((len(v) for v in docs.values()), default=0))

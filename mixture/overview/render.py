@@ -15,6 +15,7 @@ from markupsafe import Markup
 
 from mixture.accounting import StoreReader
 from mixture.composition import numbers
+from mixture.composition.figures import SEARCH_FIELDS
 from mixture.overview.page import TEXT_BUDGET, Page, build_page
 from mixture.planner.formats import Plan
 from mixture.store.io import write_atomic
@@ -48,7 +49,7 @@ def render(page: Page) -> str:
     """The page as one HTML document (no reference to any other file or host)."""
     js = _asset("overview.js")
     return environment().get_template("overview.html.j2").render(
-        page=page, css=Markup(_asset("overview.css")),
+        page=page, search_fields=SEARCH_FIELDS, css=Markup(_asset("overview.css")),
         js=Markup(js), script_hash=script_hash(js))
 
 
