@@ -7,7 +7,7 @@ import streamlit as st
 from mixture.composition import figures as composition
 from mixture.composition import numbers
 from mixture.explorer import queries, ui
-from mixture.explorer.fmt import code, md, terms_md
+from mixture.explorer.fmt import code, display, md, terms_md
 from mixture.explorer.panel import bucket_key, domain_panel, panels_md
 
 uri, info = ui.require_complete_store()
@@ -51,12 +51,12 @@ with st.expander("Quality cutoffs: raw score per content type at the calibrated 
     if cut.empty:
         st.caption("store.json has no raw_score_cutoffs")
     else:
-        st.table(cut)
+        st.table(display(cut))  # 0.983, as the static page writes it
     groups = queries.calibration_groups(uri)
     if not groups.empty:
         st.caption("Per (content type, language) group: a group with fewer sample documents than "
                    f"{info.language.group_min_docs} uses its content type's calibration")
-        st.dataframe(composition.group_cutoffs_frame(groups, list(info.partition.bucket_edges)))
+        st.dataframe(display(composition.group_cutoffs_frame(groups, list(info.partition.bucket_edges))))
 
 
 def _select(domain_id: int) -> None:

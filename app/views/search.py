@@ -6,8 +6,9 @@ import pandas as pd
 import streamlit as st
 
 from mixture.composition import figures as composition
+from mixture.composition import numbers
 from mixture.explorer import config, lineage, queries, sharing, ui
-from mixture.explorer.fmt import code, md
+from mixture.explorer.fmt import code, display, md, score
 from mixture.store import drops
 from mixture.store.layout import cell_name
 
@@ -75,7 +76,7 @@ if st.session_state.get("scan_note"):
 hits = hits.assign(cell=[cell_name(int(c), int(q), k) for c, q in zip(hits.cluster, hits.quality, strict=True)])
 st.caption(f"{len(hits):,} {scope} match")
 view = hits[["id", "source", "cell", "content_type", "quality_score", "n_tokens", "sample"]].reset_index(drop=True)
-event = st.dataframe(view, hide_index=True, width="stretch", on_select="rerun",
+event = st.dataframe(display(view, n_tokens=numbers.count, quality_score=score), hide_index=True, width="stretch", on_select="rerun",
                      selection_mode="single-row", key="search_hits",
                      column_config={"quality_score": st.column_config.NumberColumn(format="%.3f")})
 rows = event.selection.rows if event is not None and hasattr(event, "selection") else []

@@ -232,4 +232,4 @@ def test_gcs_overview_page(gcs: Remote, gcs_store: dict, built_store, tmp_path) 
     assert panels(remote) == panels(local) and "weight " in panels(remote)
     assert f"store <code>{gcs_store['store']}</code>" in remote
     assert f", {plan_url}):" in remote  # a remote plan named by the URI it was given as
-    assert str(tmp_path) not in local and f", plan.json):" in local  # a local one by its file name
+    assert str(tmp_path) not in local and ", plan.json):" in local  # a local one by its file name
