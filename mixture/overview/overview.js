@@ -95,6 +95,39 @@
       const open = more.closest(".doc").classList.toggle("expanded");
       more.textContent = open ? more.dataset.less : more.dataset.more;
     }
+    const full = event.target.closest("a.more.full");
+    // a whole text beside the page, read from where the page is served; from disk (file://) the browser lets
+    // the page read no file: the link then opens the text on its own
+    if (full && window.location.protocol !== "file:") {
+      event.preventDefault();
+      showFull(full);
+    }
   });
+  const showFull = (link) => {
+    const doc = link.closest(".doc");
+    const pre = doc.querySelector("pre.text");
+    if (doc.classList.contains("expanded")) {
+      doc.classList.remove("expanded");
+      link.textContent = link.dataset.more;
+      return;
+    }
+    const open = (text) => {
+      let whole = doc.querySelector("pre.whole");
+      if (!whole) {
+        whole = document.createElement("pre");
+        whole.className = "text whole";
+        whole.textContent = text;  // text, never HTML
+        pre.after(whole);
+      }
+      doc.classList.add("expanded");
+      link.textContent = link.dataset.less;
+    };
+    if (doc.querySelector("pre.whole")) { open(""); return; }
+    link.textContent = "loading…";
+    fetch(link.getAttribute("href"), { credentials: "same-origin" })
+      .then((r) => (r.ok ? r.text() : Promise.reject(new Error(`${r.status} ${r.statusText}`))))
+      .then(open)
+      .catch((e) => { link.textContent = `${link.dataset.more}: could not be read (${e.message})`; });
+  };
   go(window.location.hash);
 })();

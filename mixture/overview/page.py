@@ -4,6 +4,7 @@ sources and sampled documents. Numbers stay numbers here; the template writes th
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -40,6 +41,7 @@ class Doc:
     cluster_distance: float | None
     head: str
     rest: str
+    file: str = ""  # with full texts: its whole text, a file beside the page ("show all" fetches it)
 
     @property
     def shown_chars(self) -> int:
@@ -152,6 +154,7 @@ class Page:
     link_scope: str  # what an anchor may name: 'its domains are 0–39 and its quality buckets Q0–Q4'
     plan: PlanSummary | None = None
     samples_per_cell: int = 0
+    texts: dict[str, str] = field(default_factory=dict)  # with full texts: file beside the page -> its text
 
 
 def published_name(uri: str) -> str:
@@ -202,10 +205,25 @@ def _num(x: object) -> float | None:
     return None if math.isnan(v) else v
 
 
-def _doc(row: dict, cap: int) -> Doc:
+TEXTS = "texts"  # the folder beside index.html holding the whole texts (`--full-texts`)
+
+
+def text_file(doc_id: str) -> str:
+    """Where a document's whole text goes beside the page: texts/<sha256 of its id, 20 hex>.txt (an id may hold
+    any character)."""
+    return f"{TEXTS}/{hashlib.sha256(doc_id.encode('utf-8')).hexdigest()[:20]}.txt"
+
+
+def _doc(row: dict, cap: int, texts: dict[str, str] | None = None) -> Doc:
+    """A sampled document; with `texts` (full texts beside the page) a long one keeps only its head in the page,
+    and its whole text goes into `texts`."""
     text = str(row.get("text") or "")
-    head, rest = split_text(text, HEAD_CHARS, cap)
-    return Doc(id=str(row.get("id") or ""), source=str(row.get("source") or ""),
+    head, rest = split_text(text, HEAD_CHARS, 0 if texts is not None else cap)
+    file = ""
+    if texts is not None and len(head) < len(text):
+        file = text_file(str(row.get("id") or ""))
+        texts[file] = text
+    return Doc(file=file, id=str(row.get("id") or ""), source=str(row.get("source") or ""),
                content_type=str(row.get("content_type") or ""),
                language=None if row.get("language") is None else str(row["language"]),
                n_tokens=int(row.get("n_tokens") or 0), n_chars=len(text),
@@ -250,9 +268,11 @@ def _plan_summary(plan: Plan, source: str, store_cells: set[str]) -> PlanSummary
 
 
 def build_page(reader: StoreReader, plan: Plan | None = None, plan_source: str = "",
-               samples_per_cell: int | None = None, text_budget: int = TEXT_BUDGET) -> Page:
+               samples_per_cell: int | None = None, text_budget: int = TEXT_BUDGET, full_texts: bool = False) -> Page:
     """The page of a complete store (raises StoreNotReady while it builds, FormatError for a store.json that does
-    not match its format). `samples_per_cell`: at most this many uniform samples per cell (None: all)."""
+    not match its format). `samples_per_cell`: at most this many uniform samples per cell (None: all);
+    `full_texts`: every long sample's whole text in `Page.texts`, to be written beside the page, which keeps only
+    their heads (the text budget then holds the search index alone)."""
     info = reader.store_info
     k = info.partition.k
     names = composition.quality_names(info)
@@ -265,8 +285,9 @@ def build_page(reader: StoreReader, plan: Plan | None = None, plan_source: str =
         uniform = uniform.groupby(["cluster", "quality"], sort=False).head(samples_per_cell)
     cap = doc_text_cap(len(uniform), max(0, text_budget - search_bytes(search)))  # the index is read first
     docs: dict[tuple[int, int], list[Doc]] = {}
+    texts: dict[str, str] | None = {} if full_texts else None
     for row in uniform.to_dict("records"):
-        docs.setdefault((int(row["cluster"]), int(row["quality"])), []).append(_doc(row, cap))
+        docs.setdefault((int(row["cluster"]), int(row["quality"])), []).append(_doc(row, cap, texts))
     sources, estimated = _sources(info, uniform)
     languages = accounting.language_mix(reader, "cluster")
     weights = [dict(p.weights) for p in plan.phases] if plan is not None else []
@@ -309,4 +330,4 @@ def build_page(reader: StoreReader, plan: Plan | None = None, plan_source: str =
         link_scope=composition.link_scope([d.id for d in out_domains], len(names)),
         plan=(_plan_summary(plan, published_name(plan_source), set(cells.cell[cells.tokens > 0]))
               if plan is not None else None),
-        samples_per_cell=max((len(v) for v in docs.values()), default=0))
+        samples_per_cell=max((len(v) for v in docs.values()), default=0), texts=texts or {})

@@ -4,9 +4,13 @@ beyond the file itself. One browser for the module; each check in a fresh contex
 
 from __future__ import annotations
 
+import functools
+import http.server
 import os
 import re
+import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -312,3 +316,76 @@ def test_static_page_and_explorer_search_alike(built_page, built_store, open_pag
     assert int(doc.cluster) in figures.match_domains(index, str(doc.id))
     assert figures.match_domains(index, "zzqx-no-such-word") == {}
     o.check_clean()
+
+
+@pytest.fixture(scope="module")
+def full_site(hostile_store, tmp_path_factory) -> Path:
+    from tests.overview.conftest import cli
+
+    out = tmp_path_factory.mktemp("overview_full_texts")
+    code, text = cli("overview", str(hostile_store), "--out", str(out), "--full-texts")
+    assert code == 0, text
+    return out
+
+
+@contextmanager
+def _served(folder: Path) -> Iterator[str]:
+    """The folder over http on 127.0.0.1 (what a bucket or a web server does), in a thread of the test."""
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(folder))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _long_sample(hostile_store) -> tuple[str, str]:
+    from mixture.accounting import StoreReader, samples
+
+    uniform = samples(StoreReader(str(hostile_store)), "uniform")
+    row = uniform[(uniform.cluster == 0) & (uniform.quality == 0) & (uniform.text.str.len() > 5_000)].iloc[0]
+    return str(row.id), str(row.text)
+
+
+def test_show_all_fetches_the_whole_text_from_where_the_page_is_served(full_site, hostile_store, browser):
+    doc_id, text = _long_sample(hostile_store)
+    with _served(full_site) as origin:
+        ctx = browser.new_context(viewport={"width": 1300, "height": 900})
+        try:
+            page = ctx.new_page()
+            opened = Opened(page, f"{origin}/index.html")
+            page.on("request", lambda r: opened.requests.append(r.url.split("#")[0]))
+            page.on("console", lambda m: opened.errors.append(m.text) if m.type == "error" else None)
+            page.goto(f"{origin}/index.html#c00q0")
+            doc = page.locator("#c00q0 article.doc", has=page.locator(f"code:text-is('{doc_id}')"))
+            head = doc.locator("pre.text").first.inner_text()
+            assert len(head) < len(text)
+            doc.locator("a.more.full").click()
+            page.wait_for_function("document.querySelectorAll('pre.whole').length > 0")
+            assert doc.locator("pre.whole").text_content() == text  # whole, as text
+            assert doc.locator("a.more.full").inner_text() == "show less"
+            assert not doc.locator("pre.text:not(.whole)").is_visible()
+            doc.locator("a.more.full").click()
+            assert doc.locator("pre.text:not(.whole)").is_visible() and not doc.locator("pre.whole").is_visible()
+            from mixture.overview.page import text_file
+
+            assert opened.requests == [f"{origin}/index.html", f"{origin}/{text_file(doc_id)}"]  # same origin
+            assert opened.errors == []
+        finally:
+            ctx.close()
+
+
+def test_show_all_from_disk_opens_the_text_file(full_site, hostile_store, open_page):
+    from mixture.overview.page import text_file
+
+    doc_id, text = _long_sample(hostile_store)
+    o = open_page(full_site / "index.html", "#c00q0")
+    doc = o.page.locator("#c00q0 article.doc", has=o.page.locator(f"code:text-is('{doc_id}')"))
+    with o.page.expect_navigation():
+        doc.locator("a.more.full").click()
+    assert o.page.url == (full_site / text_file(doc_id)).as_uri()
+    assert o.page.locator("body").inner_text().startswith(text[:200].strip()[:100])
+    assert o.errors == []

@@ -20,6 +20,7 @@ from mixture.overview.page import (
     published_name,
     search_bytes,
     split_text,
+    text_file,
 )
 from mixture.planner.formats import read_plan
 from mixture.store.layout import cell_name
@@ -234,3 +235,33 @@ def test_same_store_and_plan_give_the_same_page(built_page, tmp_path: Path):
     code, text = cli("overview", str(built_page.store), "--out", str(tmp_path), "--plan", str(built_page.plan))
     assert code == 0, text
     assert (tmp_path / "index.html").read_bytes() == built_page.page.read_bytes()
+
+
+def test_full_texts_are_files_beside_the_page(hostile_store, tmp_path: Path):
+    code, text = cli("overview", str(hostile_store), "--out", str(tmp_path), "--full-texts")
+    assert code == 0, text
+    assert ", 798 text files beside it in " in text  # every sample but the two short hostile ones
+    html = (tmp_path / "index.html").read_text(encoding="utf-8")
+    uniform = samples(StoreReader(str(hostile_store)), "uniform")
+    tags = Tags(html)
+    links = {a["href"]: a for t, a in tags.tags if t == "a" and "full" in (a.get("class") or "").split()}
+    files = {str(p.relative_to(tmp_path)) for p in (tmp_path / "texts").iterdir()}
+    assert set(links) == files and len(files) == 798
+    for row in uniform.itertuples():
+        rel = text_file(row.id)
+        if len(row.text) > HEAD_CHARS:
+            assert (tmp_path / rel).read_text(encoding="utf-8") == row.text  # whole, as the store holds it
+            assert links[rel]["data-more"] == f"show all ({len(row.text):,} characters)"
+        else:
+            assert rel not in links
+    assert 'class="rest"' not in html  # the page holds the heads only
+    assert (tmp_path / "index.html").stat().st_size < 3_000_000
+    csp = next(a["content"] for t, a in tags.tags if t == "meta" and a.get("http-equiv") == "Content-Security-Policy")
+    assert "connect-src 'self'" in csp and "default-src 'none'" in csp
+    assert not list(tmp_path.rglob("*.tmp"))
+
+
+def test_the_default_page_reads_no_file(hostile_page):
+    html = hostile_page.page.read_text(encoding="utf-8")
+    assert "connect-src" not in html and 'class="more full"' not in html
+    assert not (hostile_page.page.parent / "texts").exists()
