@@ -22,7 +22,7 @@ from mixture.store.formats import StoreArtifact
 from mixture.store.model_files import Centroids
 
 __all__ = ["StoreNotReady", "calibration_groups", "cell_table", "centroids",
-           "content_type_exact", "content_type_mix", "domain_labels", "dropped", "examples_by_cell", "language_mix", "lookup_id",
+           "content_type_exact", "content_type_mix", "domain_labels", "dropped", "examples_by_cell", "find_document", "language_mix", "lookup_id",
            "quarantine", "reader", "sample_vectors", "samples", "scan_documents", "search_index", "source_mix", "store_info", "store_state"]
 
 
@@ -230,6 +230,18 @@ def scan_documents(uri: str, text: str = "", doc_id: str = "", sources: list[str
     return accounting.scan_documents(_current(uri)[0], text=text, doc_id=doc_id, sources=sources,
                                      content_types=content_types, cells=cells, limit=limit, budget=budget,
                                      progress=progress)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _id_ranges(uri: str, stamp: str) -> accounting.IdRanges:
+    return accounting.id_ranges(_current(uri)[0])
+
+
+def find_document(uri: str, doc_id: str) -> pd.DataFrame:
+    """A kept document by id (`mixture.accounting.find_document`): the row groups whose id range holds it only,
+    the ranges read once per store version from the shards' footers."""
+    reader, stamp = _current(uri)
+    return accounting.find_document(reader, doc_id, _id_ranges(uri, stamp))
 
 
 def lookup_id(uri: str, doc_id: str) -> dict[str, pd.DataFrame]:
