@@ -108,15 +108,18 @@ def _panel_texts(uri: str, stamp: str, plan_key: str, _plan) -> dict[int, str]:
 
 
 st.divider()
-sources = queries.source_mix(uri)
-examples = queries.examples_by_cell(uri, sample_kind, per_cell=2)
-texts = _panel_texts(uri, queries.store_state(uri)[1], f"{ui.plan_path()}:{plan.plan.plan_id if plan else ''}", plan)
+loaded: dict[str, object] = {}  # what an open panel needs, read once the first panel opens (not on first load)
 for row in shown.to_dict("records"):
     d = int(row["id"])
     exp = st.expander(_entry({**row, "why": ""}), key=f"dom_{d}", on_change="rerun")
     if exp.open:  # a closed panel renders nothing
+        if not loaded:
+            loaded.update(sources=queries.source_mix(uri),
+                          examples=queries.examples_by_cell(uri, sample_kind, per_cell=2),
+                          texts=_panel_texts(uri, queries.store_state(uri)[1],
+                                             f"{ui.plan_path()}:{plan.plan.plan_id if plan else ''}", plan))
         with exp:
-            domain_panel(texts[d], d, names, sources, examples, key=f"d{d}")
+            domain_panel(loaded["texts"][d], d, names, loaded["sources"], loaded["examples"], key=f"d{d}")
 target = st.session_state.pop("_scroll_to", None)
 if target:
     ui.scroll_into_view(target)
