@@ -119,3 +119,27 @@ def test_shared_explorer_in_chromium(shared_server, store):
             page.context.close()
         finally:
             browser.close()
+
+
+def test_a_bare_streamlit_run_with_a_token_keeps_the_deep_link(store):
+    """Without the door (`streamlit run main.py` with the secret in its environment), the app's own prompt is shown
+    on the page the link names, and the link's page is shown once the token is given."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is in the dev extra")
+    from mixture.explorer import MAIN
+
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MIXTURE_")}
+    env.update(MIXTURE_EXPLORER_TOKEN=TOKEN, MIXTURE_STORE=str(store))
+    with serve([sys.executable, "-m", "streamlit", "run", str(MAIN), "--server.port", str(port), "--server.address",
+                "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false"], env, port,
+               "streamlit") as url, sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            page, box = _prompt(browser, url + "store")
+            assert page.locator('[data-testid="stSidebarNav"]').count() == 0 and "Tokens per cell" not in \
+                page.inner_text("body")
+            _give_token(page, box)
+            page.get_by_text("Tokens per cell").first.wait_for(timeout=60000)
+            assert page.url.startswith(url + "store")
+        finally:
+            browser.close()
