@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 from test_planner_materialize import write_plan_spec
 from typer.testing import CliRunner
 
-from mixture.accounting import CorruptShard, StoreReader, scan_documents
+from mixture.accounting import CorruptShard, StoreReader, find_document, scan_documents
 from mixture.cli import app
 from mixture.datasets import load_mixture, load_store
 from mixture.planner.formats import read_plan
@@ -45,12 +46,17 @@ def test_materialize_refuses_a_store_shard_changed_after_the_build(tmp_path: Pat
 
 def test_load_store_and_the_scan_refuse_a_changed_shard(synthetic_store: Path):
     assert len(load_store(str(synthetic_store), cells="c00q1")) == 60
+    changed = pq.ParquetFile(synthetic_store / SHARD).read(columns=["id"]).column("id")[0].as_py()
     flip_bit(synthetic_store / SHARD)
     with pytest.raises(CorruptShard, match=r"cluster=00/quality=1/part-00000\.parquet.*mixture audit"):
         load_store(str(synthetic_store), cells="c00q1")
     assert len(load_store(str(synthetic_store), cells="c01q2")) == 30  # the other cells' shards are intact
     with pytest.raises(CorruptShard, match="xxh64"):
         scan_documents(StoreReader(str(synthetic_store)), text="w")
+    doc_id = load_store(str(synthetic_store), cells="c01q2")[0]["id"]
+    assert len(find_document(StoreReader(str(synthetic_store)), doc_id)) == 1  # an intact shard opens by id
+    with pytest.raises(CorruptShard, match="xxh64"):
+        find_document(StoreReader(str(synthetic_store)), changed)
     (synthetic_store / SHARD).write_bytes((synthetic_store / SHARD).read_bytes()[:-7])
     with pytest.raises(CorruptShard, match="bytes, its ledger"):
         load_store(str(synthetic_store), cells="c00q1")
