@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import altair as alt
 import pandas as pd
+
+from mixture.composition import numbers
 
 TEXT_COLORS = {"light": "#31333f", "dark": "#fafafa"}  # Streamlit's body text in its light and dark themes
 EMPTY_COLOR = "#9e9e9e"  # a cell without documents: grey in either theme, with its own legend entry
@@ -14,6 +18,17 @@ _SHORT_ON_NARROW = "width < 360 ? split(datum.label, ' ')[0] : datum.label"  # '
 def text_color(theme: str | None) -> str:
     """The theme's text colour for text marks (Vega draws them black otherwise: unreadable on a dark page)."""
     return TEXT_COLORS.get(theme or "light", TEXT_COLORS["light"])
+
+
+def _labels_expr(values: list[float] | None) -> str | None:
+    """A Vega expression writing each legend value as `numbers.tokens` does (1.00K, 10.0K, 1.00M): Vega's own SI
+    format gives every label the largest value's prefix (0M 0M 0.1M 1M)."""
+    if not values:
+        return None
+    expr = "datum.label"
+    for v in reversed(values):
+        expr = f"datum.value == {v!r} ? {json.dumps(numbers.tokens(v))} : {expr}"
+    return expr
 
 
 def _legend_values(low: float, top: float) -> list[float] | None:
@@ -50,7 +65,8 @@ def cell_heatmap(cells: pd.DataFrame, names: list[str], value: str = "tokens", t
     rect = alt.Chart(full, title=title).mark_rect().encode(
         x=x, y=y,
         color=alt.Color(f"{value}:Q", scale=alt.Scale(scheme="viridis", type="symlog"), title=value,
-                        legend=alt.Legend(values=ticks, gradientLength=220, orient="bottom", format="~s")),
+                        legend=alt.Legend(values=ticks, gradientLength=220, orient="bottom", format="~s",
+                                          **({"labelExpr": _labels_expr(ticks)} if ticks else {}))),
         tooltip=["cell:N", "domain:N", "bucket:N", alt.Tooltip("tokens:Q", format=","),
                  alt.Tooltip("docs:Q", format=","), "share %:Q"],
     )

@@ -36,7 +36,7 @@ def _script_args() -> argparse.Namespace:
     parser.add_argument("--scan-rows", type=int)
     parser.add_argument("--scan-seconds", type=float)
     # only parse argv when Streamlit runs our script (under pytest/AppTest argv belongs to pytest)
-    argv = sys.argv[1:] if sys.argv and sys.argv[0].endswith("main.py") else []
+    argv = sys.argv[1:] if sys.argv and sys.argv[0].endswith(("main.py", "serve.py")) else []
     return parser.parse_known_args(argv)[0]
 
 
@@ -88,8 +88,10 @@ def is_loopback(host: str | None) -> bool:
 
 
 def sharing() -> bool:
-    """Sharing mode: given explicitly (`--share`/`--no-share`, $MIXTURE_SHARE), else on unless the Streamlit
-    server listens on loopback only."""
+    """Sharing mode: always with a shared secret (a token guards a shared explorer), else given explicitly
+    (`--share`/`--no-share`, $MIXTURE_SHARE), else on unless the Streamlit server listens on loopback only."""
+    if token():
+        return True
     explicit = _script_args().share
     if explicit is not None:
         return explicit

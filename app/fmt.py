@@ -5,9 +5,11 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
+import numpy as np
 import pandas as pd
+from pandas.io.formats.style import Styler
 
 from mixture.composition import numbers
 from mixture.composition.labels import Term
@@ -38,14 +40,23 @@ def score(x: float | None) -> str:
     return numbers.DASH if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.3f}"
 
 
-def display(df: pd.DataFrame, **formats) -> pd.DataFrame:
-    """A copy of `df` for a table, each named column written by its formatter (e.g. tokens=numbers.tokens); the
-    frame charts draw stays numeric. Columns that hold nothing (all missing) are left out."""
-    out = df.copy()
-    for col, fmt in formats.items():
-        if col in out:
-            out[col] = [fmt(v) for v in out[col]]
-    return out[[c for c in df.columns if not df[c].isna().all() or df.empty]]
+def _default(value: object) -> str:
+    """A number no formatter was named for: a count (1,234,567) or three decimals (0.422)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return numbers.DASH
+    if isinstance(value, (int, np.integer)) or (isinstance(value, float) and value.is_integer() and abs(value) >= 1000):
+        return numbers.count(value)
+    return f"{value:.3f}" if isinstance(value, (float, np.floating)) else str(value)
+
+
+def display(df: pd.DataFrame, **formats: Callable[[object], str]) -> Styler:
+    """`df` for a table: its numbers stay numbers (a column sorts by value, not by its text), each shown by its
+    formatter (e.g. tokens=numbers.tokens: 28.6M), any other number column as a count or with three decimals.
+    Columns that hold nothing (all missing) are left out."""
+    out = df[[c for c in df.columns if not df[c].isna().all() or df.empty]]
+    numeric = {c: _default for c in out.columns if pd.api.types.is_numeric_dtype(out[c])
+               and not pd.api.types.is_bool_dtype(out[c])}
+    return out.style.format({**numeric, **{c: f for c, f in formats.items() if c in out.columns}})
 
 
 def cut_text(text: str, limit: int = CUT_CHARS) -> tuple[str, bool]:

@@ -52,6 +52,32 @@ def fields(doc: dict, info: StoreArtifact, labels: dict[int, DomainLabel] | None
     return pd.DataFrame({"field": [r[0] for r in rows], "value": [str(r[1]) for r in rows]})
 
 
+DROPPED_FIELDS = ["id", "source", "origin", "reason", "n_chars"]  # what `_dropped/` keeps of one, beside its text head
+
+
+def _dropped_row(doc_id: str, dropped: pd.DataFrame) -> dict | None:
+    if dropped.empty or "id" not in dropped:
+        return None
+    rows = dropped[dropped.id == doc_id]
+    return rows.iloc[0].to_dict() if len(rows) else None
+
+
+def dropped_fields(doc_id: str, dropped: pd.DataFrame) -> pd.DataFrame | None:
+    """A dropped document's own fields as a two-column table (None when `_dropped/` has no row of it)."""
+    row = _dropped_row(doc_id, dropped)
+    if row is None:
+        return None
+    rows = [(f, numbers.count(row[f]) if f == "n_chars" and row.get(f) is not None else row.get(f))
+            for f in DROPPED_FIELDS if f in row]
+    return pd.DataFrame({"field": [r[0] for r in rows], "value": [str(r[1]) for r in rows]})
+
+
+def dropped_head(doc_id: str, dropped: pd.DataFrame) -> str:
+    """The head of a dropped document's text, as `_dropped/` keeps it ('' when none)."""
+    row = _dropped_row(doc_id, dropped)
+    return str(row.get("text_head") or "") if row is not None else ""
+
+
 def twin(reason: str, detail: str) -> str | None:
     """The kept document a dropped duplicate's detail names ("same text as 'X' (…)", "near duplicate of 'X' …")."""
     if reason not in ("exact_duplicate", "fuzzy_duplicate"):

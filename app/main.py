@@ -7,9 +7,6 @@ import streamlit as st
 from mixture.explorer import config, queries, sharing, ui
 
 st.set_page_config(page_title="mixture explorer", page_icon=config.PAGE_ICON, layout="wide")
-sharing.require_token()  # with a shared secret, nothing but its prompt until the session gave it
-sharing.refuse_foreign_locations()
-
 PAGES = {
     "overview": st.Page("views/overview.py", title="Overview", icon=":material/dashboard:", default=True),
     "store": st.Page("views/store.py", title="Store", icon=":material/database:", url_path="store"),
@@ -20,7 +17,11 @@ PAGES = {
     "live": st.Page("views/live.py", title="Live build", icon=":material/monitoring:", url_path="live"),
 }
 
-current = st.navigation(list(PAGES.values()))
+# the page the URL names is chosen first, so that a shared deep link (/store?doc=…) is still the page once the
+# token prompt (a bare `streamlit run` with a secret; `mixture explore` asks at the door) is answered
+current = st.navigation(list(PAGES.values()), position="sidebar" if sharing.token_given() else "hidden")
+sharing.require_token()  # with a shared secret, nothing but its prompt until the session gave it
+sharing.refuse_foreign_locations()
 name = next((n for n, p in PAGES.items() if p.url_path == current.url_path), "overview")
 wanted = st.query_params.get("page", "").lower()
 if not st.session_state.get("_page_param_applied"):

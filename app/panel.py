@@ -14,7 +14,7 @@ import streamlit as st
 from mixture.composition import numbers
 from mixture.composition.figures import language_line
 from mixture.explorer import ui
-from mixture.explorer.fmt import md, terms_md
+from mixture.explorer.fmt import display, md, terms_md
 from mixture.explorer.plan_view import PlanView
 
 QUALITY_COLORS = ["#d73027", "#fc8d59", "#e8c547", "#91cf60", "#1a9850"]  # the static page's Q0..Q4 colours
@@ -105,8 +105,8 @@ def cell_details(cluster: int, quality: int, sources: pd.DataFrame, examples: li
     else:
         note = " (estimated from the uniform sample)" if bool(mix.estimated.iloc[0]) else ""
         st.caption(f"Source composition{note}")
-        st.dataframe(pd.DataFrame({"source": mix.source, "share": (100 * mix.share).round(1),
-                                   "tokens": [numbers.tokens(t) for t in mix.tokens]}),
+        st.dataframe(display(pd.DataFrame({"source": mix.source, "share": (100 * mix.share).round(1),
+                                           "tokens": mix.tokens}), tokens=numbers.tokens, share=lambda v: f"{v:.1f}"),
                      hide_index=True, column_config={"share": st.column_config.ProgressColumn(
                          "share %", min_value=0, max_value=100, format="%.1f%%")})
     for i, doc in enumerate(examples):

@@ -15,14 +15,16 @@ import streamlit as st
 
 from mixture import accounting
 from mixture.accounting import StoreNotReady, StoreReader
+from mixture.accounting.verify import CorruptShard
+from mixture.composition import figures as composition
 from mixture.composition.labels import DomainLabel, cluster_labels
 from mixture.store import layout
 from mixture.store.formats import StoreArtifact
 from mixture.store.model_files import Centroids
 
 __all__ = ["StoreNotReady", "calibration_groups", "cell_table", "centroids",
-           "content_type_exact", "content_type_mix", "domain_labels", "dropped", "examples_by_cell", "language_mix", "lookup_id",
-           "quarantine", "reader", "sample_vectors", "samples", "scan_documents", "source_mix", "store_info", "store_state"]
+           "content_type_exact", "content_type_mix", "domain_labels", "dropped", "examples_by_cell", "find_document", "language_mix", "lookup_id",
+           "quarantine", "reader", "sample_vectors", "samples", "scan_documents", "search_index", "source_mix", "store_info", "store_state"]
 
 
 @st.cache_resource(show_spinner=False)
@@ -98,9 +100,10 @@ def examples_by_cell(uri: str, kind: str = "uniform", per_cell: int = 2) -> dict
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def _sample_text(uri: str, stamp: str) -> dict[int, str]:
-    df = samples(uri, "uniform")
-    return {int(c): " ".join(g.text.str.slice(0, 2000)) for c, g in df.groupby("cluster")}
+def _search_index(uri: str, stamp: str) -> dict[int, dict[str, str]]:
+    info, labels = store_info(uri), domain_labels(uri)
+    domains = composition.domains_frame(composition.cells_frame(cell_table(uri), info, labels), info, labels)
+    return composition.search_index(domains, info, samples(uri, "uniform"))
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -114,9 +117,10 @@ def domain_labels(uri: str) -> dict[int, DomainLabel]:
     return _domain_labels(uri, store_state(uri)[1])
 
 
-def sample_text_by_cluster(uri: str) -> dict[int, str]:
-    """Concatenated sampled text per cluster, for the domain index search."""
-    return _sample_text(uri, store_state(uri)[1])
+def search_index(uri: str) -> dict[int, dict[str, str]]:
+    """What the domain search reads of each domain (`mixture.composition.figures.search_index`), the same the
+    static overview page searches."""
+    return _search_index(uri, store_state(uri)[1])
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -223,10 +227,33 @@ def scan_documents(uri: str, text: str = "", doc_id: str = "", sources: list[str
                    limit: int = 200, budget: accounting.ScanBudget | None = None,
                    progress: Callable[[int, int], None] | None = None) -> accounting.DocumentScan:
     """Search every finished shard (on request only): documents whose text contains `text` (case-insensitive)
-    or whose id equals `doc_id`, filtered by facets; stops after `limit` hits or when `budget` is spent."""
-    return accounting.scan_documents(_current(uri)[0], text=text, doc_id=doc_id, sources=sources,
-                                     content_types=content_types, cells=cells, limit=limit, budget=budget,
-                                     progress=progress)
+    or whose id equals `doc_id`, filtered by facets; stops after `limit` hits or when `budget` is spent. A shard
+    whose bytes differ from its ledger stops the page with the message (which shard, `mixture audit`)."""
+    try:
+        return accounting.scan_documents(_current(uri)[0], text=text, doc_id=doc_id, sources=sources,
+                                         content_types=content_types, cells=cells, limit=limit, budget=budget,
+                                         progress=progress)
+    except CorruptShard as exc:
+        st.error(str(exc))
+        st.stop()
+        raise  # st.stop() raises; this line is for type checkers
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _id_ranges(uri: str, stamp: str) -> accounting.IdRanges:
+    return accounting.id_ranges(_current(uri)[0])
+
+
+def find_document(uri: str, doc_id: str) -> pd.DataFrame:
+    """A kept document by id (`mixture.accounting.find_document`): the row groups whose id range holds it only,
+    the ranges read once per store version from the shards' footers."""
+    reader, stamp = _current(uri)
+    try:
+        return accounting.find_document(reader, doc_id, _id_ranges(uri, stamp))
+    except CorruptShard as exc:
+        st.error(str(exc))
+        st.stop()
+        raise  # st.stop() raises; this line is for type checkers
 
 
 def lookup_id(uri: str, doc_id: str) -> dict[str, pd.DataFrame]:

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 
 import streamlit as st
 
-from mixture.explorer import config
+from mixture.explorer import config, gate
 from mixture.explorer.fmt import code
 
 TOKEN_OK = "_token_ok"
@@ -21,10 +21,21 @@ LOCATION_PARAMS = {"store": "store", "store_a": "store", "store_b": "store",
                    "plan": "plan", "plan_a": "plan", "plan_b": "plan"}
 
 
+def token_given() -> bool:
+    """No shared secret is configured, or this session gave it (here, or at the door: `gate.TokenGate`'s cookie)."""
+    secret = config.token()
+    if not secret or st.session_state.get(TOKEN_OK):
+        return True
+    if gate.valid_cookie("; ".join(f"{k}={v}" for k, v in st.context.cookies.to_dict().items()), secret):
+        st.session_state[TOKEN_OK] = True  # given at the door in this browser session
+        return True
+    return False
+
+
 def require_token() -> None:
     """With a shared secret configured, show only its prompt until this session gave it."""
     secret = config.token()
-    if not secret or st.session_state.get(TOKEN_OK):
+    if token_given() or not secret:
         return
     st.header("mixture explorer")
     given = st.text_input("Access token", type="password", key="_token_given",

@@ -3,6 +3,7 @@ browser (headless chromium, playwright) the time "Open all" and "Close all" take
 
     python -m bench.explorer_bench [--repeats 5] [--no-write]   # writes its section of docs/performance.md
     python -m bench.explorer_bench --browser-only --store demo/store [--python P --app A]   # another store or app
+    python -m bench.explorer_bench --first-load --store demo/store [--python P --app A]   # headline -> interactive
 """
 
 from __future__ import annotations
@@ -145,6 +146,44 @@ def open_all(store: Path, repeats: int = 3, python: str = sys.executable, app: s
             "code_blocks": drawn[0], "markdown": drawn[1], "load": load}
 
 
+_INTERACTIVE = """() => !document.querySelector('[data-testid="stStatusWidget"]') &&
+  !document.querySelector('[data-stale="true"]') && document.querySelectorAll('[data-testid="stMetric"]').length > 0 &&
+  !!document.querySelector('input[aria-label^="Search labels"]') &&
+  document.querySelectorAll('.st-key-domain_index button').length > 0"""
+
+
+def first_load(store: Path, repeats: int = 5, python: str = sys.executable, app: str = APP) -> dict:
+    """Seconds from opening the overview in a new browser session (a warm server) to its headline, and from the
+    headline to the page being interactive (cards, search box and domain index drawn, Streamlit's run over, no
+    stale element), in headless chromium at 1280 × 900; `repeats` sessions after a first, uncounted one."""
+    from playwright.sync_api import sync_playwright
+
+    proc, url = _serve(store, python, app)
+    headline, interactive = [], []
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=_ARGS)
+            for i in range(repeats + 1):
+                ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+                page = ctx.new_page()
+                t0 = time.perf_counter()
+                page.goto(url)
+                page.locator("h2", has_text="semantic domains").first.wait_for(timeout=120000)
+                t1 = time.perf_counter()
+                page.wait_for_function(_INTERACTIVE, timeout=120000, polling=20)
+                t2 = time.perf_counter()
+                if i:
+                    headline.append(t1 - t0)
+                    interactive.append(t2 - t1)
+                ctx.close()
+            browser.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    return {"headline": headline, "interactive": interactive, "load": os.getloadavg()[0],
+            "median": {"headline": statistics.median(headline), "interactive": statistics.median(interactive)}}
+
+
 def markdown(r: dict) -> str:
     lines = [START, "## Explorer: overview first render", "",
              f"`python -m bench.explorer_bench` — AppTest, Streamlit caches cleared before every render, "
@@ -180,10 +219,18 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=20)
     parser.add_argument("--no-write", action="store_true", help="print only, leave docs/performance.md alone")
     parser.add_argument("--browser-only", action="store_true", help="only Open all / Close all on --store, printed")
-    parser.add_argument("--store", help="the store for --browser-only (e.g. demo/store)")
+    parser.add_argument("--first-load", action="store_true", help="only the first load on --store, printed")
+    parser.add_argument("--store", help="the store for --browser-only / --first-load (e.g. demo/store)")
     parser.add_argument("--python", default=sys.executable, help="the Python that runs streamlit (another checkout's)")
     parser.add_argument("--app", default=APP, help="the explorer's main.py to run")
     args = parser.parse_args()
+    if args.first_load:
+        r = first_load(Path(args.store), args.repeats, args.python, args.app)
+        print(f"{args.app}: headline {r['median']['headline']:.2f} s, then interactive after "
+              f"{r['median']['interactive']:.2f} s more (medians of {args.repeats}; headline "
+              f"{', '.join(f'{t:.2f}' for t in r['headline'])}; interactive "
+              f"{', '.join(f'{t:.2f}' for t in r['interactive'])}); load average {r['load']:.1f}")
+        return
     if args.browser_only:
         r = open_all(Path(args.store), args.repeats, args.python, args.app)
         print("\n".join(browser_markdown([{"store": args.store, "app": args.app, **r}])))

@@ -1,9 +1,12 @@
 """Growth benchmark: the build of 1 … n variants of the demo corpus (by default 1, 4 and 20: the largest ~570M kept
-tokens), per stage wall and CPU seconds and peak memory per task, growth exponents, 1 against 2 workers, throughput
-against the bare tokenizer; goals printed as PASS/FAIL; figures into docs/performance.md, the 25.6T projection into
-docs/scaling.md.
+tokens; the `pool` duplicate profile, mixture/demo_corpus/crawl.py), each size built `--repeats` times with the
+sizes interleaved, per stage wall and CPU seconds and peak memory per task, growth exponents with their 95 %
+interval, the load and the bare tokenizer's rate before every build, 1 against 2 workers, throughput against the
+bare tokenizer, the ground truth; goals printed as PASS/FAIL; figures into docs/performance.md, the 25.6T
+projection (mixture/stages/costs.py) into docs/scaling.md.
 
-Full run (the docs' figures; ~15–20 min on a quiet 2-core machine, ~13 min more the first time for the corpora):
+Full run (the docs' figures; ~15–20 min per repeat on a quiet 2-core machine, ~15 min more the first time for the
+corpora):
 `python -m bench.growth_bench`. Smoke run, nothing published: `python -m bench.growth_bench --quick`."""
 
 from __future__ import annotations
@@ -29,9 +32,10 @@ RESULTS = "growth.json"
 # sample_docs well under one variant's kept documents (12.8k at scale 1): `sample` tokenizes the sample, `assign` the
 # rest, so a sample near the smallest size's documents would move work between them from size to size
 DEFAULTS = {"scales": "1,4,20", "base_scale": 1.0, "workers": "1,2", "tasks_per_variant": 4, "sample_docs": 1000,
-            "k": 40, "fine_k": 200, "tokenizer_variants": 2, "seed": 0, "duplicates": "pool"}
+            "k": 40, "fine_k": 200, "tokenizer_variants": 2, "seed": 0, "duplicates": "pool", "repeats": 3,
+            "fixed_tasks": 0}
 QUICK = {"scales": "1,2,4", "base_scale": 0.05, "tasks_per_variant": 2, "sample_docs": 100, "k": 8, "fine_k": 32,
-         "tokenizer_variants": 1}
+         "tokenizer_variants": 1, "repeats": 1}
 MIB = 2**20
 
 
@@ -151,8 +155,8 @@ def tokenizer_baseline(variants: list[Path], store: Path, n_variants: int, worke
 
 
 def growth_spec(corpus: Path, n: int, workers: int, args) -> dict:
-    spec = demo_spec([corpus], "store", k=args.k, fine_k=args.fine_k, tasks=args.tasks_per_variant * n,
-                     workers=workers)
+    tasks = getattr(args, "fixed_tasks", None) or args.tasks_per_variant * n
+    spec = demo_spec([corpus], "store", k=args.k, fine_k=args.fine_k, tasks=tasks, workers=workers)
     spec["partition"]["clusters"]["sample_docs"] = args.sample_docs
     spec["sources"] += growth_corpus.crawl_source(corpus)
     return spec
@@ -175,40 +179,90 @@ def measure(args, out: Path, log=print) -> dict:
                                              args.duplicates)
     results = {"args": {k: getattr(args, k) for k in DEFAULTS}, "machine": machine_info(), "load_start": load(),
                "single_task": [], "scales": []}
+    probe = probe_texts(variants[1])
+    entries = {}
     for n in scales:
-        corpus = growth_corpus.assemble(out / "corpora" / f"n{n:03d}", [variants[v] for v in range(1, n + 1)])
         counts = [growth_corpus.input_counts(variants[v]) for v in range(1, n + 1)]
-        entry = {"variants": n, "input_records": sum(c["records"] for c in counts),
-                 "input_tokens": sum(c["tokens"] for c in counts), "tasks": args.tasks_per_variant * n, "builds": {}}
-        runs = [series_w] + ([w for w in workers if w != series_w] if n == largest else [])
-        for w in runs:
-            folder = out / "builds" / f"n{n:03d}-w{w}"
-            b = run_build(folder, growth_spec(corpus, n, w, args), w)
-            entry["builds"][str(w)] = b
-            if args.duplicates == "pool" and w == series_w:
-                entry["truth"] = t = pool_truth.check(folder / "store", [variants[v] for v in range(1, n + 1)])
-                log(f"    ground truth: {t['named_kept_lost']} of {t['named_kept']:,} named kept documents lost, "
-                    f"{t['fuzzy_drops_unverified']} of {t['fuzzy_drops']:,} near-duplicate drops unverified; "
-                    f"duplicates {t['duplicate_share']:.1%} of the input characters")
-            log(f"  {n} variant(s), {w} worker(s): {b['counters']['records_in']:,} records → "
-                f"{b['counters']['records_out']:,} kept, {b['counters']['tokens_out'] / 1e6:,.1f}M kept tokens; "
-                f"{b['wall']:.1f} s wall, {b['cpu']:.1f} s CPU (load {b['load_before']} → {b['load_after']})")
-            if n == largest:
-                entry.setdefault("tokenizer", {})[str(w)] = t = tokenizer_baseline(
-                    [variants[v] for v in range(1, min(n, args.tokenizer_variants) + 1)], folder / "store", n, w)
-                log(f"    bare tokenizer on {w} core(s): input {t['input_tokens'] / t['input_seconds'] / 1e6:.2f}M "
-                    f"tok/s, kept text {t['kept_tokens'] / t['kept_seconds'] / 1e6:.2f}M tok/s")
-            if n == largest and not results["single_task"]:
-                results["single_task"] = growth_report.single_task_stages(folder / "spec.yaml", entry["tasks"])
-                results["pool_tasks"] = growth_report.pool_tasks(folder / "spec.yaml")
-        results["scales"].append(entry)
-        if args.ray and n == scales[len(scales) // 2]:
-            results["ray"] = ray_check(out, n, corpus, series_w, args, log)
-        if not args.keep_stores:  # the middle scale's local store is compared with Ray's above
-            for w in entry["builds"]:
-                shutil.rmtree(out / "builds" / f"n{n:03d}-w{w}" / "store", ignore_errors=True)
+        entries[n] = {"variants": n, "input_records": sum(c["records"] for c in counts),
+                      "input_tokens": sum(c["tokens"] for c in counts),
+                      "tasks": args.fixed_tasks or args.tasks_per_variant * n,
+                      "builds": {}, "repeats": [],
+                      "corpus": growth_corpus.assemble(out / "corpora" / f"n{n:03d}", [variants[v] for v in range(1, n + 1)])}
+    order = 0
+    for r in range(args.repeats):
+        for n in (scales if r % 2 == 0 else scales[::-1]):  # the sizes interleaved: a slow spell hits every size
+            entry, corpus = entries[n], entries[n]["corpus"]
+            runs = [series_w] + ([w for w in workers if w != series_w] if n == largest and r == 0 else [])
+            for w in runs:
+                folder = out / "builds" / f"n{n:03d}-w{w}"
+                rate = probe_rate(probe)
+                b = run_build(folder, growth_spec(corpus, n, w, args), w)
+                b.update(order=order, variants=n, probe_rate=rate, repeat=r)
+                order += 1
+                log(f"  [{r + 1}/{args.repeats}] {n} variant(s), {w} worker(s): {b['counters']['records_in']:,} records → "
+                    f"{b['counters']['records_out']:,} kept, {b['counters']['tokens_out'] / 1e6:,.1f}M kept tokens; "
+                    f"{b['wall']:.1f} s wall, {b['cpu']:.1f} s CPU (load {b['load_before']} → {b['load_after']}; bare "
+                    f"tokenizer {rate / 1e6:.2f}M tok/s before)")
+                if w == series_w:
+                    entry["repeats"].append({k: b[k] for k in ("order", "variants", "repeat", "probe_rate", "cpu", "wall",
+                                                              "load_before", "load_after", "stages")})
+                if r == 0:
+                    entry["builds"][str(w)] = b
+                    first_build(results, entry, folder, n, w, series_w, largest, variants, args, log)
+                if not args.keep_stores:
+                    shutil.rmtree(folder / "store", ignore_errors=True)
+            if args.ray and r == 0 and n == scales[len(scales) // 2]:
+                results["ray"] = ray_check(out, n, corpus, series_w, args, log)
+    for n in scales:
+        entries[n].pop("corpus")
+        results["scales"].append(entries[n])
     results["load_end"] = load()
     return results
+
+
+def first_build(results: dict, entry: dict, folder: Path, n: int, w: int, series_w: int, largest: int,
+                variants: dict[int, Path], args, log=print) -> None:
+    """What the first repeat measures beside the build: the ground truth, the bare tokenizer at the largest size,
+    the stages that run as one task."""
+    if args.duplicates == "pool" and w == series_w:
+        entry["truth"] = t = pool_truth.check(folder / "store", [variants[v] for v in range(1, n + 1)])
+        log(f"    ground truth: {t['named_kept_lost']} of {t['named_kept']:,} named kept documents lost, "
+            f"{t['fuzzy_drops_unverified']} of {t['fuzzy_drops']:,} near-duplicate drops unverified; "
+            f"duplicates {t['duplicate_share']:.1%} of the input characters")
+    if n == largest:
+        entry.setdefault("tokenizer", {})[str(w)] = t = tokenizer_baseline(
+            [variants[v] for v in range(1, min(n, args.tokenizer_variants) + 1)], folder / "store", n, w)
+        log(f"    bare tokenizer on {w} core(s): input {t['input_tokens'] / t['input_seconds'] / 1e6:.2f}M "
+            f"tok/s, kept text {t['kept_tokens'] / t['kept_seconds'] / 1e6:.2f}M tok/s")
+        if not results["single_task"]:
+            results["single_task"] = growth_report.single_task_stages(folder / "spec.yaml", entry["tasks"])
+            results["pool_tasks"] = growth_report.pool_tasks(folder / "spec.yaml")
+
+
+PROBE_CHARS = 2_000_000
+
+
+def probe_texts(variant: Path) -> list[str]:
+    """A fixed probe for the machine's speed: the first PROBE_CHARS characters of variant 1's input."""
+    out, size = [], 0
+    for t in input_texts(variant):
+        out.append(t)
+        size += len(t)
+        if size >= PROBE_CHARS:
+            break
+    return out
+
+
+def probe_rate(texts: list[str]) -> float:
+    """The bare tokenizer's tokens per second on one core over `texts` (the build's tokenizer call)."""
+    import tiktoken
+
+    from bench.build_bench import ENCODING
+
+    enc = tiktoken.get_encoding(ENCODING)
+    t = time.perf_counter()
+    n = sum(len(enc.encode_ordinary(x)) for x in texts)
+    return n / (time.perf_counter() - t)
 
 
 def ray_check(out: Path, n: int, corpus: Path, workers: int, args, log=print) -> dict:
@@ -242,12 +296,17 @@ def main(argv: list[str] | None = None) -> None:
                                      f"each (default {DEFAULTS['workers']})")
     p.add_argument("--tasks-per-variant", type=int, help="tasks of a per-file stage per variant: every task gets "
                                                          f"the same input at every size (default {DEFAULTS['tasks_per_variant']})")
+    p.add_argument("--fixed-tasks", type=int, help="the same T at every size (per-task input grows with the size: "
+                                                   "per-task peak memory against a task's input; default: "
+                                                   "--tasks-per-variant × variants)")
     p.add_argument("--sample-docs", type=int, help="fit sample (partition.clusters.sample_docs), the same at every "
                                                    f"size (default {DEFAULTS['sample_docs']:,})")
     p.add_argument("--k", type=int)
     p.add_argument("--fine-k", type=int)
     p.add_argument("--tokenizer-variants", type=int, help="variants whose input the bare tokenizer reads (default 2)")
     p.add_argument("--seed", type=int)
+    p.add_argument("--repeats", type=int, help="builds of every size at the series' worker count, the sizes "
+                                               "interleaved (default 3): exponents with a 95 %% interval")
     p.add_argument("--duplicates", choices=["planted", "pool"], help="the corpus's duplicate profile: pool (default) "
                    "adds web-crawl pages with a real pool's duplicates (copies across variants, template families, "
                    "chains); planted: the demo's own planted duplicates only")

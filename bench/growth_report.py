@@ -23,6 +23,7 @@ NOT_PER_TOKEN = {"fit": "the fit sample (`partition.clusters.sample_docs`, the s
                  "finalize": "tasks and cells (it merges every task's shard facts and writes every cell's ledger)"}
 DRIVER_STAGES = ("finalize",)  # run by the driver alone: a single task, whatever the registry holds
 LINEAR, FLAT, SINGLE_SHARE, SPEEDUP, VS_TOKENIZER = 0.1, 1.2, 0.10, 1.8, 0.5  # the goals of issue 15
+STEADY = 0.05  # a per-token stage's CPU exponent, over repeated interleaved builds
 MIB = 2**20
 FULL_KEPT = 500e6  # kept tokens at the largest size of a full run
 
@@ -33,6 +34,18 @@ def exponent(xs: list[float], ys: list[float]) -> float | None:
     if len(set(xs)) < 2 or min(ys) <= 0:
         return None
     return float(np.polyfit(np.log(xs), np.log(ys), 1)[0])
+
+
+def exponent_interval(xs: list[float], ys: list[float]) -> tuple[float, float, float] | None:
+    """(slope, low, high): the least-squares slope of log y on log x and its 95 % interval (Student's t on the
+    slope's standard error); None under three points, two distinct sizes or with a zero."""
+    from scipy import stats
+
+    if len(xs) < 3 or len(set(xs)) < 2 or min(ys) <= 0:
+        return None
+    fit = stats.linregress(np.log(xs), np.log(ys))
+    half = float(stats.t.ppf(0.975, len(xs) - 2) * fit.stderr)
+    return float(fit.slope), float(fit.slope) - half, float(fit.slope) + half
 
 
 def mix(artifact: dict) -> dict:
@@ -120,6 +133,19 @@ class Report:
     def exponents(self, name: str) -> tuple[float | None, float | None]:
         return exponent(self.kept, self.values(name, "wall")), exponent(self.kept, self.values(name, "cpu"))
 
+    def repeats(self) -> list[tuple[float, dict]]:
+        """(kept tokens, build) of every repeated build of the series (the sizes interleaved, `--repeats`); the
+        series itself when the run has none."""
+        out = []
+        for s, kept in zip(self.scales, self.kept, strict=True):
+            out += [(kept, b) for b in s.get("repeats", [s["builds"][str(self.series_w)]])]
+        return out
+
+    def interval(self, name: str) -> tuple[float, float, float] | None:
+        """The stage's CPU exponent over every repeated build, with its 95 % interval."""
+        runs = self.repeats()
+        return exponent_interval([k for k, _ in runs], [self.stage(b, name)["cpu"] for _, b in runs])
+
     def build_exponents(self) -> tuple[float | None, float | None]:
         return (exponent(self.kept, [b["wall"] for b in self.series]),
                 exponent(self.kept, [b["cpu"] for b in self.series]))
@@ -158,6 +184,11 @@ class Report:
             share = self.stage(self.series[-1], name)["wall"] / self.series[-1]["wall"]
             out.append(Goal(f"`{name}` grows linearly (exponent 1.0 ± {LINEAR})", ok,
                             f"wall {bw:.2f}, CPU {bc:.2f}{how} ({share:.1%} of the largest build's wall time)"))
+            ci = self.interval(name)
+            if ci is not None:
+                out.append(Goal(f"`{name}` CPU exponent 1.00 ± {STEADY}, its 95 % interval inside 1.00 ± {LINEAR}",
+                                abs(ci[0] - 1) <= STEADY and abs(ci[1] - 1) <= LINEAR and abs(ci[2] - 1) <= LINEAR,
+                                f"{ci[0]:.3f} [{ci[1]:.3f}, {ci[2]:.3f}] over {len(self.repeats())} builds"))
         first, last = self.series[0], self.series[-1]
         for name in self.names:
             a, b = self.stage(first, name)["peak_rss"], self.stage(last, name)["peak_rss"]
@@ -263,17 +294,20 @@ class Report:
                   "|---|" + "---:|" * (2 * len(self.scales) + 1 + len(self.scales))]
         for name in self.names:
             ew, ec = self.exponents(name)
+            ci = self.interval(name)
+            ec_text = _exp(ec) if ci is None else f"{ci[0]:.2f} [{ci[1]:.2f}, {ci[2]:.2f}]"
             walls = " | ".join(f"{x:.2f}" for x in self.values(name, "wall"))
             cpus = " | ".join(f"{x:.2f}" for x in self.values(name, "cpu"))
             peaks = " | ".join(f"{x / MIB:,.0f}" for x in self.values(name, "peak_rss"))
             note = " ¹" if name in NOT_PER_TOKEN else ""
-            lines.append(f"| `{name}`{note} | {walls} | {cpus} | {_exp(ew)} / {_exp(ec)} | {peaks} |")
+            lines.append(f"| `{name}`{note} | {walls} | {cpus} | {_exp(ew)} / {ec_text} | {peaks} |")
         docs_1x = self.series[0]["counters"]["records_out"]
         lines += ["", "Seconds, and MiB for the peaks. ¹ Not per token by design: "
                   + "; ".join(f"`{k}` grows with {v}" for k, v in NOT_PER_TOKEN.items()) + ". `sample` tokenizes "
                   "the fit sample's documents and `assign` all others, so with the sample fixed `sample` grows less "
                   "than linearly and `assign` more, the more so the larger the sample against the smallest size's "
                   f"documents (here {self.r['args']['sample_docs']:,} of {docs_1x:,}); together they are linear."]
+        lines += self._runs_rows()
         lines += self._workers_rows()
         lines += ["", "Goals (issue 15):", ""] + [f"- {g.line()}" for g in self.goals()] + [END]
         return "\n".join(lines) + "\n"
@@ -298,6 +332,21 @@ class Report:
         rows.append("| near-duplicate candidate pairs per kept document | "
                     + " | ".join(f"{x['pairs_per_doc']:.3f}" for x in mixes) + " |")
         return rows
+
+    def _runs_rows(self) -> list[str]:
+        """Every repeated build in the order it ran: its size, the machine's load and the bare tokenizer's rate on a
+        fixed probe text just before it, its CPU."""
+        runs = [b for s in self.scales for b in s.get("repeats", [])]
+        if not runs:
+            return []
+        lines = ["", "Every build of the series in the order it ran (the sizes interleaved; the load average and the "
+                 "bare tokenizer's rate on one core over a fixed probe text just before each build: a build on a "
+                 "loaded or slower machine shows here):", "",
+                 "| order | variants | load (1 min) | bare tokenizer, tok/s | build CPU s |", "|---:|---:|---:|---:|---:|"]
+        for b in sorted(runs, key=lambda b: b["order"]):
+            lines.append(f"| {b['order']} | {b['variants']} | {b['load_before'].split(' /')[0]} | "
+                         f"{b['probe_rate']:,.0f} | {b['cpu']:.1f} |")
+        return lines
 
     def _truth_rows(self) -> list[str]:
         """The pool profile's ground truth at every size (bench/pool_truth.py), when the corpus has one."""
@@ -368,7 +417,9 @@ class Report:
                                           exponent=self.exponents(name)[1], peak_rss=int(st.get("peak_rss") or 0),
                                           objects=(objects or {}).get(name, costs.ObjectRate())))
         t = self.throughput(1)
-        return costs.Rates(machine=self.r["machine"]["machine"], measured=self.r.get("cmd", "python -m bench.growth_bench"),
+        measured = (f"{self.r.get('cmd', 'python -m bench.growth_bench')} (load average {self.r.get('load_start', '?')} "
+                    f"at its start, {self.r.get('load_end', '?')} at its end)")
+        return costs.Rates(machine=self.r["machine"]["machine"], measured=measured,
                            input_tokens=self.largest["input_tokens"],
                            kept_share=self.kept[-1] / self.largest["input_tokens"],
                            bare_tokenizer=t["bare_in"] if t else None, stages=tuple(stages))

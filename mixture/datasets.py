@@ -6,7 +6,9 @@
     train = load_mixture("gs://bucket/mixture", phase="pretrain", streaming=True)  # in training order
 
 Only what the store's ledgers (the mixture's manifest) list is read: never `_samples/`, `_quarantine/`, `_dropped/`,
-`_build/` or a Parquet file that no ledger lists (the partial output of a failed task)."""
+`_build/` or a Parquet file that no ledger lists (the partial output of a failed task). Every file is checked
+against the size and xxh64 its ledger (manifest) recorded before it is read: `CorruptShard` (a ValueError) names a
+file whose bytes changed and says what to do (`verify=False` skips the check)."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from fsspec import AbstractFileSystem
 from fsspec.core import url_to_fs
 
 from mixture.accounting.reader import StoreReader, is_local
+from mixture.accounting.verify import verify_mixture_shards, verify_store_shards
 from mixture.store import layout
 from mixture.store.formats import PartitionInfo
 from mixture.store.schema import DOCUMENTS
@@ -29,27 +32,33 @@ MIXTURE_SCHEMA = pa.schema([("id", pa.string()), ("text", pa.string()), ("n_toke
 
 
 def load_store(store: str, cells: Cell | Iterable[Cell] | None = None, columns: Sequence[str] | None = None,
-               streaming: bool = False, storage_options: dict[str, Any] | None = None, cache_dir: str | None = None):
+               streaming: bool = False, storage_options: dict[str, Any] | None = None, cache_dir: str | None = None,
+               verify: bool = True):
     """The documents of a finished store (local path or fsspec URI): every ledger-listed shard, or those of `cells`
     (`c07q3` names or (cluster, quality) pairs), in the store's cell order. `streaming=False` prepares an Arrow copy
     in the Hugging Face cache (`cache_dir`, default HF_DATASETS_CACHE); `streaming=True` reads the Parquet files
     as they are (for a large store). Raises StoreNotReady while the store is building, ValueError for a cell
-    the store cannot have or a column it does not hold."""
+    the store cannot have or a column it does not hold, CorruptShard when a shard's bytes are not those its
+    ledger recorded (`verify`: every shard read whole once and hashed before the dataset is made)."""
     reader = StoreReader(store, **(storage_options or {}))
     partition = reader.store_info.partition  # StoreNotReady while building, FormatError when it does not match
     rels = reader.shard_files()
     if cells is not None:
         wanted = _cells(cells, partition, store)
         rels = [r for r in rels if layout.parse_cell_path(r) in wanted]
+    if verify:
+        verify_store_shards(reader, rels)
     paths = [_url(reader.fs, reader.path(r)) for r in rels]
     return _parquet_dataset(reader.fs, paths, DOCUMENTS, columns, streaming, storage_options, cache_dir, store)
 
 
 def load_mixture(folder: str, phase: str | Sequence[str] | None = None, columns: Sequence[str] | None = None,
-                 streaming: bool = False, storage_options: dict[str, Any] | None = None, cache_dir: str | None = None):
+                 streaming: bool = False, storage_options: dict[str, Any] | None = None, cache_dir: str | None = None,
+                 verify: bool = True):
     """A mixture written by `mixture materialize` (local folder or fsspec URI): the shards its manifest.json lists,
     phase after phase (or only `phase`, a name or a list of names), in manifest order, which is the training
-    order. `streaming` and `cache_dir` as in `load_store`."""
+    order. `streaming`, `cache_dir` and `verify` (each shard against the manifest's size and xxh64) as in
+    `load_store`."""
     from mixture.pipelines.materialize.run import phase_dir
     from mixture.planner.formats import MANIFEST, read_manifest
 
@@ -71,6 +80,8 @@ def load_mixture(folder: str, phase: str | Sequence[str] | None = None, columns:
     if missing:
         raise FileNotFoundError(f"{folder}: {len(missing)} shard(s) the manifest lists are missing, e.g. {missing[0]}; "
                                 "run `mixture materialize` again")
+    if verify:
+        verify_mixture_shards(fs, root, str(folder).rstrip("/"), phases)
     return _parquet_dataset(fs, [_url(fs, p) for p in paths], MIXTURE_SCHEMA, columns, streaming, storage_options,
                             cache_dir, str(folder))
 

@@ -14,7 +14,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mixture.explorer import MAIN as APP_MAIN
+from mixture.explorer import SERVE as APP_SERVE
 from mixture.explorer import config
+from mixture.spec.yaml_bounded import load_yaml
 
 
 class ShareList(BaseModel):
@@ -29,7 +31,7 @@ class ShareList(BaseModel):
 def read_share_list(path: Path) -> ShareList:
     """The allowlist file, with local paths made absolute; exit 2 naming the file and field when it is wrong."""
     try:
-        raw = yaml.safe_load(path.read_text()) or {}
+        raw = load_yaml(path.read_text()) or {}
         listed = ShareList.model_validate(raw)
     except (OSError, yaml.YAMLError, ValidationError) as exc:
         typer.echo(f"error: --allowlist {path}: {exc}\nWrite a YAML file with `stores:` and `plans:` lists.",
@@ -65,10 +67,11 @@ def _check_plan(plan: Path) -> None:
 def streamlit_command(store: str, plan: Path | None, port: int, host: str, share: bool = False,
                       stores: list[str] | None = None, plans: list[Path] | None = None,
                       scan_rows: int = config.DEFAULT_SCAN_ROWS,
-                      scan_seconds: float = config.DEFAULT_SCAN_SECONDS) -> list[str]:
+                      scan_seconds: float = config.DEFAULT_SCAN_SECONDS, gated: bool = False) -> list[str]:
     """The `streamlit run` command line the explore command executes: `plan` and `store` first, then the other
-    `stores` / `plans` a sharing explorer offers."""
-    cmd = [sys.executable, "-m", "streamlit", "run", str(APP_MAIN), "--server.port", str(port),
+    `stores` / `plans` a sharing explorer offers; `gated` (a token is set): the app behind its token
+    (`serve.py`: every endpoint but the health check asks for it)."""
+    cmd = [sys.executable, "-m", "streamlit", "run", str(APP_SERVE if gated else APP_MAIN), "--server.port", str(port),
            "--server.address", host, "--server.headless", "true", "--browser.gatherUsageStats", "false"]
     if share:  # visitors get no developer menu and no tracebacks (they name the server's files)
         cmd += ["--client.toolbarMode", "viewer", "--client.showErrorDetails", "none"]
@@ -82,6 +85,20 @@ def streamlit_command(store: str, plan: Path | None, port: int, host: str, share
         cmd += ["--plan", str(p.resolve())]
     cmd += ["--share" if share else "--no-share", "--scan-rows", str(scan_rows), "--scan-seconds", f"{scan_seconds:g}"]
     return cmd
+
+
+def mode_line(sharing: bool, token: bool, share: bool | None, host: str, n_stores: int, n_plans: int,
+              scan_rows: int, scan_seconds: float) -> str:
+    """The start-up line saying which mode runs and why."""
+    if not sharing:
+        why = "--no-share" if share is False else f"{host} is a loopback address"
+        return (f"local mode ({why}): free store and plan path boxes, any store this machine reads; no token. "
+                "Use --share (or a token) before exposing the port.")
+    why = "a token is set" if token and share is None else "--share" if share else f"{host} is not loopback"
+    return (f"sharing mode ({why}): {n_stores} store(s) and {n_plans} plan(s) offered, no path inputs; scans stop "
+            f"at {scan_rows or 'unlimited'} rows / {scan_seconds or 'unlimited'} s; "
+            + ("every page and endpoint but the health check asks for the token first, once per browser session."
+               if token else "no token: anyone who reaches the port sees them."))
 
 
 def register(app: typer.Typer) -> None:
@@ -120,7 +137,12 @@ def register(app: typer.Typer) -> None:
             _check_store(s)
         for p in every_plan:
             _check_plan(p)
-        sharing = share if share is not None else not config.is_loopback(host)
+        if token and share is False:
+            typer.echo("error: a token guards a shared explorer, but --no-share asks for local use (free path "
+                       f"boxes). Drop --no-share to share it behind the token, or unset ${config.TOKEN_ENV} "
+                       "(and --token) for local use.", err=True)
+            raise typer.Exit(2)
+        sharing = bool(token) or (share if share is not None else not config.is_loopback(host))
         env = dict(os.environ, MIXTURE_STORE=store)
         env.pop(config.TOKEN_ENV, None)
         env.pop(config.ALLOW_STORES_ENV, None)
@@ -132,13 +154,10 @@ def register(app: typer.Typer) -> None:
         else:
             env.pop("MIXTURE_PLAN", None)
         cmd = streamlit_command(store, every_plan[0] if every_plan else None, port, host, sharing, every_store,
-                                every_plan, scan_rows, scan_seconds)
+                                every_plan, scan_rows, scan_seconds, gated=bool(token))
         typer.echo(f"explorer on http://{host}:{port}/  (Ctrl-C to stop)")
-        if sharing:
-            typer.echo(f"sharing mode: {len(every_store)} store(s) and {len(every_plan)} plan(s) offered, no path "
-                       f"inputs; scans stop at {scan_rows or 'unlimited'} rows / {scan_seconds or 'unlimited'} s; "
-                       + ("the page asks for the token first." if token else
-                          "no --token: anyone who reaches the port sees them."))
+        typer.echo(mode_line(sharing, bool(token), share, host, len(every_store), len(every_plan), scan_rows,
+                             scan_seconds))
         raise typer.Exit(run_server(cmd, env))
 
 

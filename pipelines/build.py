@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import os
-import socket
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -17,6 +14,7 @@ from datatrove.utils.logging import logger
 from mixture.pipelines import reuse
 from mixture.pipelines.context import BuildContext, BuildError, Round, Stage
 from mixture.pipelines.executors import SlurmChain, make_executor
+from mixture.pipelines.locks import folder_lock, lock_is_stale, read_lock
 from mixture.pipelines.runtime.attempts import ClearTaskFiles
 from mixture.pipelines.runtime.datatrove_compat import quiet_datatrove_console
 from mixture.spec.load import load_spec
@@ -34,92 +32,13 @@ class BuildInterrupted(KeyboardInterrupt):
         self.stage = stage
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def lock_is_stale(holder: dict) -> bool:
-    """A lock taken on this host by a process that no longer exists (e.g. a build killed with SIGKILL)."""
-    return holder.get("host") == socket.gethostname() and isinstance(holder.get("pid"), int) and not _pid_alive(holder["pid"])
-
-
-def _create_lock(fs, path: str, holder: dict) -> bool:
-    """Create the lock file only if there is none. Local disks: the full file is hard-linked into place (atomic,
-    never half-written); object stores: write if absent, then read back our token."""
-    data = json.dumps(holder).encode()
-    if "file" in fs.protocol or "local" in fs.protocol:
-        tmp = f"{path}.{holder['token']}.tmp"
-        with open(tmp, "wb") as f:
-            f.write(data)
-        try:
-            os.link(tmp, path)
-        except FileExistsError:
-            return False
-        finally:
-            os.unlink(tmp)
-        return True
-    if fs.exists(path):
-        return False
-    with fs.open(path, "wb") as f:
-        f.write(data)
-    return (_read_lock(fs, path) or {}).get("token") == holder["token"]
-
-
-def _read_lock(fs, path: str) -> dict | None:
-    """The lock's holder; None if there is no lock; {"unreadable": reason} if it cannot be parsed."""
-    try:
-        with fs.open(path, "rb") as f:
-            holder = json.loads(f.read() or b"null")
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as exc:
-        return {"unreadable": f"{type(exc).__name__}: {exc}"}
-    return holder if isinstance(holder, dict) else {"unreadable": "not a JSON object"}
-
-
 @contextmanager
 def store_lock(store: str, break_lock: bool = False):
     """Hold `_build/LOCK` (owner, host, pid, start) for the build; a second build refuses with a clear message.
 
     A lock left by a dead process of this host is taken over; `break_lock` takes over any lock."""
-    import uuid
-
-    fs, root = fsspec.core.url_to_fs(store)
-    path = f"{root.rstrip('/')}/{layout.LOCK_FILE}"
-    fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
-    me = {"owner": f"{os.environ.get('USER', 'user')}@{socket.gethostname()}", "host": socket.gethostname(),
-          "pid": os.getpid(), "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "token": uuid.uuid4().hex}
-    for _ in range(5):
-        if _create_lock(fs, path, me):
-            break
-        holder = _read_lock(fs, path)
-        if holder is None:
-            continue  # released meanwhile
-        if "unreadable" in holder and not break_lock:
-            raise BuildError(f"{store}: the build lock {layout.LOCK_FILE} is unreadable ({holder['unreadable']}). "
-                             "If no build is running, rerun with --break-lock.")
-        if "unreadable" not in holder and not lock_is_stale(holder) and not break_lock:
-            raise BuildError(
-                f"{store} is locked by another build: {holder.get('owner')} pid {holder.get('pid')} since "
-                f"{holder.get('started')}. Wait for it to finish; if that build is dead, rerun with --break-lock."
-            )
-        why = "stale (no such process on this host)" if lock_is_stale(holder) else "broken with --break-lock"
-        logger.warning(f"taking over the lock of {holder.get('owner')} pid {holder.get('pid')}: {why}")
-        if _read_lock(fs, path) == holder:  # still the same holder: nobody took it over meanwhile
-            fs.rm(path)
-    else:
-        raise BuildError(f"{store}: could not take the build lock {layout.LOCK_FILE}; another build is starting")
-    try:
+    with folder_lock(store, layout.LOCK_FILE, "build", BuildError, break_lock):
         yield
-    finally:
-        if (_read_lock(fs, path) or {}).get("token") == me["token"]:
-            fs.rm(path)
 
 
 def stage_runs(ctx: BuildContext, stage: stage_registry.StageDef) -> Iterator[Stage]:
@@ -271,7 +190,7 @@ def build_store(spec_path: str, *, executor: str | None = None, tasks: int | Non
             if not keep_work and fs.exists(f"{root}/{layout.WORK_DIR}"):
                 fs.rm(f"{root}/{layout.WORK_DIR}", recursive=True)
             lock = f"{root.rstrip('/')}/{layout.LOCK_FILE}"
-            holder = _read_lock(fs, lock)
+            holder = read_lock(fs, lock)
             if holder and "unreadable" not in holder and lock_is_stale(holder):
                 fs.rm(lock)
             return Built(artifact, already_built=True)

@@ -118,7 +118,7 @@ BUILD_HELP = (
     "quarantined and lost to broken files.\n\n"
     "Exit status: 0 built (or already built); 1 the build failed; 2 bad usage, an invalid spec, or refused before "
     "any work because the spec or the inputs differ from what the store's work was made from (nothing was built); "
-    "3 built, with data loss: a source kept nothing, lost records nothing can count, or lost or quarantined more "
+    "3 built (or already built), with data loss: a source kept nothing, lost records nothing can count, or lost or quarantined more "
     "than processing.max_loss of its records (the store is complete; with --accept-loss: 0); 130 interrupted "
     "(Ctrl-C: the same command resumes).")
 
@@ -189,13 +189,13 @@ def register(app: typer.Typer) -> None:
             err.print(f"interrupted during {what}; run the same command again to resume (finished tasks are "
                       "skipped)", highlight=False)
             raise typer.Exit(130) from None
+        max_loss = parsed.processing.max_loss
         if built.already_built:
             out.print(f"already built: {store} (finished {built.artifact.created}; same spec and inputs), nothing "
                       "to do; `mixture summary` shows it", highlight=False, soft_wrap=True)
-            return
-        max_loss = parsed.processing.max_loss
-        print_summary(built.artifact, store, max_loss)
-        over = store_loss(built.artifact, max_loss).over
+        else:
+            print_summary(built.artifact, store, max_loss)
+        over = store_loss(built.artifact, max_loss).over  # a rerun of a store built with loss says so again
         if over and accept_loss:
             err.print(f"data loss accepted (--accept-loss): {', '.join(over)}", highlight=False)
         elif over:

@@ -94,16 +94,17 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         from mixture.pipelines.estimate import estimate as run
         from mixture.spec.load import SpecError
+        from mixture.spec.yaml_bounded import load_yaml
 
         console = Console()
         try:
-            price = costs.Prices.model_validate(yaml.safe_load(prices.read_text())) if prices else None
+            price = costs.Prices.model_validate(load_yaml(prices.read_text())) if prices else None
             rate = costs.load_rates(rates) if rates else None
             est = run(spec, tasks=tasks, cores=cores, budget=int(sample_mb * 2**20), rates=rate)
         except SpecError as exc:
             console.print(f"[red]{exc}[/red]", soft_wrap=True)
             raise typer.Exit(2) from None
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, yaml.YAMLError) as exc:  # a prices file that is not YAML, or too nested
             console.print(f"[red]estimate: {exc}[/red]", soft_wrap=True)
             raise typer.Exit(1) from None
         if as_json:

@@ -9,7 +9,7 @@ import streamlit as st
 
 from mixture.composition import numbers
 from mixture.explorer import build_state, ui
-from mixture.explorer.fmt import code, md
+from mixture.explorer.fmt import code, display, md
 
 uri = ui.require_store()
 st.header("Live build")
@@ -56,8 +56,10 @@ def live() -> None:
     if cells.empty:
         st.caption("no document files yet")
     else:
-        st.dataframe(cells.assign(cell=[f"c{c:02d}q{q}" for c, q in zip(cells.cluster, cells.quality, strict=True)])
-                     [["cell", "files", "listed", "rows", "tokens", "unreadable"]], hide_index=True,
+        st.dataframe(display(cells.assign(cell=[f"c{c:02d}q{q}" for c, q in zip(cells.cluster, cells.quality,
+                                                                                  strict=True)])
+                             [["cell", "files", "listed", "rows", "tokens", "unreadable"]], tokens=numbers.tokens),
+                     hide_index=True,
                      width="stretch",
                      column_config={"listed": st.column_config.NumberColumn(help="files its ledger lists")})
     st.caption(f"refreshed {time.strftime('%H:%M:%S')}" + (f", every {every} s" if auto else ""))

@@ -34,8 +34,8 @@ def over_cap_list(p: PlanView, key: str) -> None:
         return
     st.error(f"{len(over)} cells over the cap of {p.max_epochs:g} epochs: "
              + ", ".join(f"{c} ({p.exposure[c]:.2f})" for c in over))
-    st.dataframe(pd.DataFrame({"cell": over, "exposure": [p.exposure[c] for c in over]}),
-                 hide_index=True, key=f"overcap_{key}")
+    st.dataframe(display(pd.DataFrame({"cell": over, "exposure": [p.exposure[c] for c in over]}),
+                         exposure=numbers.epochs), hide_index=True, key=f"overcap_{key}")
 
 
 summary(plan)
@@ -106,4 +106,7 @@ if plan.repaired is not None:
     both = frame[["cell", "exposure"]].merge(rep[["cell", "exposure"]], on="cell", how="outer",
                                              suffixes=(" original", " repaired"))
     both["change"] = both["exposure repaired"] - both["exposure original"]
-    st.dataframe(both.sort_values("change"), hide_index=True, width="stretch")
+    st.dataframe(display(both.sort_values("change"), **{"exposure original": numbers.epochs,
+                                                         "exposure repaired": numbers.epochs,
+                                                         "change": lambda v: numbers.DASH if pd.isna(v) else f"{v:+.2f}"}),
+                 hide_index=True, width="stretch")

@@ -7,7 +7,7 @@ import streamlit as st
 from mixture.composition import figures as composition
 from mixture.composition import numbers
 from mixture.explorer import queries, ui
-from mixture.explorer.fmt import code, humanize, md, terms_md
+from mixture.explorer.fmt import code, display, md, terms_md
 from mixture.explorer.panel import bucket_key, domain_panel, panels_md
 
 uri, info = ui.require_complete_store()
@@ -38,14 +38,12 @@ if "q" not in st.session_state:
 cards = composition.cards(info)
 cards_grid = st.grid("auto", min_column_width=112, gap="xsmall", dense=True)
 with cards_grid:
-    st.metric("tokens", humanize(cards.tokens), help=f"{cards.tokens:,} tokens")
-    st.metric("documents", f"{cards.documents:,}")
-    with cards_grid.cell(column_span=3):  # '196 non-empty of 200' needs the room
-        st.metric("cells", composition.cells_text(cells), help="cells of the domain × quality grid that hold documents")
-    st.metric("domains", f"{cards.domains:,}")
-    st.metric("buckets", f"{cards.buckets:,}", help="calibrated quality buckets: " + ", ".join(
-        f"Q{q} {md(n)}" for q, n in enumerate(names)))
-    st.metric("sources", f"{cards.sources:,}")
+    for card in composition.card_texts(info, cells):  # the static page's cards, written by the same function
+        if card.label == "cells":
+            with cards_grid.cell(column_span=3):  # '196 non-empty of 200' needs the room
+                st.metric(card.label, card.value, help=md(card.detail) or None)
+        else:
+            st.metric(card.label, card.value, help=md(card.detail) or None)
 st.caption("dropped: " + " · ".join(f"{md(reason)} **{n:,}**" for reason, n in cards.drops.items()))
 
 with st.expander("Quality cutoffs: raw score per content type at the calibrated bucket edges", expanded=False):
@@ -53,12 +51,12 @@ with st.expander("Quality cutoffs: raw score per content type at the calibrated 
     if cut.empty:
         st.caption("store.json has no raw_score_cutoffs")
     else:
-        st.table(cut)
+        st.table(display(cut))  # 0.983, as the static page writes it
     groups = queries.calibration_groups(uri)
     if not groups.empty:
         st.caption("Per (content type, language) group: a group with fewer sample documents than "
                    f"{info.language.group_min_docs} uses its content type's calibration")
-        st.dataframe(composition.group_cutoffs_frame(groups, list(info.partition.bucket_edges)))
+        st.dataframe(display(composition.group_cutoffs_frame(groups, list(info.partition.bucket_edges))))
 
 
 def _select(domain_id: int) -> None:
@@ -75,8 +73,9 @@ def _open_all(ids: list[int], value: bool) -> None:
 
 
 def _entry(row: dict) -> str:
-    """'26 · `self`, `assertEqual`, `def` · 7.52% · 1.74T' (Markdown)."""
-    return f"{row['id']} · {terms_md(row['name'].terms)} · {numbers.pct(row['share'])} · {numbers.tokens(row['tokens'])}"
+    """'26 · `self`, `assertEqual`, `def` · 7.52% · 1.74T' (Markdown), and where a search matched it."""
+    entry = f"{row['id']} · {terms_md(row['name'].terms)} · {numbers.pct(row['share'])} · {numbers.tokens(row['tokens'])}"
+    return entry + (f" · *matched in {md(row['why'])}*" if row.get("why") else "")
 
 
 st.subheader("Domains")
@@ -87,7 +86,7 @@ kind = right.segmented_control("Example documents", ["uniform random", "nearest 
                                default="uniform random", key="examples_kind", required=True)
 sample_kind = "exemplars" if kind == "nearest to centroid" else "uniform"
 
-shown = composition.filter_domains(domains, query, queries.sample_text_by_cluster(uri) if query else None)
+shown = composition.filter_domains(domains, query, queries.search_index(uri) if query else None)
 shown_ids = [int(i) for i in shown["id"]]
 with st.container(horizontal=True, vertical_alignment="center"):
     st.button("Open all", on_click=_open_all, args=(shown_ids, True))
@@ -109,15 +108,18 @@ def _panel_texts(uri: str, stamp: str, plan_key: str, _plan) -> dict[int, str]:
 
 
 st.divider()
-sources = queries.source_mix(uri)
-examples = queries.examples_by_cell(uri, sample_kind, per_cell=2)
-texts = _panel_texts(uri, queries.store_state(uri)[1], f"{ui.plan_path()}:{plan.plan.plan_id if plan else ''}", plan)
+loaded: dict[str, object] = {}  # what an open panel needs, read once the first panel opens (not on first load)
 for row in shown.to_dict("records"):
     d = int(row["id"])
-    exp = st.expander(_entry(row), key=f"dom_{d}", on_change="rerun")
+    exp = st.expander(_entry({**row, "why": ""}), key=f"dom_{d}", on_change="rerun")
     if exp.open:  # a closed panel renders nothing
+        if not loaded:
+            loaded.update(sources=queries.source_mix(uri),
+                          examples=queries.examples_by_cell(uri, sample_kind, per_cell=2),
+                          texts=_panel_texts(uri, queries.store_state(uri)[1],
+                                             f"{ui.plan_path()}:{plan.plan.plan_id if plan else ''}", plan))
         with exp:
-            domain_panel(texts[d], d, names, sources, examples, key=f"d{d}")
+            domain_panel(loaded["texts"][d], d, names, loaded["sources"], loaded["examples"], key=f"d{d}")
 target = st.session_state.pop("_scroll_to", None)
 if target:
     ui.scroll_into_view(target)

@@ -6,8 +6,9 @@ import pandas as pd
 import streamlit as st
 
 from mixture.composition import figures as composition
+from mixture.composition import numbers
 from mixture.explorer import config, lineage, queries, sharing, ui
-from mixture.explorer.fmt import code, md
+from mixture.explorer.fmt import code, display, md, score
 from mixture.store import drops
 from mixture.store.layout import cell_name
 
@@ -75,7 +76,7 @@ if st.session_state.get("scan_note"):
 hits = hits.assign(cell=[cell_name(int(c), int(q), k) for c, q in zip(hits.cluster, hits.quality, strict=True)])
 st.caption(f"{len(hits):,} {scope} match")
 view = hits[["id", "source", "cell", "content_type", "quality_score", "n_tokens", "sample"]].reset_index(drop=True)
-event = st.dataframe(view, hide_index=True, width="stretch", on_select="rerun",
+event = st.dataframe(display(view, n_tokens=numbers.count, quality_score=score), hide_index=True, width="stretch", on_select="rerun",
                      selection_mode="single-row", key="search_hits",
                      column_config={"quality_score": st.column_config.NumberColumn(format="%.3f")})
 rows = event.selection.rows if event is not None and hasattr(event, "selection") else []
@@ -91,23 +92,15 @@ ui.set_param("doc", doc_id)
 match = hits[hits.id == doc_id]
 if match.empty:
     match = sampled[sampled.id == doc_id]
+if match.empty:  # a kept document opens directly: the shards' footers say which row groups may hold its id
+    match = queries.find_document(uri, doc_id)
 doc = match.iloc[0].to_dict() if not match.empty else None
 dropped = queries.dropped(uri)
 dec = lineage.decisions(doc, doc_id, dropped, queries.quarantine(uri), info)
-if doc is None and not dec:  # nothing known about it: only then is a scan of the store worth it
-    if st.button("Look the id up in the store (scan)"):
-        with sharing.one_scan():
-            bar = st.progress(0.0)
-            scan = queries.scan_documents(uri, doc_id=doc_id, limit=1, budget=budget,
-                                          progress=lambda i, n: bar.progress(i / max(n, 1)))
-        doc = scan.hits.iloc[0].to_dict() if not scan.hits.empty else None
-        if ui.scan_note(scan, budget):
-            st.warning(ui.scan_note(scan, budget))
-        dec = lineage.decisions(doc, doc_id, dropped, queries.quarantine(uri), info)
-    if doc is None and not dec:
-        st.warning(f"`{code(doc_id)}` is not among the sampled documents, `_dropped/` or `_quarantine/`; "
-                   "scan the store to look for it among all kept documents.")
-        st.stop()
+if doc is None and not dec:
+    st.warning(f"`{code(doc_id)}` is in no finished shard of the store, nor in `_dropped/` or `_quarantine/`: "
+               "check the id (ids are case-sensitive).")
+    st.stop()
 
 
 def lineage_link(other: str, why: str) -> None:
@@ -127,6 +120,12 @@ for d in dec:
         other = lineage.twin(str(d["reason"]), str(d["detail"]))
         if other:
             lineage_link(other, "The kept document it duplicates:")
+gone = lineage.dropped_fields(doc_id, dropped) if doc is None else None
+if gone is not None:  # what the store keeps of a dropped document: its own fields and the head of its text
+    st.dataframe(gone, hide_index=True, width="stretch")
+    head = lineage.dropped_head(doc_id, dropped)
+    if head:
+        st.code(head, language=None, wrap_lines=True)
 if doc is not None:
     st.markdown("**Checks it passed**")
     st.table(pd.DataFrame([{k: md(v) for k, v in c.items()} for c in lineage.checks(doc, info, dropped)])

@@ -49,7 +49,7 @@ if left != c.records_out:
 reasons = [{"counter": r.counter, "reason": k, "records": v}  # the by-reason breakdowns of store.json
            for r in REASONS if r.breakdown for k, v in info.breakdown(r.breakdown[1]).items()]
 if reasons:
-    f2.dataframe(pd.DataFrame(reasons), hide_index=True, width="stretch")
+    f2.dataframe(display(pd.DataFrame(reasons), records=numbers.count), hide_index=True, width="stretch")
 
 st.subheader("Content types")
 mix = queries.content_type_mix(uri)

@@ -43,10 +43,14 @@ Python API::
         # kept documents matching, read from the finished shards a few files per query (document_search.py)
     scan_documents(reader, ..., budget=ScanBudget(max_rows, max_seconds)) -> DocumentScan
         # the same within a row / time budget: .hits, .rows_read, .files_read, .files, .stopped
+    find_document(reader, doc_id, ranges=id_ranges(reader)) -> DataFrame   # a kept document by id, read from
+        # the row groups whose footer id range holds it only (shards are sorted by id; document_lookup.py)
     document_index(reader, [(cluster, quality), ...]) -> DocumentIndex   # per document of those cells, by cell
         # and id: n_tokens, n_chars, shard file and row; no text read (document_rows.py, `mixture materialize`)
     read_rows(reader, shard, rows, columns, batch_rows=256)   # those rows of one shard: only the row groups
         # holding them, a batch at a time
+    verify_store_shards(reader, shards)   # each shard's size and xxh64 against its ledger before its text is
+        # used (CorruptShard names the first that differs; verify.py: also a mixture's against its manifest)
     store_status(reader), lock_info(reader), stages(reader), cell_progress(reader), side_counts(reader)
         # a store still building: state and stamp, _build/LOCK, _build/<stage>/ completions, rows and tokens so
         # far per cell and per drop reason from Parquet footers (build_progress.py)
@@ -81,6 +85,7 @@ from mixture.accounting.build_progress import (
 from mixture.accounting.checks import AuditResult, Check, Failure, audit
 from mixture.accounting.counts import CellCount, Counts, CountsError, load_counts, store_counts
 from mixture.accounting.diffs import DiffResult, diff
+from mixture.accounting.document_lookup import IdRanges, find_document, id_ranges
 from mixture.accounting.document_rows import DocumentIndex, document_index, read_rows
 from mixture.accounting.document_search import DocumentScan, ScanBudget, scan_documents, search_documents
 from mixture.accounting.languages import calibration_groups, language_mix
@@ -98,6 +103,7 @@ from mixture.accounting.tables import (
     published_cell_table,
     source_table,
 )
+from mixture.accounting.verify import CorruptShard, verify_store_shards
 from mixture.accounting.views import VIEWS, connect, table_list
 
 __all__ = [
@@ -105,12 +111,14 @@ __all__ = [
     "AuditResult",
     "CellCount",
     "Check",
+    "CorruptShard",
     "Counts",
     "CountsError",
     "DiffResult",
     "DocumentIndex",
     "DocumentScan",
     "Failure",
+    "IdRanges",
     "Footer",
     "ScanBudget",
     "StoreNotReady",
@@ -126,6 +134,8 @@ __all__ = [
     "diff",
     "document_index",
     "dropped",
+    "find_document",
+    "id_ranges",
     "language_mix",
     "ledger_shard_table",
     "load_counts",
@@ -149,5 +159,6 @@ __all__ = [
     "store_counts",
     "synthetic_documents",
     "table_list",
+    "verify_store_shards",
     "write_synthetic_store",
 ]

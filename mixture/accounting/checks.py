@@ -324,6 +324,34 @@ class _Audit:
             if rows != counted:
                 c.fail(f"{reason.folder}/", reason.counter, rows, counted, "Parquet rows", f"counters.{reason.counter}")
 
+    def samples(self, art: StoreArtifact) -> None:
+        c = self.new("samples", "_samples/ holds, per cell, min(per_cell, docs) uniform documents and "
+                                "min(exemplars_per_cell, docs) exemplars (store.json samples, cells)")
+        for kind, per_cell in (("uniform", art.samples.per_cell), ("exemplars", art.samples.exemplars_per_cell)):
+            rel = getattr(art.samples, kind)
+            want = {(e.cluster, e.quality): min(per_cell, e.docs) for e in art.cells if min(per_cell, e.docs)}
+            c.checked += 1
+            if not self.r.exists(rel):
+                if want:
+                    c.fail(rel, f"missing: store.json records {sum(want.values()):,} sampled documents in it; "
+                                "rebuild the store (`mixture build SPEC --redo-changed` redoes finalize)")
+                continue
+            try:
+                with self.r.fs.open(self.r.path(rel), "rb") as f:
+                    table = pq.read_table(f, columns=["cluster", "quality"])
+            except Exception as exc:  # noqa: BLE001 - a broken sample file is a finding
+                c.fail(rel, f"unreadable Parquet ({type(exc).__name__}: {str(exc).splitlines()[0][:160]})")
+                continue
+            got = Counter(zip(table.column("cluster").to_pylist(), table.column("quality").to_pylist(), strict=True))
+            if sum(got.values()) != sum(want.values()):
+                c.fail(rel, "rows", sum(want.values()), sum(got.values()), "min(per_cell, docs) over the cells",
+                       "Parquet rows")
+            for cell in sorted(set(want) | set(got)):
+                if got.get(cell, 0) != want.get(cell, 0):
+                    c.fail(f"{rel} {layout.cell_name(cell[0], cell[1], art.partition.k)}", "rows",
+                           want.get(cell, 0), got.get(cell, 0), "expected", "Parquet rows")
+                    break
+
     def files(self) -> list[tuple[str, LedgerShard]]:
         """Ledger entries vs the listing; returns the (file, entry) pairs present on storage."""
         c = self.new("files", "every ledger entry has its file with the recorded size; no unlisted file")
@@ -491,6 +519,7 @@ def audit(reader: StoreReader, *, deep: bool = False, sample: int = 1000, seed: 
     if inputs:
         a.inputs(art)
     a.side_files(art)
+    a.samples(art)
     present = a.files()
     facts = a.parquet(present, art)
     if deep if sources is None else sources:

@@ -19,7 +19,7 @@ from mixture.accounting.diffs import diff
 from mixture.accounting.reader import StoreNotReady, StoreReader
 from mixture.accounting.render import FORMATS, exact_frame, render
 from mixture.accounting.reports import matrix, parse_by, report, source_counts
-from mixture.accounting.views import VIEWS, connect, table_list
+from mixture.accounting.views import VIEWS, connect, refused, table_list
 from mixture.spec.amounts import humanize
 from mixture.store.formats import FormatError
 
@@ -242,7 +242,11 @@ def _show(df: pd.DataFrame, fmt: str) -> None:
     sys.stdout.write(render(df, fmt, total=False) if not df.empty or fmt != "table" else "(no rows)\n")
 
 
-def _run_sql(con: duckdb.DuckDBPyConnection, query: str, fmt: str) -> bool:
+def _run_sql(con: duckdb.DuckDBPyConnection, query: str, fmt: str, read_only: bool = False) -> bool:
+    why = refused(con, query) if read_only else None
+    if why:
+        err.print(f"[red]error:[/] {escape(why)}", soft_wrap=True)
+        return False
     try:
         rel = con.sql(query)
         if rel is None:
@@ -272,10 +276,17 @@ def sql_cmd(
     store: str = typer.Argument(..., help="Store folder: local path or fsspec URI."),
     query: str = typer.Argument(None, help=f"SQL over the views {VIEW_NAMES}; omit for an interactive loop."),
     fmt: str = typer.Option("table", "--format", help="table, csv, json or md."),
+    unrestricted: bool = typer.Option(False, "--unrestricted", help="lift the read-only limits: COPY … TO, EXPORT, "
+                                      "ATTACH, INSTALL/LOAD, reading files outside the store, SET"),
 ) -> None:
     """Run DuckDB SQL on the store's views. Without a query: read statements from stdin (end each with ';' or
     an empty line; `.tables` lists every view and table with its row count and what it holds; `.quit` or EOF
-    exits). Exit 1 when a statement failed."""
+    exits). Exit 1 when a statement failed.
+
+    Read-only unless --unrestricted: DuckDB opens no file outside the store (enable_external_access off,
+    allowed_directories the store), installs and loads no extension, takes no SET (lock_configuration), and
+    statements that write or attach (COPY … TO, EXPORT, ATTACH, DETACH, INSTALL, LOAD) are refused. Tables and
+    views a session creates live in memory and are gone when it ends."""
     _check_format(fmt)
     reader = open_store(store)
     try:
@@ -285,9 +296,9 @@ def sql_cmd(
     except FormatError as exc:
         err.print(f"[yellow]{escape(str(exc))}\nthe store.json views (clusters, sources, counters) are left out",
                   soft_wrap=True)
-    con = connect(reader)
+    con = connect(reader, read_only=not unrestricted)
     if query is not None:
-        raise typer.Exit(0 if _run_sql(con, query, fmt) else 1)
+        raise typer.Exit(0 if _run_sql(con, query, fmt, not unrestricted) else 1)
     interactive = sys.stdin.isatty()
     if interactive:
         err.print(f"views: {VIEW_NAMES}. End statements with ';'; .tables lists them.", markup=False)
@@ -308,7 +319,7 @@ def sql_cmd(
         if stripped:
             buf.append(stripped)
         if buf and (not stripped or stripped.endswith(";")):
-            ok = _run_sql(con, " ".join(buf), fmt) and ok
+            ok = _run_sql(con, " ".join(buf), fmt, not unrestricted) and ok
             buf = []
     if buf:
         ok = _run_sql(con, " ".join(buf), fmt) and ok

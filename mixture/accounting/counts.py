@@ -15,6 +15,7 @@ import yaml
 
 from mixture.accounting.reader import StoreNotReady, StoreReader, open_fs
 from mixture.accounting.tables import cell_table, store_k
+from mixture.spec.yaml_bounded import load_yaml
 from mixture.store import layout
 from mixture.store.formats import FormatError, StoreArtifact, load_json, parse_store_artifact
 
@@ -245,7 +246,7 @@ def read_text(path: str) -> bytes:
 def parse_document(raw: bytes, path: str) -> Any:
     """JSON (.json) or YAML; errors give the line and column."""
     try:
-        return load_json(raw, path) if path.endswith(".json") else yaml.safe_load(raw)
+        return load_json(raw, path) if path.endswith(".json") else load_yaml(raw.decode("utf-8", "replace"))
     except FormatError as exc:  # not JSON: the line and column
         raise CountsError(str(exc)) from None
     except yaml.YAMLError as exc:

@@ -14,6 +14,7 @@ import duckdb
 import pandas as pd
 
 from mixture.accounting.reader import StoreReader
+from mixture.accounting.verify import verify_store_shards
 from mixture.store import layout
 from mixture.store.schema import DOCUMENTS as DOC_SCHEMA
 
@@ -90,6 +91,7 @@ def scan_documents(reader: StoreReader, text: str = "", doc_id: str = "", source
                 stopped = "seconds"
                 break
             batch = files[start:start + files_per_query]
+            verify_store_shards(reader, batch)  # CorruptShard before any text of a changed shard is shown
             order = [reader.duckdb_path(f) for f in batch]
             row_cut, batch_rows = "", None
             if budget.max_rows is not None:

@@ -41,6 +41,7 @@ class StoreReader:
     def __init__(self, uri: str, **storage_options: Any):
         self.uri = uri
         self.fs, self.root = open_fs(uri, **storage_options)
+        self.verified: set[str] = set()  # shards checked against their ledger (mixture.accounting.verify)
 
     # -- paths -----------------------------------------------------------------------------------------------
     def path(self, rel: str) -> str:
@@ -68,6 +69,7 @@ class StoreReader:
         """Forget cached artifacts, ledgers and listings (after the store changed)."""
         for name in ("store_info", "_listing", "_ledgers", "_tables"):
             self.__dict__.pop(name, None)
+        self.verified.clear()
         self.fs.invalidate_cache()
 
     # -- artifact ----------------------------------------------------------------------------------------------

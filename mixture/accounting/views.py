@@ -30,12 +30,51 @@ VIEWS = {
 }
 
 
-def connect(reader: StoreReader) -> duckdb.DuckDBPyConnection:
+# statements a read-only session refuses: they write files (COPY … TO, EXPORT), open other databases (ATTACH,
+# DETACH) or install and load extensions (INSTALL, LOAD)
+WRITING = frozenset({"COPY", "COPY_DATABASE", "EXPORT", "ATTACH", "DETACH", "LOAD", "EXTENSION"})
+
+
+def sql_string(text: str) -> str:
+    """`text` as a DuckDB string literal (quotes doubled: a store path may hold a `'`)."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def connect(reader: StoreReader, read_only: bool = False) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection to `reader`'s store with every view of VIEWS (artifact views once store.json exists,
-    sample views when the files are there)."""
+    sample views when the files are there). `read_only` (what `mixture sql` opens): once the views exist, DuckDB
+    may open no file outside the store, install or load no extension and change no setting (`lock_down`); the
+    statements of WRITING are refused by `refused`."""
     con = duckdb.connect()
     create_views(reader, con)
+    if read_only:
+        lock_down(reader, con)
     return con
+
+
+def lock_down(reader: StoreReader, con: duckdb.DuckDBPyConnection) -> None:
+    """DuckDB's own limits on `con`: external access off but for the store's folder (allowed_directories), no
+    extension installed or loaded, configuration locked (no SET can lift any of it)."""
+    for setting in ("autoinstall_known_extensions", "autoload_known_extensions", "allow_community_extensions"):
+        con.execute(f"SET {setting} = false")
+    con.execute(f"SET allowed_directories = [{sql_string(reader.duckdb_path(''))}]")
+    con.execute("SET enable_external_access = false")
+    con.execute("SET lock_configuration = true")
+
+
+def refused(con: duckdb.DuckDBPyConnection, sql: str) -> str | None:
+    """Why a read-only session refuses `sql` (its first statement of WRITING), None when it may run (including SQL
+    DuckDB cannot parse: running it reports the syntax error)."""
+    try:
+        statements = con.extract_statements(sql)
+    except duckdb.Error:
+        return None
+    for st in statements:
+        kind = st.type.name
+        if kind in WRITING:
+            return (f"{kind} statements are refused: `mixture sql` reads the store and writes nothing (no COPY … TO, "
+                    "EXPORT, ATTACH, INSTALL or LOAD); rerun with --unrestricted to lift that")
+    return None
 
 
 def _records_table(records: list[dict]) -> pa.Table:
@@ -94,7 +133,7 @@ def create_views(reader: StoreReader, con: duckdb.DuckDBPyConnection) -> None:
     for view, kind in (("samples_uniform", "uniform"), ("samples_exemplars", "exemplars")):
         rel = sample_path(reader, kind)
         if reader.exists(rel):
-            con.execute(f"CREATE VIEW {view} AS SELECT * FROM read_parquet('{reader.duckdb_path(rel)}')")
+            con.execute(f"CREATE VIEW {view} AS SELECT * FROM read_parquet({sql_string(reader.duckdb_path(rel))})")
 
 
 def _cheap_rows(reader: StoreReader, con: duckdb.DuckDBPyConnection, name: str, is_table: bool) -> int | None:

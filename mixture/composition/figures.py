@@ -9,7 +9,6 @@ import pandas as pd
 
 from mixture.composition import numbers
 from mixture.composition.labels import DomainLabel, cluster_labels, label_of
-from mixture.spec.amounts import humanize
 from mixture.store import layout
 from mixture.store.drops import REASONS
 from mixture.store.formats import StoreArtifact
@@ -29,9 +28,17 @@ def total_tokens(info: StoreArtifact) -> int:
     return info.counters.tokens_out
 
 
+TOTAL_DIGITS = 4  # significant digits of a store's or a domain's total tokens, on every page: 28.59M, 23.11T
+
+
+def total_text(tokens: float | int) -> str:
+    """A total of tokens as every page writes it: 28_591_234 -> '28.59M' (four significant digits)."""
+    return numbers.tokens(tokens, TOTAL_DIGITS)
+
+
 def headline(info: StoreArtifact) -> str:
     """'23.11T tokens across 40 semantic domains and 5 calibrated quality buckets'."""
-    return (f"{humanize(total_tokens(info))} tokens across {n_domains(info)} semantic domains "
+    return (f"{total_text(total_tokens(info))} tokens across {n_domains(info)} semantic domains "
             f"and {len(quality_names(info))} calibrated quality buckets")
 
 
@@ -107,12 +114,17 @@ class Link:
     params: tuple[str, str]  # (domain, cell) as given: a link is applied once per value
 
 
+def link_scope(ids: list[int], levels: int) -> str:
+    """What a link may name in a store: 'its domains are 0–39 and its quality buckets Q0–Q4'."""
+    return (f"its domains are {min(ids)}–{max(ids)}" if ids else "it has no domains") + \
+        f" and its quality buckets Q0–Q{levels - 1}"
+
+
 def resolve_link(domain: str, cell: str, ids: list[int], levels: int, k: int) -> Link:
     """The domain and bucket `?domain=NN` or `?cell=cNNqQ` names (cell wins), checked against this store's
     domains `ids` and its `levels` quality buckets; an unknown one gives a message saying what the store has."""
     params = (domain or "", cell or "")
-    has = (f"its domains are {min(ids)}–{max(ids)}" if ids else "it has no domains") + \
-        f" and its quality buckets Q0–Q{levels - 1}"
+    has = link_scope(ids, levels)
 
     def problem(text: str) -> Link:
         return Link(None, None, text, params)
@@ -139,19 +151,65 @@ def code_text(text: str) -> str:
     return str(text).replace("`", "'").replace("\n", " ")[:80]
 
 
-def filter_domains(domains: pd.DataFrame, query: str, sample_text: dict[int, str] | None = None) -> pd.DataFrame:
-    """Domains whose label, top terms, summary or sampled document text contain every word of `query`."""
-    words = [w for w in (query or "").lower().split() if w]
-    if not words:
-        return domains
-    sample_text = sample_text or {}
+SEARCH_CHARS = 2_000  # of each sampled document: what the domain search reads, on every page
+SEARCH_FIELDS = {"label": "label", "terms": "top terms", "source": "source", "text": "sample text"}  # why it matched
 
-    def hit(row: pd.Series) -> bool:
-        hay = " ".join([str(row["id"]), row["label"], row["summary"], " ".join(row["top_terms"]),
-                        sample_text.get(int(row["id"]), "")]).lower()
-        return all(w in hay for w in words)
 
-    return domains[domains.apply(hit, axis=1)] if len(domains) else domains
+def _words(*texts: str) -> str:
+    """The distinct whitespace-separated words of `texts`, lower case, in first-seen order: a query word (never
+    holding a space) is a substring of the texts exactly when it is one of a word, so these are enough to search."""
+    return " ".join(dict.fromkeys(" ".join(texts).lower().split()))
+
+
+def search_index(domains: pd.DataFrame, info: StoreArtifact | None, samples: pd.DataFrame
+                 ) -> dict[int, dict[str, str]]:
+    """What the domain search reads of each domain of `domains_frame(...)`, one field per reason it can match
+    (`SEARCH_FIELDS`): its label; its top terms and summary; the names of its sources (store.json's per-cell
+    sources, else its sampled documents'); its uniformly sampled documents (`mixture.accounting.samples`: their ids
+    and first `SEARCH_CHARS` characters). The explorer and the static page search through this and `match_domains`."""
+    by_cell = {}
+    for c in info.cells if info is not None else ():
+        by_cell.setdefault(int(c.cluster), set()).update(c.sources)
+    texts: dict[int, list[str]] = {}
+    srcs: dict[int, set[str]] = {}
+    if not samples.empty:
+        for row in samples[["cluster", "id", "source", "text"]].itertuples(index=False):
+            texts.setdefault(int(row.cluster), []).extend((str(row.id), str(row.text or "")[:SEARCH_CHARS]))
+            srcs.setdefault(int(row.cluster), set()).add(str(row.source))
+    out = {}
+    for row in domains.to_dict("records"):
+        d = int(row["id"])
+        name = row["name"]
+        out[d] = {"label": _words(name.text),
+                  "terms": _words(" ".join(row["top_terms"]), name.more_text, row["summary"]),
+                  "source": _words(*sorted(by_cell.get(d) or srcs.get(d) or ())),
+                  "text": _words(*texts.get(d, ()))}
+    return out
+
+
+def match_domains(index: dict[int, dict[str, str]], query: str) -> dict[int, list[str]]:
+    """{domain: why it matched (the `SEARCH_FIELDS` names holding a word of the query)} of the domains of `index`
+    (`search_index`) in which every word of `query` is found in one field or another; every domain for no query."""
+    words = (query or "").lower().split()
+    out = {}
+    for d, fields in index.items():
+        found = {w: [f for f, hay in fields.items() if w in hay] for w in words}
+        if all(found.values()):
+            out[d] = [name for f, name in SEARCH_FIELDS.items() if any(f in where for where in found.values())]
+    return out
+
+
+def filter_domains(domains: pd.DataFrame, query: str, index: dict[int, dict[str, str]] | None = None
+                   ) -> pd.DataFrame:
+    """The rows of `domains` that `query` matches (`match_domains` over `index`, else over the labels and terms
+    alone), with column `why`: where it matched ('label, sample text'; empty for no query)."""
+    if not (query or "").split():
+        return domains.assign(why="")
+    index = index if index is not None else search_index(domains, None, pd.DataFrame())
+    hits = match_domains({d: f for d, f in index.items() if d in set(domains["id"])}, query)
+    out = domains[domains["id"].isin(list(hits))].copy()
+    out["why"] = [", ".join(hits[int(d)]) for d in out["id"]]
+    return out
 
 
 @dataclass(frozen=True)
@@ -181,6 +239,29 @@ def cells_text(cells: pd.DataFrame) -> str:
     '196 non-empty of 200'."""
     non_empty = int(((cells.docs > 0) | (cells.tokens > 0)).sum())
     return f"{numbers.count(non_empty)} non-empty of {numbers.count(len(cells))}"
+
+
+@dataclass(frozen=True)
+class CardText:
+    """One summary card as every page shows it: its value and what hovering it tells."""
+
+    label: str
+    value: str
+    detail: str = ""
+
+
+def card_texts(info: StoreArtifact, cells: pd.DataFrame) -> list[CardText]:
+    """The summary cards of a store, written one way for the explorer and the static page; `cells` its
+    `cells_frame`."""
+    c = cards(info)
+    names = quality_names(info)
+    return [CardText("tokens", total_text(c.tokens), f"{numbers.count(c.tokens)} tokens"),
+            CardText("documents", numbers.count(c.documents)),
+            CardText("cells", cells_text(cells), "cells of the domain × quality grid that hold documents"),
+            CardText("domains", numbers.count(c.domains)),
+            CardText("buckets", numbers.count(c.buckets), "calibrated quality buckets: "
+                     + ", ".join(f"Q{q} {n}" for q, n in enumerate(names))),
+            CardText("sources", numbers.count(c.sources))]
 
 
 def language_line(mix: pd.DataFrame, top: int = 6) -> str:

@@ -69,5 +69,10 @@ def epochs(x: float | None) -> str:
 
 
 def weight(w: float | None) -> str:
-    """A mixture weight (a fraction of a phase) with four significant digits: 0.012345 -> '0.01235'."""
-    return DASH if _missing(w) else f"{w:.4g}"
+    """A mixture weight (a fraction of a phase) with four significant digits, never in exponent notation:
+    0.012345 -> '0.01235', 5.8594e-05 -> '0.00005859', 0 -> '0'."""
+    if _missing(w):
+        return DASH
+    if w == 0 or abs(w) >= 1e-4:
+        return f"{w:.4g}"
+    return f"{w:.{3 - math.floor(math.log10(abs(w)))}f}"

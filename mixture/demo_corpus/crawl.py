@@ -12,17 +12,19 @@ from dataclasses import dataclass, field
 
 import xxhash
 
-from .assemble import Group, group_weights, web_document
+from .assemble import Group, group_weights
 from .model import Source
 from .mutate import EXACT_VARIANTS, exact_copy, near_copy
 from .textutil import SHINGLE_SIZE as SHINGLE
-from .textutil import jaccard, words
+from .textutil import jaccard, normalize, words
 from .variants import DEFAULT_GROUP, Rewriter
 
 SOURCE = "web-crawl"
 PROFILES = ("planted", "pool")  # `planted`: the demo corpus as it always was; `pool`: with the web-crawl source
 TRUTH = ("pool_copies", "pool_families", "pool_chains", "pool_kept")
-MEDIAN_WORDS, SIGMA = 520, 0.6  # page length: log-normal, ~900 cl100k tokens at the median (web pages: 600-1,200)
+MEDIAN_WORDS, SIGMA = 520, 0.5  # page length: log-normal, ~900 cl100k tokens at the median (web pages: 600-1,200)
+PAGE_MIN_WORDS = 300  # at least 3-4 paragraphs
+PARAGRAPH_WORDS = 120  # the longest paragraph a page takes
 TEMPLATE_MIN_WORDS = 500  # a family's template: long enough that 10 changed slots keep members at Jaccard >= 0.8
 SLOTS = 10  # the words a family member fills in its template
 LARGEST_FAMILY = 256  # members per variant of the largest family at scale 1 (~1.5 % of a variant's documents)
@@ -71,8 +73,23 @@ def _rng(seed: int, *name: object) -> random.Random:
     return random.Random(f"{seed}:pool:" + ":".join(map(str, name)))
 
 
-def _length(rng: random.Random, minimum: int = 120) -> int:
+def _length(rng: random.Random, minimum: int = PAGE_MIN_WORDS) -> int:
     return int(min(4000, max(minimum, rng.lognormvariate(math.log(MEDIAN_WORDS), SIGMA))))
+
+
+def _page(groups: list[Group], cum: list[int], rng: random.Random, target: int) -> str:
+    """A title, then single paragraphs of at most PARAGRAPH_WORDS words from random origins until `target` words:
+    no long run of one origin, so two pages (or a page and a web-like page, which takes runs of 1-3 paragraphs)
+    sharing a paragraph stay far apart and only the planted copies are near duplicates."""
+    title = rng.choices(groups, cum_weights=cum)[0].title
+    parts, count = [title], 0
+    while count < target:
+        g = rng.choices(groups, cum_weights=cum)[0]
+        p = g.paragraphs[rng.randrange(len(g.paragraphs))]
+        if len(p.split()) <= PARAGRAPH_WORDS:
+            parts.append(p)
+            count += len(p.split())
+    return normalize("\n\n".join(parts))
 
 
 def _slots(tokens: list[str]) -> list[int]:
@@ -96,12 +113,12 @@ class Pool:
     def page(self, variant: int, i: int) -> str:
         """Base page i of `variant`: assembled from real paragraphs, its words swapped as the variant's are."""
         rng = _rng(self.seed, "page", variant, i)
-        text = web_document(self.groups, self.cum, rng, _length(rng))
+        text = _page(self.groups, self.cum, rng, _length(rng))
         return self.rewriter.document(variant, DEFAULT_GROUP, text) if self.rewriter and variant else text
 
     def template(self, family: int) -> list[str]:
         rng = _rng(self.seed, "family", family)
-        return _TOKEN_RE.split(web_document(self.groups, self.cum, rng, _length(rng, TEMPLATE_MIN_WORDS)))
+        return _TOKEN_RE.split(_page(self.groups, self.cum, rng, _length(rng, TEMPLATE_MIN_WORDS)))
 
     def member(self, template: list[str], family: int, variant: int, m: int) -> str:
         """Member m of a family in `variant`: its template with SLOTS evenly spread words filled in."""
@@ -117,7 +134,7 @@ class Pool:
         """Links 0 … links-1 of chain c: each replaces CHAIN_STEP of the words, at least SHINGLE words apart from
         one another and from those the link before replaced, so each breaks its own shingles."""
         rng = _rng(self.seed, "chain", c)
-        tokens = _TOKEN_RE.split(web_document(self.groups, self.cum, rng, _length(rng, TEMPLATE_MIN_WORDS)))
+        tokens = _TOKEN_RE.split(_page(self.groups, self.cum, rng, _length(rng, TEMPLATE_MIN_WORDS)))
         at = list(itertools.accumulate(len(words(t)) for t in tokens))  # a token's word position
         slots = _slots(tokens)
         k = max(1, round(CHAIN_STEP * at[-1]))

@@ -21,9 +21,15 @@ def register(app: typer.Typer) -> None:
         samples: int | None = typer.Option(None, "--samples", min=0, help="At most this many uniform samples "
                                                                           "per cell (default: all the store has)."),
         text_budget: int = typer.Option(TEXT_BUDGET, "--text-budget", min=0,
-                                        help="Bytes of document text (escaped) in the page, shared by its "
-                                             "samples: each shows ~900 characters and 'show all' up to its "
-                                             "share (at most 20,000 characters)."),
+                                        help="Bytes of text (escaped) in the page: the search index (each "
+                                             "sampled document's first 2,000 characters, their distinct words), "
+                                             "then the samples' texts: each shows ~900 characters and 'show all' "
+                                             "up to its share (at most 20,000 characters)."),
+        full_texts: bool = typer.Option(False, "--full-texts", help="Write each long sample's whole text as a file "
+                                        "beside index.html (DIR/texts/), which 'show all' fetches from the same "
+                                        "place when the page is served over http(s) (a bucket, a web server); "
+                                        "opened from disk (file://) a browser lets the page read no file, so "
+                                        "'show all' opens the text on its own."),
     ) -> None:
         """Write a self-contained static page mirroring the published cluster overview: headline, summary
         cards, quality cutoffs per content type, a searchable domain index and one panel per domain (quality
@@ -48,7 +54,7 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(2) from None
         try:
             written = write_overview(reader, out, loaded, plan or "", samples_per_cell=samples,
-                                     text_budget=text_budget)
+                                     text_budget=text_budget, full_texts=full_texts)
         except StoreNotReady:
             typer.echo(f"error: {store} has no store.json yet: it is still building (or its build failed). "
                        "Write the overview once `mixture build` has finished.", err=True)
@@ -56,4 +62,6 @@ def register(app: typer.Typer) -> None:
         except FormatError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(1) from None
-        typer.echo(f"wrote {written.url} ({written.bytes / 1e6:.2f} MB in {time.perf_counter() - started:.1f} s)")
+        texts = f", {written.texts:,} text files beside it" if full_texts else ""
+        typer.echo(f"wrote {written.url} ({written.bytes / 1e6:.2f} MB{texts} in "
+                   f"{time.perf_counter() - started:.1f} s)")

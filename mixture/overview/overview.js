@@ -22,21 +22,30 @@
   showTheme();
 
   const panels = Array.from(document.querySelectorAll("details.domain"));
-  const entries = new Map(Array.from(document.querySelectorAll("#index li")).map((li) => [li.dataset.domain, li]));
+  const index = document.getElementById("index");
+  const entries = new Map(Array.from(index.querySelectorAll("li")).map((li) => [li.dataset.domain, li]));
+  // what each domain is searched by (mixture.composition.figures.search_index, written by the page's writer):
+  // one field per reason a domain matches; the same rule as match_domains there
+  const fields = index.dataset.fields.split("|").map((f) => f.split(":"));
   const search = document.getElementById("search");
   const shown = document.getElementById("shown");
-  let haystacks = null;  // built on the first search: label, terms, numbers, sources and sample text of a panel
+  const match = (li, words) => {
+    const found = words.map((w) => fields.filter(([f]) => (li.dataset["s" + f[0].toUpperCase() + f.slice(1)] || "").includes(w)));
+    if (!found.every((where) => where.length)) return null;
+    return fields.filter(([f]) => found.some((where) => where.some(([g]) => g === f))).map(([, name]) => name);
+  };
   const filter = () => {
     const words = search.value.toLowerCase().split(/\s+/).filter(Boolean);
-    if (words.length && haystacks === null) {
-      haystacks = new Map(panels.map((p) => [p, p.textContent.toLowerCase()]));
-    }
     let n = 0;
     for (const p of panels) {
-      const hit = words.every((w) => haystacks.get(p).includes(w));
-      p.hidden = !hit;
       const entry = entries.get(p.dataset.domain);
-      if (entry) entry.hidden = !hit;
+      const why = entry && words.length ? match(entry, words) : [];
+      const hit = why !== null;
+      p.hidden = !hit;
+      if (entry) {
+        entry.hidden = !hit;
+        entry.querySelector(".why").textContent = hit && why.length ? `matched in ${why.join(", ")}` : "";
+      }
       if (hit) n += 1;
     }
     const total = shown.dataset.total;
@@ -50,12 +59,25 @@
     for (const p of panels) p.open = false;
   });
 
-  // #domain-NN opens a domain, #cNNqQ its cell too; both scroll to what they name
+  // #domain-NN opens a domain, #cNNqQ its cell too; both scroll to what they name. An anchor that names nothing
+  // of this store says so, as the explorer does for the same link.
+  const problem = document.getElementById("link-problem");
+  const tell = (id) => {
+    problem.hidden = !id;
+    if (!id) return;
+    const cell = /^c\d+q\d+$/i.test(id);
+    const domain = /^domain-\d+$/i.test(id);
+    const what = cell ? "names no cell of this store" : domain ? "names no domain of this store"
+      : "is not a domain (#domain-NN) or a cell (#cNNqQ)";
+    problem.textContent = `The link's #${id} ${what}: ${problem.dataset.scope}.`;
+    problem.scrollIntoView({ block: "start" });
+  };
   const go = (hash) => {
     let id = "";
-    try { id = decodeURIComponent(hash.replace(/^#/, "")); } catch (e) { return; }
+    try { id = decodeURIComponent(hash.replace(/^#/, "")); } catch (e) { tell(hash.replace(/^#/, "")); return; }
     const el = id && document.getElementById(id);
-    if (!el) return;
+    if (!el) { tell(id); return; }
+    tell("");
     const panel = el.closest("details.domain");
     if (panel) {
       if (panel.hidden) { search.value = ""; filter(); }
@@ -73,6 +95,39 @@
       const open = more.closest(".doc").classList.toggle("expanded");
       more.textContent = open ? more.dataset.less : more.dataset.more;
     }
+    const full = event.target.closest("a.more.full");
+    // a whole text beside the page, read from where the page is served; from disk (file://) the browser lets
+    // the page read no file: the link then opens the text on its own
+    if (full && window.location.protocol !== "file:") {
+      event.preventDefault();
+      showFull(full);
+    }
   });
+  const showFull = (link) => {
+    const doc = link.closest(".doc");
+    const pre = doc.querySelector("pre.text");
+    if (doc.classList.contains("expanded")) {
+      doc.classList.remove("expanded");
+      link.textContent = link.dataset.more;
+      return;
+    }
+    const open = (text) => {
+      let whole = doc.querySelector("pre.whole");
+      if (!whole) {
+        whole = document.createElement("pre");
+        whole.className = "text whole";
+        whole.textContent = text;  // text, never HTML
+        pre.after(whole);
+      }
+      doc.classList.add("expanded");
+      link.textContent = link.dataset.less;
+    };
+    if (doc.querySelector("pre.whole")) { open(""); return; }
+    link.textContent = "loading…";
+    fetch(link.getAttribute("href"), { credentials: "same-origin" })
+      .then((r) => (r.ok ? r.text() : Promise.reject(new Error(`${r.status} ${r.statusText}`))))
+      .then(open)
+      .catch((e) => { link.textContent = `${link.dataset.more}: could not be read (${e.message})`; });
+  };
   go(window.location.hash);
 })();

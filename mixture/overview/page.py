@@ -4,9 +4,12 @@ sources and sampled documents. Numbers stay numbers here; the template writes th
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 
+import fsspec
 import pandas as pd
 from markupsafe import escape
 
@@ -20,7 +23,7 @@ from mixture.store.formats import StoreArtifact
 from mixture.store.layout import cluster_width
 
 HEAD_CHARS = 900  # a document is shown cut at ~900 characters (on a word boundary), as on the published page
-TEXT_BUDGET = 2_000_000  # bytes of (escaped) document text in one page, shared by its sampled documents
+TEXT_BUDGET = 2_000_000  # bytes of (escaped) text in one page: its search index, then its sampled documents
 MAX_DOC_CHARS = 20_000  # "show all" shows at most this much of one document, however small the store
 
 
@@ -38,6 +41,7 @@ class Doc:
     cluster_distance: float | None
     head: str
     rest: str
+    file: str = ""  # with full texts: its whole text, a file beside the page ("show all" fetches it)
 
     @property
     def shown_chars(self) -> int:
@@ -101,8 +105,8 @@ class Domain:
 @dataclass
 class Card:
     label: str
-    value: int
-    kind: str = "count"  # count | tokens
+    value: str  # written by `composition.card_texts`, as the explorer writes it
+    detail: str = ""
 
 
 @dataclass
@@ -146,8 +150,20 @@ class Page:
     cutoffs: list[CutoffRow]
     group_cutoffs: list[CutoffRow]
     domains: list[Domain]
+    search: dict[int, dict[str, str]]  # `composition.search_index`: what the domain search reads of each domain
+    link_scope: str  # what an anchor may name: 'its domains are 0–39 and its quality buckets Q0–Q4'
     plan: PlanSummary | None = None
     samples_per_cell: int = 0
+    texts: dict[str, str] = field(default_factory=dict)  # with full texts: file beside the page -> its text
+
+
+def published_name(uri: str) -> str:
+    """How a published page names a store or a plan: a remote one by the URI it was given as (gs://bucket/store),
+    a local one by its file or folder name alone, never by the writer's file system."""
+    protocol, path = fsspec.core.split_protocol(uri)
+    if protocol not in (None, "file", "local"):
+        return uri
+    return PurePosixPath(path.replace("\\", "/").rstrip("/")).name or path
 
 
 def escaped_size(text: str) -> int:
@@ -171,6 +187,11 @@ def split_text(text: str, head_chars: int, max_bytes: int, max_chars: int = MAX_
     return head, text[start:max(start, end)]
 
 
+def search_bytes(index: dict[int, dict[str, str]]) -> int:
+    """Bytes the search index (`composition.search_index`) takes in the page, escaped."""
+    return sum(escaped_size(v) for fields in index.values() for v in fields.values())
+
+
 def doc_text_cap(n_docs: int, budget: int = TEXT_BUDGET) -> int:
     """Bytes of escaped text each document may take: the budget shared by the page's documents."""
     return budget // max(1, n_docs)
@@ -184,10 +205,25 @@ def _num(x: object) -> float | None:
     return None if math.isnan(v) else v
 
 
-def _doc(row: dict, cap: int) -> Doc:
+TEXTS = "texts"  # the folder beside index.html holding the whole texts (`--full-texts`)
+
+
+def text_file(doc_id: str) -> str:
+    """Where a document's whole text goes beside the page: texts/<sha256 of its id, 20 hex>.txt (an id may hold
+    any character)."""
+    return f"{TEXTS}/{hashlib.sha256(doc_id.encode('utf-8')).hexdigest()[:20]}.txt"
+
+
+def _doc(row: dict, cap: int, texts: dict[str, str] | None = None) -> Doc:
+    """A sampled document; with `texts` (full texts beside the page) a long one keeps only its head in the page,
+    and its whole text goes into `texts`."""
     text = str(row.get("text") or "")
-    head, rest = split_text(text, HEAD_CHARS, cap)
-    return Doc(id=str(row.get("id") or ""), source=str(row.get("source") or ""),
+    head, rest = split_text(text, HEAD_CHARS, 0 if texts is not None else cap)
+    file = ""
+    if texts is not None and len(head) < len(text):
+        file = text_file(str(row.get("id") or ""))
+        texts[file] = text
+    return Doc(file=file, id=str(row.get("id") or ""), source=str(row.get("source") or ""),
                content_type=str(row.get("content_type") or ""),
                language=None if row.get("language") is None else str(row["language"]),
                n_tokens=int(row.get("n_tokens") or 0), n_chars=len(text),
@@ -232,9 +268,11 @@ def _plan_summary(plan: Plan, source: str, store_cells: set[str]) -> PlanSummary
 
 
 def build_page(reader: StoreReader, plan: Plan | None = None, plan_source: str = "",
-               samples_per_cell: int | None = None, text_budget: int = TEXT_BUDGET) -> Page:
+               samples_per_cell: int | None = None, text_budget: int = TEXT_BUDGET, full_texts: bool = False) -> Page:
     """The page of a complete store (raises StoreNotReady while it builds, FormatError for a store.json that does
-    not match its format). `samples_per_cell`: at most this many uniform samples per cell (None: all)."""
+    not match its format). `samples_per_cell`: at most this many uniform samples per cell (None: all);
+    `full_texts`: every long sample's whole text in `Page.texts`, to be written beside the page, which keeps only
+    their heads (the text budget then holds the search index alone)."""
     info = reader.store_info
     k = info.partition.k
     names = composition.quality_names(info)
@@ -242,12 +280,14 @@ def build_page(reader: StoreReader, plan: Plan | None = None, plan_source: str =
     labels = cluster_labels(info.clusters, uniform)
     cells = composition.cells_frame(accounting.published_cell_table(reader), info, labels)
     domains = composition.domains_frame(cells, info, labels)
+    search = composition.search_index(domains, info, uniform)
     if samples_per_cell is not None and not uniform.empty:
         uniform = uniform.groupby(["cluster", "quality"], sort=False).head(samples_per_cell)
-    cap = doc_text_cap(len(uniform), text_budget)
+    cap = doc_text_cap(len(uniform), max(0, text_budget - search_bytes(search)))  # the index is read first
     docs: dict[tuple[int, int], list[Doc]] = {}
+    texts: dict[str, str] | None = {} if full_texts else None
     for row in uniform.to_dict("records"):
-        docs.setdefault((int(row["cluster"]), int(row["quality"])), []).append(_doc(row, cap))
+        docs.setdefault((int(row["cluster"]), int(row["quality"])), []).append(_doc(row, cap, texts))
     sources, estimated = _sources(info, uniform)
     languages = accounting.language_mix(reader, "cluster")
     weights = [dict(p.weights) for p in plan.phases] if plan is not None else []
@@ -278,16 +318,16 @@ def build_page(reader: StoreReader, plan: Plan | None = None, plan_source: str =
 
     c = composition.cards(info)
     by_type, by_group = _cutoffs(info, accounting.calibration_groups(reader), len(names))
-    headline = (f"{numbers.tokens(c.tokens, 4)} tokens across {composition.n_domains(info)} semantic domains and "
-                f"{len(names)} calibrated quality buckets")
     return Page(
-        title=f"{info.spec.name}: cluster overview", headline=headline, store=reader.uri, spec_name=info.spec.name,
+        title=f"{info.spec.name}: cluster overview", headline=composition.headline(info),
+        store=published_name(reader.uri), spec_name=info.spec.name,
         tokenizer=info.tokenizer, created=info.created, code_version=info.code_version,
         generator=f"mixture {__version__}",
         quality_names=names, bucket_edges=list(info.partition.bucket_edges),
-        cards=[Card("tokens", c.tokens, "tokens"), Card("documents", c.documents), Card("domains", len(out_domains)),
-               Card("cells", c.cells), Card("sources", c.sources)],
-        drops=[Card(label, n) for label, n in c.drops.items()],
-        cutoffs=by_type, group_cutoffs=by_group, domains=out_domains,
-        plan=_plan_summary(plan, plan_source, set(cells.cell[cells.tokens > 0])) if plan is not None else None,
-        samples_per_cell=max((len(v) for v in docs.values()), default=0))
+        cards=[Card(t.label, t.value, t.detail) for t in composition.card_texts(info, cells)],
+        drops=[Card(label, numbers.count(n)) for label, n in c.drops.items()],
+        cutoffs=by_type, group_cutoffs=by_group, domains=out_domains, search=search,
+        link_scope=composition.link_scope([d.id for d in out_domains], len(names)),
+        plan=(_plan_summary(plan, published_name(plan_source), set(cells.cell[cells.tokens > 0]))
+              if plan is not None else None),
+        samples_per_cell=max((len(v) for v in docs.values()), default=0), texts=texts or {})

@@ -15,6 +15,7 @@ from markupsafe import Markup
 
 from mixture.accounting import StoreReader
 from mixture.composition import numbers
+from mixture.composition.figures import SEARCH_FIELDS
 from mixture.overview.page import TEXT_BUDGET, Page, build_page
 from mixture.planner.formats import Plan
 from mixture.store.io import write_atomic
@@ -24,6 +25,9 @@ CONTENT_TYPE = "text/html; charset=utf-8"
 # how each object store is told the file is a web page (a bucket serves it to browsers with this type)
 _CONTENT_TYPE_KWARGS = {"gs": {"content_type": CONTENT_TYPE}, "gcs": {"content_type": CONTENT_TYPE},
                         "s3": {"ContentType": CONTENT_TYPE}, "s3a": {"ContentType": CONTENT_TYPE}}
+TEXT_TYPE = "text/plain; charset=utf-8"
+_TEXT_TYPE_KWARGS = {"gs": {"content_type": TEXT_TYPE}, "gcs": {"content_type": TEXT_TYPE},
+                     "s3": {"ContentType": TEXT_TYPE}, "s3a": {"ContentType": TEXT_TYPE}}
 
 
 def _asset(name: str) -> str:
@@ -45,10 +49,11 @@ def script_hash(js: str) -> str:
 
 
 def render(page: Page) -> str:
-    """The page as one HTML document (no reference to any other file or host)."""
+    """The page as one HTML document (no reference to any other file or host, but its text files when it has
+    some: `Page.texts`)."""
     js = _asset("overview.js")
     return environment().get_template("overview.html.j2").render(
-        page=page, css=Markup(_asset("overview.css")),
+        page=page, search_fields=SEARCH_FIELDS, css=Markup(_asset("overview.css")),
         js=Markup(js), script_hash=script_hash(js))
 
 
@@ -56,20 +61,27 @@ def render(page: Page) -> str:
 class Written:
     url: str  # where the page is, as given (DIR/index.html)
     bytes: int
+    texts: int = 0  # text files written beside it (`--full-texts`)
 
 
-def write_page(html: str, out: str) -> Written:
-    """Write `html` to `out`/index.html (a local folder or any fsspec URL) through a temporary name."""
+def write_page(html: str, out: str, texts: dict[str, str] | None = None) -> Written:
+    """Write `html` to `out`/index.html (a local folder or any fsspec URL) through a temporary name, after the
+    text files it fetches (`texts`: path under `out` -> text), each written the same way."""
     fs, root = fsspec.core.url_to_fs(out)
     protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+    for rel, text in sorted((texts or {}).items()):
+        write_atomic(fs, f"{root.rstrip('/')}/{rel}", text.encode("utf-8"), **_TEXT_TYPE_KWARGS.get(protocol, {}))
     data = html.encode("utf-8")
     write_atomic(fs, f"{root.rstrip('/')}/{INDEX}", data, **_CONTENT_TYPE_KWARGS.get(protocol, {}))
-    return Written(f"{out.rstrip('/')}/{INDEX}", len(data))
+    return Written(f"{out.rstrip('/')}/{INDEX}", len(data), len(texts or {}))
 
 
 def write_overview(store: str | StoreReader, out: str, plan: Plan | None = None, plan_source: str = "",
-                   samples_per_cell: int | None = None, text_budget: int = TEXT_BUDGET) -> Written:
-    """Read a complete store (and a plan) and write its overview page to `out`/index.html."""
+                   samples_per_cell: int | None = None, text_budget: int = TEXT_BUDGET,
+                   full_texts: bool = False) -> Written:
+    """Read a complete store (and a plan) and write its overview page to `out`/index.html (with `full_texts`,
+    the long samples' whole texts beside it, in `out`/texts/)."""
     reader = store if isinstance(store, StoreReader) else StoreReader(store)
-    page = build_page(reader, plan, plan_source, samples_per_cell=samples_per_cell, text_budget=text_budget)
-    return write_page(render(page), out)
+    page = build_page(reader, plan, plan_source, samples_per_cell=samples_per_cell, text_budget=text_budget,
+                      full_texts=full_texts)
+    return write_page(render(page), out, page.texts)

@@ -147,7 +147,10 @@ MATERIALIZE_HELP = (
     "Rerunning a killed materialize resumes it: finished tasks are skipped, shards already written are kept "
     "(DIR/_materialize/ holds the draw plan, the intermediate files, datatrove's completions and task logs until the "
     "manifest is published). "
-    "A finished DIR of the same plan, store, seed and shard size is left as it is."
+    "A finished DIR of the same plan, store, seed and shard size is left as it is; one of another plan is refused "
+    "(--replace overwrites it). DIR is locked while a run writes it (DIR/_materialize.lock): a second run refuses; "
+    "--break-lock takes over the lock of a dead one. Every store shard is checked against its ledger (size and "
+    "xxh64) before it is read: a damaged one stops the run, naming it (run `mixture audit STORE --checksums all`)."
 )
 
 
@@ -170,6 +173,8 @@ def materialize_cmd(
     mem_per_cpu_gb: float | None = typer.Option(None, "--mem-per-cpu-gb", help="ray/slurm: memory per CPU in GB (give a task more than --memory)"),
     tasks_per_job: int | None = typer.Option(None, "--tasks-per-job", min=1, help="ray/slurm: tasks per Ray job / Slurm array element"),
     keep_work: bool = typer.Option(False, "--keep-work", help="keep DIR/_materialize/ (task logs, stats, draw plan, intermediate files) after publishing"),
+    break_lock: bool = typer.Option(False, "--break-lock", help="take over the lock of a dead materialize of DIR"),
+    replace: bool = typer.Option(False, "--replace", help="DIR holds another plan's finished mixture: delete it and write this one"),
 ) -> None:
     console = Console()
     try:
@@ -192,7 +197,8 @@ def materialize_cmd(
 
         try:
             manifest = materialize(plan, out, store, size, seed, progress=tick, tasks=tasks, workers=n_workers,
-                                   executor=ex.executor, execution=ex, memory=budget, keep_work=keep_work)
+                                   executor=ex.executor, execution=ex, memory=budget, keep_work=keep_work,
+                                   break_lock=break_lock, replace=replace)
         except MaterializeError as exc:
             raise _fail(console, str(exc), 1) from None
     for ph in manifest.phases:

@@ -4,10 +4,12 @@ print their JSON Schemas; docs/planner.md explains the formulas behind the field
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any, Literal
 
 import fsspec
+import xxhash
 from pydantic import Field
 
 from mixture.store.formats import (
@@ -25,6 +27,7 @@ MANIFEST = "manifest.json"  # DIR/manifest.json of a materialized mixture, writt
 PHASE_MANIFEST = "_manifest.json"  # DIR/phase=NAME/_manifest.json
 PLAN_FORMAT_VERSION = 1
 MANIFEST_FORMAT_VERSION = 1
+WEIGHT_SUM_TOLERANCE = 1e-6  # a phase's weights sum to 1 within this (what `mixture plan` writes: ~1e-15)
 WarningCode = Literal["over_cap", "empty_cell", "zero_sequences", "realised_off", "ladder_vanish", "phase_steps",
                       "normalized"]
 NOT_A_PLAN = "write one with `mixture plan SPEC --out plan.json` (a Marin mix JSON: `mixture plan mix.json --out plan.json`)"
@@ -203,7 +206,8 @@ class Plan(Format):
 
     format: Literal[1] = Field(description="format version of the plan")
     kind: Literal["mixture-plan"] = Field(description="always mixture-plan")
-    plan_id: str = Field(description="xxh64 of what the plan draws: phases (tokens, weights), counts, settings")
+    plan_id: str = Field(description="xxh64 of what the plan draws (plan_content_id: phases' tokens and weights, "
+                                     "cells, settings, tail, validation), recomputed when the plan is read")
     name: str = Field(description="the spec's name")
     source: PlanSource = Field(description="where the counts came from")
     tokenizer: str | None = Field(description="the store's tokenizer")
@@ -243,14 +247,83 @@ def is_plan(data: Any) -> bool:
     return isinstance(data, dict) and data.get("kind") == PLAN_KIND
 
 
+def plan_content_id(plan: Plan) -> str:
+    """xxh64 of what the plan draws and how a trainer weighs it: each phase's name, tokens and weights, every cell
+    (counts, component, per-phase weight and tokens), the settings, the tail and the validation sets. Its name,
+    source, warnings, ladder and repair note are not part of it."""
+    core = plan.model_dump(mode="json", include={"phases": {"__all__": {"name", "tokens", "weights"}}, "cells": True,
+                                                 "settings": True, "tail": True, "validation": True})
+    return xxhash.xxh64(json.dumps(core, sort_keys=True).encode()).hexdigest()
+
+
+def _finite_weight(w: float) -> str | None:
+    if not math.isfinite(w):
+        return f"{w} is not a number a weight can be (finite, ≥ 0)"
+    if w < 0:
+        return f"{w} is negative (a weight is ≥ 0)"
+    return None
+
+
+def plan_problems(plan: Plan) -> list[tuple[str, str]]:
+    """(field, what is wrong) for every inconsistency a hand edit can leave: a weight that is not finite or is
+    negative, a phase whose weights do not sum to 1 within WEIGHT_SUM_TOLERANCE, a cell whose per-phase weight
+    differs from its phase's, whose tokens do not add up to the phase's, or which lacks a phase."""
+    problems: list[tuple[str, str]] = []
+    names = plan.phase_names()
+    for i, ph in enumerate(plan.phases):
+        bad = [(f"phases[{i}].weights.{c}", why) for c, w in ph.weights.items() if (why := _finite_weight(w))]
+        problems += bad
+        total = math.fsum(ph.weights.values())
+        if not bad and abs(total - 1.0) > WEIGHT_SUM_TOLERANCE:
+            problems.append((f"phases[{i}].weights", f"phase {ph.name}'s weights sum to {total:.9g}, not 1 "
+                                                     f"(± {WEIGHT_SUM_TOLERANCE:g})"))
+    tokens = dict.fromkeys(names, 0)
+    for j, cell in enumerate(plan.cells):
+        missing = [n for n in names if n not in cell.phases]
+        if missing:
+            problems.append((f"cells[{j}].phases", f"{cell.cell} has no entry for phase(s) {', '.join(missing)}"))
+        for n, cp in cell.phases.items():
+            where = f"cells[{j}].phases.{n}"
+            if n not in tokens:
+                problems.append((where, f"{cell.cell}: no phase {n!r} in the plan's phases"))
+                continue
+            tokens[n] += cp.tokens
+            if (why := _finite_weight(cp.weight)):
+                problems.append((f"{where}.weight", why))
+            elif cp.weight != plan.phases[names.index(n)].weights.get(cell.cell, 0.0):
+                problems.append((f"{where}.weight", f"{cell.cell}: {cp.weight} ≠ the phase's weight "
+                                                    f"{plan.phases[names.index(n)].weights.get(cell.cell, 0.0)}"))
+    for i, ph in enumerate(plan.phases):
+        if tokens[ph.name] != ph.tokens:
+            problems.append((f"phases[{i}].tokens", f"phase {ph.name} has {ph.tokens:,} tokens, its cells' tokens sum "
+                                                    f"to {tokens[ph.name]:,}"))
+    return problems
+
+
 def parse_plan(data: Any, file: str) -> Plan:
-    """A plan from parsed JSON; FormatError names the file and each wrong field, or says how to write a plan when
-    `data` is something else (a Marin mix JSON, a hand-written shape)."""
+    """A plan from parsed JSON, checked (`plan_problems`) and identified by its content (`plan_content_id`): a plan
+    whose plan_id is not its content's hash was edited and is refused; one without a plan_id gets it. FormatError
+    names the file and each wrong field, or says how to write a plan when `data` is something else (a Marin mix
+    JSON, a hand-written shape)."""
     if not is_plan(data):
         found = f"keys {', '.join(sorted(map(str, data))[:8])}" if isinstance(data, dict) else type(data).__name__
         raise FormatError(file, [("kind", f"expected a plan written by `mixture plan` (kind: {PLAN_KIND}), "
                                           f"found {found}")], NOT_A_PLAN)
-    return parse_model(Plan, data, file, "the plan does not match its format (`mixture schema --plan`); " + NOT_A_PLAN)
+    claimed = data.get("plan_id")
+    plan = parse_model(Plan, {**data, "plan_id": claimed or ""}, file,
+                       "the plan does not match its format (`mixture schema --plan`); " + NOT_A_PLAN)
+    problems = plan_problems(plan)
+    if problems:
+        raise FormatError(file, problems, "fix the plan (docs/planner.md: what a plan must hold) or write a new one "
+                                          "with `mixture plan`")
+    content = plan_content_id(plan)
+    if claimed and claimed != content:
+        raise FormatError(file, [("plan_id", f"{claimed} is not the hash of the plan's content ({content}): the plan "
+                                             "was changed after `mixture plan` wrote it")],
+                          "write a new plan with `mixture plan`; to use the edited plan as a new plan, delete its "
+                          "plan_id field (it is then computed from the content)")
+    plan.plan_id = content
+    return plan
 
 
 def read_plan(uri: str) -> Plan:

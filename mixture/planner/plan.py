@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from typing import Any
-
-import xxhash
 
 from mixture.planner.blocks import largest_remainder, phase_boundaries, step_multiple
 from mixture.planner.counts import Counts, PlanInputError, is_marin_mix
@@ -30,6 +27,7 @@ from mixture.planner.formats import (
     Tail,
     TopExposure,
     ValidationSet,
+    plan_content_id,
 )
 
 TAIL = "tail"
@@ -267,10 +265,10 @@ def compute_plan(inputs: PlanInputs) -> Plan:
         known = {"available_tokens", "phase_budgets", "tokenizer", "candidate_store_uri"}
         marin = MarinInfo(key_order=list(raw), phase_budgets=raw.get("phase_budgets"),
                           extra={k: v for k, v in raw.items() if k not in known and not _is_phase_key(k)})
-    return Plan(
+    plan = Plan(
         format=PLAN_FORMAT_VERSION,
         kind=PLAN_KIND,
-        plan_id=plan_id(phase_rows, plan_cells, settings),
+        plan_id="",  # set below from the content
         name=inputs.name,
         source=PlanSource(counts=counts.source, counts_kind=counts.kind, **inputs.meta),
         tokenizer=counts.tokenizer,
@@ -298,17 +296,9 @@ def compute_plan(inputs: PlanInputs) -> Plan:
         repair=None,
         marin=marin,
     )
+    plan.plan_id = plan_content_id(plan)
+    return plan
 
 
 def _is_phase_key(key: str) -> bool:
     return key.startswith("phase") and key.endswith("_weights") and key[5:-8].isdigit()
-
-
-def plan_id(phases: list[PlanPhase], cells: list[PlanCell], settings: PlanSettings) -> str:
-    """A stable hash of what the plan draws: phases (tokens, weights), counts and settings."""
-    core = {
-        "phases": [{"name": p.name, "tokens": p.tokens, "weights": p.weights} for p in phases],
-        "cells": [[c.cell, c.available_tokens] for c in cells],
-        "settings": settings.model_dump(mode="json"),
-    }
-    return xxhash.xxh64(json.dumps(core, sort_keys=True).encode()).hexdigest()

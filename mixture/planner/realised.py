@@ -8,6 +8,7 @@ from typing import Any
 import duckdb
 from fsspec.core import url_to_fs
 
+from mixture.accounting.verify import mixture_shard_problems
 from mixture.planner import formats
 from mixture.planner.formats import MANIFEST, Manifest, Plan
 from mixture.store.formats import FormatError
@@ -57,11 +58,18 @@ def read_manifest(out_dir: str | Path) -> Manifest | None:
 def realised_ledger(out_dir: str | Path, plan: Plan) -> dict[str, Any]:
     """Planned vs realised tokens per (phase, cell), epochs per cell, phase totals; `ok` is False on any drift.
 
-    A cell drifts when |realised - planned| exceeds its largest document (the draw cuts at document boundaries)
-    or when the shards disagree with the manifest written beside them.
+    Exact checks (the draw is deterministic): every shard's bytes are those the manifest recorded (size, xxh64),
+    each (phase, cell) holds exactly the tokens the manifest says were drawn, and was drawn for exactly the
+    tokens this plan asks. Tolerance against the plan's targets: a cell may differ from its planned tokens by at
+    most its largest document (the draw cuts at document boundaries), a phase by the sum of those.
     """
-    counted = recount(out_dir)
     manifest = read_manifest(out_dir)
+    corrupt = []
+    if manifest is not None:  # every shard's bytes as the manifest recorded them, before any is counted
+        fs, root = url_to_fs(str(out_dir))
+        fs.invalidate_cache()
+        corrupt = mixture_shard_problems(fs, root.rstrip("/"), str(out_dir).rstrip("/"), manifest.phases)
+    counted = recount(out_dir)
     info = manifest.cells if manifest else {}
     man_cells = {ph.name: ph.cells for ph in manifest.phases} if manifest else {}
     rows, phases, flagged = [], [], []
@@ -82,6 +90,9 @@ def realised_ledger(out_dir: str | Path, plan: Plan) -> dict[str, Any]:
                 problems.append(f"drift {drift:+,} tokens exceeds one document ({tol:,})")
             if manifest_tokens is not None and manifest_tokens != got["tokens"]:
                 problems.append(f"manifest says {manifest_tokens:,} tokens, shards hold {got['tokens']:,}")
+            if manifest is not None and (drawn.planned_tokens if drawn else 0) != planned:
+                problems.append(f"the plan asks {planned:,} tokens, the mixture was drawn for "
+                                f"{drawn.planned_tokens if drawn else 0:,}: it is another plan's")
             if planned == 0 and got["tokens"] == 0:
                 continue
             rows.append({
@@ -111,6 +122,8 @@ def realised_ledger(out_dir: str | Path, plan: Plan) -> dict[str, Any]:
         "epochs": [{"cell": c, **v} for c, v in epochs.items()],
         "flagged": flagged,
         "unplanned": extra,
-        "ok": not flagged and not extra and all(p["ok"] for p in phases)
+        "corrupt": corrupt,
+        "plan_mismatch": manifest is not None and manifest.plan_id != plan.plan_id,
+        "ok": not flagged and not extra and not corrupt and all(p["ok"] for p in phases)
         and (manifest is None or manifest.plan_id == plan.plan_id),
     }

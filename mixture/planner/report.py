@@ -120,7 +120,18 @@ def print_realised(ledger: dict[str, Any], console: Console, limit: int = 40) ->
     console.print(c)
     if len(rows) > limit:
         console.print(f"… {len(rows) - limit} more rows (use --format json)")
+    for problem in ledger.get("corrupt", [])[:10]:
+        console.print(problem, style="red", markup=False)
+    if ledger.get("plan_mismatch"):
+        console.print(f"manifest.json was written for plan {ledger['manifest_plan_id']}, not this plan "
+                      f"({ledger['plan_id']}): compare it with the plan it was materialized from", style="red",
+                      markup=False)
     if ledger["unplanned"]:
         console.print(f"[red]unplanned shards content:[/] {', '.join(ledger['unplanned'][:10])}")
-    console.print("[green]realised matches the plan[/]" if ledger["ok"] else f"[red]drift in {len(ledger['flagged'])} "
-                  "phase/cell pairs[/]")
+    if ledger["ok"]:
+        console.print("[green]realised matches the plan[/]")
+    else:
+        found = [f"{len(ledger['flagged'])} phase/cell pairs off" if ledger["flagged"] else "",
+                 f"{len(ledger.get('corrupt', []))} shard(s) not as the manifest recorded" if ledger.get("corrupt")
+                 else "", "another plan's mixture" if ledger.get("plan_mismatch") else ""]
+        console.print(f"[red]realised does not match the plan: {'; '.join(f for f in found if f) or 'see above'}[/]")

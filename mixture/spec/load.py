@@ -16,6 +16,7 @@ from mixture.spec.locations import store_overlap
 from mixture.spec.models import Spec
 from mixture.spec.resolve import References
 from mixture.spec.source_formats import source_format
+from mixture.spec.yaml_bounded import load_yaml, short_repr
 
 
 @dataclass
@@ -51,8 +52,7 @@ def field_path(loc: tuple[Any, ...]) -> str:
 
 
 def _describe(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+    return short_repr(value, 80)
 
 
 def _pydantic_problems(exc: ValidationError, prefix: tuple[Any, ...] = ()) -> list[SpecProblem]:
@@ -147,7 +147,7 @@ def load_spec(path: str | os.PathLike, check_resources: bool = True) -> Spec:
     except (OSError, UnicodeDecodeError) as exc:
         raise SpecError(file, [SpecProblem("", f"cannot read: {exc}")]) from None
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""

@@ -1,5 +1,6 @@
 """Where the store is against the sources: a `store.uri` equal to, inside or containing a source location (or a
-source glob that matches store files) is refused, and a source listing skips every store's own files."""
+source glob that matches store files) is refused, and a source listing skips every store's own files and every
+materialized mixture's."""
 
 from __future__ import annotations
 
@@ -20,6 +21,9 @@ GLOB_CHARS = "*?["
 STORE_FOLDERS = frozenset({layout.BUILD_DIR, layout.QUARANTINE_DIR, layout.DROPPED_DIR, layout.SAMPLES_DIR,
                            layout.MODEL_DIR})
 STORE_MARKERS = (layout.STORE_JSON, layout.BUILD_DIR)
+# a folder holding manifest.json and phase=NAME/ folders, or materialize's work, is a materialized mixture
+MIXTURE_MANIFEST, MIXTURE_WORK = "manifest.json", ("_materialize", "_materialize.lock")
+_PHASE = re.compile(r"^phase=[^/]+$")
 _CELL = (re.compile(r"^cluster=[^/]+$"), re.compile(r"^quality=[^/]+$"))
 # files every store holds (relative to it): a source glob matching one of them would read a store placed there
 STORE_EXAMPLES = (layout.STORE_JSON, "cluster=00/quality=0/000_part-00000.parquet", "cluster=00/quality=0/_ledger.json",
@@ -63,7 +67,8 @@ class StoreSkip:
 
     def messages(self, source: str) -> list[str]:
         return [f"source {source!r}: skipped {n:,} file(s) under {folder}: a store's own files (store.json, _build/, "
-                "cluster=*/quality=*, _quarantine/, _dropped/, _samples/, _model/) are never read as input"
+                "cluster=*/quality=*, _quarantine/, _dropped/, _samples/, _model/) and a materialized mixture's "
+                "(manifest.json with phase=*/, _materialize/) are never read as input"
                 for folder, n in sorted(self.folders.items())]
 
 
@@ -75,18 +80,28 @@ def skip_store_files(fs, base: str, paths: Iterable[str], listed: Iterable[str] 
     base = base.rstrip("/")
     markers: dict[str, bool] = {}
     if listed is not None:
+        manifests, phases = set(), set()
         for p in listed:
             rel = p[len(base) + 1:] if p.startswith(base + "/") else None
             if rel is None:
                 continue
             parts = rel.split("/")  # a folder ends in "/": its last part is ""
             for i, part in enumerate(parts):
-                if (part == layout.BUILD_DIR and i < len(parts) - 1) or (part == layout.STORE_JSON and i == len(parts) - 1):
-                    markers["/".join([base, *parts[:i]])] = True
+                folder = "/".join([base, *parts[:i]])
+                last = i == len(parts) - 1
+                if (part == layout.BUILD_DIR and not last) or (part == layout.STORE_JSON and last) or part in MIXTURE_WORK:
+                    markers[folder] = True
+                elif part == MIXTURE_MANIFEST and i == len(parts) - 1:
+                    manifests.add(folder)
+                elif _PHASE.match(part) and i < len(parts) - 1:
+                    phases.add(folder)
+        markers.update(dict.fromkeys(manifests & phases, True))
 
     def is_store(folder: str) -> bool:
         if folder not in markers:
-            markers[folder] = listed is None and any(fs.exists(f"{folder}/{m}") for m in STORE_MARKERS)
+            markers[folder] = listed is None and (
+                any(fs.exists(f"{folder}/{m}") for m in (*STORE_MARKERS, *MIXTURE_WORK))
+                or (fs.exists(f"{folder}/{MIXTURE_MANIFEST}") and bool(fs.glob(f"{folder}/phase=*"))))
         return markers[folder]
 
     kept, skipped = [], StoreSkip()

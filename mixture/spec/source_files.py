@@ -4,14 +4,14 @@ extensions, their check, their line in `mixture validate` and the units the buil
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from fsspec.core import url_to_fs
 
 from mixture.spec.inputs import ListedSource, files_under
 from mixture.spec.locations import StoreSkip, glob_base, has_glob, skip_store_files
 from mixture.spec.models import Source
-from mixture.spec.source_formats import SourceUnits, source_format
+from mixture.spec.source_formats import SourceError, SourceUnits, source_format
 from mixture.store.formats import SourceInputs
 
 
@@ -23,6 +23,16 @@ class SourceListing:
     base: str
     files: list[tuple[str, int | None]]
     skipped: StoreSkip
+    irregular: list[str] = field(default_factory=list)  # matched paths that are no regular file (FIFO, loop, ...)
+
+    def irregular_problem(self, source: str) -> str | None:
+        """Why the source cannot be read while it matches an irregular path (None when it matches none)."""
+        if not self.irregular:
+            return None
+        more = f" (and {len(self.irregular) - 1} more)" if len(self.irregular) > 1 else ""
+        return (f"source {source!r}: {self.irregular[0]}{more} is not a regular file (a FIFO, socket, device, or a "
+                "symlink that loops or points nowhere): reading it could block or fail; remove it from the source "
+                "folder or narrow the source's glob")
 
 
 def match_files(uri: str, extensions: tuple[str, ...]) -> SourceListing:
@@ -43,10 +53,12 @@ def match_files(uri: str, extensions: tuple[str, ...]) -> SourceListing:
         base, one_file = os.path.dirname(path) or ".", True
         found = {path: fs.info(path)} if fs.exists(path) else {}
     base = base.rstrip("/")
+    irregular = sorted(f for f, info in found.items() if info.get("type") not in ("file", None))
+    found = {f: info for f, info in found.items() if f not in set(irregular)}
     kept, skipped = (sorted(found), StoreSkip()) if one_file else skip_store_files(fs, base, sorted(found), listed)
     protocol = uri.split("://", 1)[0] + "://" if "://" in uri else ""
     files = [(f[len(base) + 1 :] if f.startswith(base + "/") else f, found[f].get("size")) for f in kept]
-    return SourceListing(protocol + base, files, skipped)
+    return SourceListing(protocol + base, files, skipped, [protocol + f for f in irregular])
 
 
 def _matched(src: Source, uri: str) -> SourceListing:
@@ -56,6 +68,8 @@ def _matched(src: Source, uri: str) -> SourceListing:
 def list_file_source(src: Source, uri: str) -> ListedSource:
     """The source's files with their sizes and change marks: its manifest entry, and the files its readers share."""
     listing = _matched(src, uri)
+    if (why := listing.irregular_problem(src.name)) is not None:
+        raise SourceError(src.name, why.split(": ", 1)[1])
     base, listed = listing.base, listing.files
     files = files_under(base, [rel for rel, _ in listed])
     sizes = tuple(f.size if f.size is not None else size for f, (_, size) in zip(files, listed, strict=True))
@@ -69,6 +83,8 @@ def check_files(src: Source, uri: str) -> list[tuple[str, str]]:
         listing = _matched(src, uri)
     except Exception as exc:  # permission, bad protocol, unreachable bucket
         return [("uri", f"source {src.name!r}: cannot list {uri!r}: {type(exc).__name__}: {exc}")]
+    if (why := listing.irregular_problem(src.name)) is not None:
+        return [("uri", why)]
     if listing.files:
         return []
     exts = ", ".join(source_format(src.format).extensions)

@@ -6,6 +6,7 @@ name the file and field) and write (atomically) a model."""
 from __future__ import annotations
 
 import json
+import reprlib
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
@@ -54,8 +55,13 @@ def field_path(loc: Sequence[Any]) -> str:
     return out
 
 
+_SHORT = reprlib.Repr()
+_SHORT.maxlevel, _SHORT.maxdict, _SHORT.maxlist, _SHORT.maxstring, _SHORT.maxother = 3, 6, 6, 80, 80
+
+
 def _found(value: Any) -> str:
-    text = repr(value)
+    """The value as the error shows it: at most 80 characters, without building the whole repr of a big value."""
+    text = _SHORT.repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
 
 
@@ -92,6 +98,9 @@ def load_json(raw: bytes | str, file: str, hint: str = "") -> Any:
                           hint) from None
     except UnicodeDecodeError as exc:
         raise FormatError(file, [("", f"not valid JSON: not UTF-8 text ({exc})")], hint) from None
+    except RecursionError:
+        raise FormatError(file, [("", "not a file of this format: its values are nested too deeply to read")],
+                          hint) from None
 
 
 def parse_json(model: type[M], raw: bytes | str, file: str, hint: str = "") -> M:
@@ -440,7 +449,8 @@ class BrokenFile(Format):
     `unreadable_file`) says the same in its `detail`."""
 
     file: str = Field(description="the file, relative to its source's folder")
-    reason: str = Field(description="its quarantine reason: truncated_file or unreadable_file")
+    reason: str = Field(description="its quarantine reason: truncated_file, corrupt_file (a gzip member failed its "
+                                    "check), trailing_data (bytes after the last gzip member) or unreadable_file")
     records_read: int = Field(ge=0, description="records read from it before the break")
     lost: int | None = Field(ge=0, description="records lost after the break (null: nothing tells how many)")
     how: str = Field(description="how `lost` was told: `exact` (a Parquet footer's row count), `estimate: …` (from "

@@ -20,6 +20,8 @@ from fsspec.core import url_to_fs
 import mixture
 from mixture.accounting import StoreNotReady, StoreReader
 from mixture.accounting.document_rows import document_index
+from mixture.accounting.verify import ledger_entries
+from mixture.pipelines.locks import folder_lock
 from mixture.pipelines.materialize.draws import (  # noqa: F401  (re-exported: the draw's building blocks)
     DRAWS_SCHEMA,
     GROUPS_SCHEMA,
@@ -54,13 +56,21 @@ from mixture.planner.formats import (
     read_manifest,
 )
 from mixture.spec.models import Execution
-from mixture.store.formats import FormatError, StoreArtifact, read_model, read_models, write_model
+from mixture.store.formats import (
+    FormatError,
+    LedgerShard,
+    StoreArtifact,
+    read_model,
+    read_models,
+    write_model,
+)
 from mixture.store.io import open_atomic
 
+LOCK_FILE = "_materialize.lock"  # DIR/_materialize.lock while a run writes DIR (not under _materialize/: removed)
 DEFAULT_SHARD_BYTES = 128 * 2**20
 DEFAULT_MEMORY = 2**30
 SHARD_SCHEMA_COLUMNS = tuple(SHARD_SCHEMA.names)
-DRAWS_FORMAT = 2  # the work tables' layout: a key of another version starts over
+DRAWS_FORMAT = 3  # the work tables' layout: a key of another version starts over
 DRAWS_ROW_GROUP = 65_536  # rows per row group of draws.parquet: a task reads the groups of its shards only
 Progress = Callable[[str, int, int], None]  # (what, done, total): "draw" (cells), "shards" (written)
 
@@ -131,6 +141,8 @@ def materialize(
     execution: Execution | None = None,
     memory: int = DEFAULT_MEMORY,
     keep_work: bool = False,
+    break_lock: bool = False,
+    replace: bool = False,
 ) -> Manifest:
     """Write DIR/phase=NAME/part-NNNNN.parquet and the manifests (DIR: a local folder or any fsspec URL: gs://,
     s3://, …); returns the manifest. The same plan, store, seed and shard size give the same bytes whatever the
@@ -142,7 +154,11 @@ def materialize(
     the store's drawn files once and send every draw to its group of shards; gather tasks write the shards from
     their groups. A run that was killed resumes: finished tasks are skipped and shards already written are kept. A finished DIR of the same
     plan, store, seed and shard size is left as it is. `keep_work`: keep DIR/_materialize/ (logs, stats, the
-    draw plan, the intermediate files) after publishing."""
+    draw plan, the intermediate files) after publishing.
+
+    DIR is locked while a run writes it (DIR/_materialize.lock, as a build locks its store: a second run refuses,
+    `break_lock` takes over the lock of a dead one). A finished mixture of another plan in DIR is refused unless
+    `replace`. A file system error (a read-only or full disk) is a MaterializeError."""
     uri = store_uri or plan.store_uri
     if not uri:
         raise MaterializeError("the plan names no store; pass --store URI")
@@ -151,27 +167,78 @@ def materialize(
         artifact = reader.store_info
     except (StoreNotReady, FormatError) as exc:
         raise MaterializeError(str(exc)) from None
+    inside = inside_a_source(plan, str(out_dir))
+    if inside:
+        raise MaterializeError(f"{out_dir} {inside}; write the mixture outside every source location")
     fs, root = url_to_fs(str(out_dir))
     t = Target(plan, str(out_dir), fs, root.rstrip("/"), uri, artifact, plan.settings.seed if seed is None else seed,
                shard_bytes)
-    fs.makedirs(t.root, exist_ok=True)
-    finished = finished_manifest(t)
-    if finished is not None:
-        n = sum(len(p.shards) for p in finished.phases)
-        if progress:
-            progress("shards", n, n)
-        return finished
+    try:
+        fs.makedirs(t.root, exist_ok=True)
+        with folder_lock(str(out_dir), LOCK_FILE, "materialize", MaterializeError, break_lock):
+            finished = finished_manifest(t)
+            if finished is not None:
+                n = sum(len(p.shards) for p in finished.phases)
+                if progress:
+                    progress("shards", n, n)
+                return finished
+            if not replace:
+                refuse_other(t)
 
-    ex = execution or Execution()
-    executor = executor or ex.executor
-    workers = workers or (ex.workers if ex.workers > 0 else 1)
-    work = resume(t, tasks) or draw(t, reader, max(1, tasks or workers), progress)
-    run_tasks(t, work, executor, workers, ex, memory, progress)
-    manifest = publish(t, work, read_model(Manifest, t.work.drawn, fs=fs))
-    write_model(fs, f"{t.root}/{MANIFEST}", manifest, indent=2)  # last: its presence means complete
-    if not keep_work:
-        fs.rm(t.work.logging, recursive=True)
-    return manifest
+            ex = execution or Execution()
+            executor = executor or ex.executor
+            workers = workers or (ex.workers if ex.workers > 0 else 1)
+            work = resume(t, tasks) or draw(t, reader, max(1, tasks or workers), progress)
+            run_tasks(t, work, executor, workers, ex, memory, progress)
+            manifest = publish(t, work, read_model(Manifest, t.work.drawn, fs=fs))
+            write_model(fs, f"{t.root}/{MANIFEST}", manifest, indent=2)  # last: its presence means complete
+            if not keep_work:
+                fs.rm(t.work.logging, recursive=True)
+            return manifest
+    except OSError as exc:
+        why = exc.strerror or str(exc) or type(exc).__name__
+        where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+        raise MaterializeError(f"{out_dir}: cannot write the mixture: {why}{where}. Make the folder writable (or "
+                               "free space), or choose another --out; rerunning the same command resumes.") from None
+
+
+def inside_a_source(plan: Plan, out: str) -> str | None:
+    """Why DIR would be read back as input by a build of the spec the plan was made from (inside, equal to or
+    holding a source location, or matched by a source's glob), or None (also when that spec cannot be read)."""
+    from mixture.spec.load import SpecError, load_spec
+    from mixture.spec.locations import store_overlap
+
+    spec_path = plan.source.spec
+    if not spec_path or not spec_path.endswith((".yaml", ".yml")) or not os.path.isfile(spec_path):
+        return None
+    try:
+        spec = load_spec(spec_path, check_resources=False)
+    except (SpecError, OSError, ValueError):
+        return None
+    for i, (src, uri) in enumerate(zip(spec.sources, spec.refs.sources, strict=True)):
+        if uri.startswith("hf://"):
+            continue
+        why = store_overlap(out, uri, f"sources[{i}] {src.name!r} ({uri})")
+        if why:
+            return why.replace("the build would read its own output as input",
+                               "a build of the plan's spec would read the mixture as input")
+    return None
+
+
+def refuse_other(t: Target) -> None:
+    """MaterializeError when DIR holds the finished mixture (a readable manifest.json) of another plan: it is not
+    overwritten without --replace (one of this plan with another store, seed or shard size is redrawn)."""
+    if not t.fs.exists(f"{t.root}/{MANIFEST}"):
+        return
+    try:
+        old = read_manifest(t.root, fs=t.fs)
+    except FormatError:
+        return  # not a finished mixture: its leftovers are replaced
+    if old.plan_id == t.plan.plan_id:
+        return  # this plan's mixture, damaged or of another store, seed or shard size: it is drawn again
+    raise MaterializeError(f"{t.out} holds the finished mixture of another plan ({old.plan_name}, plan_id "
+                           f"{old.plan_id}; this plan's is {t.plan.plan_id}). Choose another --out, or rerun with "
+                           "--replace to delete it and write this one.")
 
 
 def finished_manifest(t: Target) -> Manifest | None:
@@ -256,18 +323,21 @@ def draw(t: Target, reader: StoreReader, tasks: int, progress: Progress | None) 
         raise MaterializeError(f"{reader.uri}: no documents to read in the {len(used)} cells the plan draws from")
     drawn = plan_draws(t.plan, index, t.seed, t.shard_bytes, progress)
     del index
-    write_draws(t, drawn)
+    write_draws(t, drawn, ledger_entries(reader))
     work = t.key().model_copy(update={"tasks": max(1, min(tasks, drawn.n_shards)), "shards": drawn.n_shards})
     write_model(t.fs, t.work.key, work)
     return work
 
 
-def write_draws(t: Target, drawn: DrawPlan) -> None:
-    """files.parquet, shards.parquet, draws.parquet (training order, phase after phase) and drawn.json."""
+def write_draws(t: Target, drawn: DrawPlan, ledger: dict[str, LedgerShard]) -> None:
+    """files.parquet (each drawn shard with its ledger's size and xxh64: the scatter checks them before reading
+    it), shards.parquet, draws.parquet (training order, phase after phase) and drawn.json."""
     fs, work = t.fs, t.work
     fs.makedirs(work.work, exist_ok=True)
     with fs.open(work.files, "wb") as f:
-        pq.write_table(pa.table({"path": pa.array(drawn.files, pa.string())}), f)
+        pq.write_table(pa.table({"path": pa.array(drawn.files, pa.string()),
+                                 "bytes": pa.array([ledger[p].bytes for p in drawn.files], pa.int64()),
+                                 "xxh64": pa.array([ledger[p].xxh64 for p in drawn.files], pa.string())}), f)
     with fs.open(work.shards, "wb") as f:
         pq.write_table(pa.concat_tables([SHARDS_SCHEMA.empty_table(), *(p.shards for p in drawn.phases)]), f)
     with fs.open(work.draws, "wb") as f, pq.ParquetWriter(f, DRAWS_SCHEMA) as writer:

@@ -12,6 +12,7 @@ from fsspec.core import url_to_fs
 
 from mixture.accounting import StoreReader
 from mixture.accounting.document_rows import READ_BATCH_ROWS
+from mixture.accounting.verify import verify_store_file
 from mixture.pipelines.materialize.draws import WorkFiles, task_shards
 from mixture.store.io import open_atomic
 
@@ -69,7 +70,8 @@ class ScatterDraws(PipelineStep):
         stale = fs.glob(f"{work.shuffle}/*/{rank:05d}-*")  # an earlier attempt of this task
         if stale:
             fs.rm(stale)
-        files = pq.read_table(work.files, filesystem=fs).column("path").to_pylist()
+        listed = pq.read_table(work.files, filesystem=fs).to_pydict()
+        files = listed["path"]
         group_of = pq.read_table(work.groups, filesystem=fs).column("group").to_numpy()
         mine = task_shards(len(files), world_size, rank)
         draws = read_draws_of_files(fs, work, mine)
@@ -82,6 +84,7 @@ class ScatterDraws(PipelineStep):
             a, b = int(bounds[k]), int(bounds[k + 1])
             if b > a:
                 with self.track_time("file"):
+                    verify_store_file(reader, files[fi], listed["bytes"][fi], listed["xxh64"][fi])
                     self._scatter_file(reader, files[fi], {c: v[a:b] for c, v in draws.items()})
         self._flush()
         yield from ()

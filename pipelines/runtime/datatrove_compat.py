@@ -69,8 +69,44 @@ def quiet_datatrove_console(level: str = "WARNING") -> None:
 
     Called again after each task: datatrove's task logger (`add_task_logger`) removes every loguru handler."""
     logger.remove()
-    logger.add(sys.stderr, level=level, format="<level>{level}</level> {message}")
+    logger.add(sys.stderr, level=level, format=console_line)
     cache_loguru_lib_dirs()
+
+
+def console_line(record: dict) -> str:
+    """One line per record on the console: the level and the message's first line; a traceback (a failed task's)
+    stays in the task's log file, where datatrove's own handler writes it in full."""
+    lines = str(record["message"]).splitlines() or [""]
+    more = " (more in the task log)" if len(lines) > 1 or record["exception"] is not None else ""
+    text = (lines[0][:400] + more).replace("{", "{{").replace("}", "}}").replace("<", "\\<")
+    return f"<level>{{level}}</level> {text}\n"
+
+
+@contextlib.contextmanager
+def one_line_task_console() -> Iterator[None]:
+    """While a local task runs: datatrove's task logger (`add_task_logger`, looked up in datatrove.executor.base)
+    writes the task's log file as it does, but the console gets `console_line` at ERROR instead of every record
+    with its traceback (a failed task printed hundreds of lines before the build's one-line message)."""
+    import datatrove.executor.base as base
+    from datatrove.utils.logging import DATATROVE_COLORIZE_LOG_FILES
+
+    original = base.add_task_logger
+
+    def add_task_logger(logging_dir, rank: int, local_rank: int = 0, node_rank: int = -1):
+        logfile = original(logging_dir, rank, local_rank, node_rank=node_rank)
+        logger.remove()  # both of datatrove's handlers: the file's is added again below with its format
+        prefix = f"[NODE {node_rank}] " if node_rank != -1 else ""
+        logger.add(logfile, colorize=DATATROVE_COLORIZE_LOG_FILES, level="DEBUG",
+                   format=f"{prefix}{{time:YYYY-MM-DD HH:mm:ss.SSS}} | <level>{{level: <8}}</level> | "
+                          "{name}:{function}:{line} - <level>{message}</level>")
+        logger.add(sys.stderr, level="ERROR", format=console_line)
+        return logfile
+
+    base.add_task_logger = add_task_logger
+    try:
+        yield
+    finally:
+        base.add_task_logger = original
 
 
 def cache_loguru_lib_dirs() -> None:
@@ -264,7 +300,7 @@ class LocalExecutor(LocalPipelineExecutor):
     def _run_for_rank(self, rank: int, local_rank: int = 0, node_rank: int = -1):
         configure_memory()
         try:
-            with task_threads(1):  # a local worker is one core
+            with task_threads(1), one_line_task_console():  # a local worker is one core
                 # datatrove logs a task to the console at INFO only when its local_rank is 0: never here
                 run = functools.partial(super()._run_for_rank, rank, local_rank + 1, node_rank)
                 return record_usage(self.logging_dir, rank, run)

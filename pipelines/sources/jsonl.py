@@ -1,5 +1,6 @@
 """Reads a JSON Lines file (`jsonl`, `jsonl.gz`, `jsonl.zst`, and the JSONL files of `hf`): every line becomes a
-Document or a quarantine record; a broken compressed stream quarantines the file with the records lost after it."""
+Document or a quarantine record; a broken compressed stream quarantines the file with the records lost after it
+(a gzip file is checked first: a corrupt member's records are not kept, trailing bytes lose no record)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import orjson
 import zstandard
 from datatrove.data import DocumentsPipeline
 
+from mixture.pipelines.sources.gzip_scan import GzipScan, scan_gzip
 from mixture.pipelines.sources.records import (
     SourceFiles,
     bad_record,
@@ -24,6 +26,22 @@ from mixture.pipelines.sources.records import (
 
 class TruncatedStream(EOFError):
     """A compressed stream that ends inside a frame (a truncated or partly copied file)."""
+
+
+class CorruptMember(ValueError):
+    """A gzip member whose CRC or deflate data is wrong (`gzip_scan`): its records are not kept."""
+
+
+def _scan(path: str) -> GzipScan | None:
+    """A gzip file checked before its records are read (None for another file, or one that cannot be opened: the
+    read reports that)."""
+    if not path.endswith(".gz"):
+        return None
+    try:
+        with fsspec.open(path, "rb") as f:
+            return scan_gzip(f)
+    except Exception:  # noqa: BLE001 - the read that follows names the error
+        return None
 
 
 class _ZstdRaw(io.RawIOBase):
@@ -102,11 +120,18 @@ def read_jsonl(src: SourceFiles, rel: str) -> DocumentsPipeline:
     except Exception as exc:  # noqa: BLE001 - permission, missing object, unreachable bucket: name it, go on
         yield broken_file(src, rel, 0, "unreadable_file", exc, *lost_after_break(0, None, None, []))
         return
+    scan = _scan(path)
+    keep = scan.good_bytes if scan is not None and scan.status == "corrupt" else None
     broke: tuple[str, BaseException, int | None] | None = None
+    offset = 0  # decompressed bytes of the lines read so far
     with raw_file:
         try:
             with _decompressed(raw_file, path) as f:
                 for idx, raw in enumerate(f):  # noqa: B007
+                    offset += len(raw)
+                    if keep is not None and offset > keep:  # a line of the corrupt member: not kept
+                        idx -= 1
+                        raise CorruptMember(scan.detail)
                     line = raw.rstrip(b"\r\n")
                     if not line.strip():
                         yield bad_record(src, rel, idx, "empty_line", "blank line", raw)
@@ -122,14 +147,29 @@ def read_jsonl(src: SourceFiles, rel: str) -> DocumentsPipeline:
                         yield bad_record(src, rel, idx, "invalid_json", str(exc)[:200], line)
                         continue
                     yield to_document(src, rel, idx, rec, line)
+        except CorruptMember as exc:  # the records of the corrupt member and after it are lost
+            broke = ("corrupt_file", exc, None)
         except STREAM_ERRORS as exc:
-            # truncated or corrupt compressed stream: everything after the last good record is lost
-            broke = ("truncated_file", exc, _position(raw_file))
+            if scan is not None and scan.status == "trailing":  # every member read and checked
+                broke = ("trailing_data", ValueError(scan.detail), None)
+            elif scan is not None and scan.status == "corrupt":
+                broke = ("corrupt_file", ValueError(scan.detail), None)
+            else:  # truncated or corrupt compressed stream: everything after the last good record is lost
+                broke = ("truncated_file", exc, _position(raw_file))
         except (OSError, ValueError) as exc:  # a read error of the storage itself
             broke = ("unreadable_file", exc, _position(raw_file))
     if broke:
         reason, exc, consumed = broke
-        yield broken_file(src, rel, idx + 1, reason, exc, *_lost(src, rel, raw_file, idx + 1, consumed))
+        if reason == "trailing_data":
+            lost: tuple[int | None, str] = (0, f"exact: every gzip member checked; {scan.trailing:,} bytes after the "
+                                                "last one are not gzip data, no record is in them")
+        elif reason == "corrupt_file":
+            after = "" if scan.last else "; the members after it are not read"
+            lost = (scan.bad_lines, f"estimate: the lines decompressed from the corrupt member before its check "
+                                    f"failed{after}")
+        else:
+            lost = _lost(src, rel, raw_file, idx + 1, consumed)
+        yield broken_file(src, rel, idx + 1, reason, exc, *lost)
         return
     if idx < 0:
         yield bad_record(src, rel, 0, "empty_file", "the file holds no records", b"")

@@ -78,7 +78,8 @@ def to_document(src: SourceFiles, rel: str, idx: int, rec: object, raw: bytes | 
     )
 
 
-BROKEN_FILE = ("truncated_file", "unreadable_file")  # quarantine reasons of a file not read to its end
+# quarantine reasons of a file not read to its end (trailing_data: read to its end, then bytes that are no stream)
+BROKEN_FILE = ("truncated_file", "corrupt_file", "trailing_data", "unreadable_file")
 
 
 def lost_after_break(records: int, consumed: int | None, size: int | None,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pandas as pd
 from streamlit.testing.v1 import AppTest
 
 from mixture.explorer import MAIN
@@ -65,3 +66,16 @@ def chart_frames(at: AppTest) -> list[list]:
     for el in at.get("vega_lite_chart"):
         out.append([convert_arrow_bytes_to_pandas_df(d.data.data) for d in el.proto.datasets])
     return out
+
+
+def shown(table) -> pd.DataFrame:
+    """What a table element (st.dataframe / st.table) shows: the display text of a styled frame (its numbers stay
+    numbers in `.value`, so it sorts by value), else its values."""
+    from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
+
+    data = table.proto.arrow_data if hasattr(table.proto, "arrow_data") else table.proto
+    if data.styler.display_values:
+        text = convert_arrow_bytes_to_pandas_df(data.styler.display_values)
+        text.columns = table.value.columns
+        return text.reset_index(drop=True)
+    return table.value

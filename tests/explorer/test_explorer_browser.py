@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from mixture.composition import numbers
 from mixture.explorer import MAIN
-from mixture.spec.amounts import humanize
 from tests.explorer.synthstore import SCRIPT_DOC
 
 CHROMIUM = "/usr/bin/chromium"
@@ -74,7 +74,7 @@ def _luminance(css: str) -> float:
 def test_overview_in_chromium_light_and_dark(server, artifact):
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is in the dev extra")
     ARTIFACTS.mkdir(exist_ok=True)
-    expected = (f"{humanize(artifact['counters']['tokens_out'])} tokens across {len(artifact['clusters'])} "
+    expected = (f"{numbers.tokens(artifact['counters']['tokens_out'], 4)} tokens across {len(artifact['clusters'])} "
                 "semantic domains and 5 calibrated quality buckets")
     dialogs: list[str] = []
     with sync_api.sync_playwright() as p:

@@ -95,3 +95,40 @@ def test_near_dedup_cites_the_threshold_the_pairs_were_verified_against(tmp_path
     near = unescape(checks.evidence["near dedup"])
     assert checks.result["near dedup"] == "passed"
     assert "5-gram Jaccard ≥ 0.500" in near and "0.719" not in near
+
+
+def test_a_dropped_duplicates_twin_opens_directly_with_the_dropped_documents_own_fields(built_env):
+    """The kept twin opens by id (the shards' footer id ranges, no scan) even when it is not sampled; the dropped
+    document shows what `_dropped/` keeps of it: source, origin, characters, the head of its text."""
+    reader = StoreReader(str(built_env.store))
+    sampled = set(accounting.samples(reader, "uniform").id) | set(accounting.samples(reader, "exemplars").id)
+    rows = accounting.dropped(reader)
+    pairs = [(r, twin(r["reason"], r["detail"])) for r in rows.to_dict("records")]
+    row, kept = next(((r, k) for r, k in pairs if k and k not in sampled), (None, None))
+    if row is None:
+        pytest.skip("every kept twin of the built store is sampled")
+    at = run("search", doc=row["id"])
+    fields = next(d.value for d in at.dataframe if "field" in d.value).set_index("field").value
+    assert fields["source"] == row["source"] and fields["origin"] == row["origin"]
+    assert fields["n_chars"] == f"{row['n_chars']:,}" and fields["reason"] == row["reason"]
+    assert any(c.value == row["text_head"] for c in at.code)
+    at = run("search", doc=kept)  # the link's target: found through the footers, no scan button, no warning
+    where = accounting.find_document(reader, kept)
+    assert len(where) == 1
+    assert [unescape(s.value) for s in at.success] == [
+        f"**Kept** in cell `c{int(where.cluster[0]):02d}q{int(where.quality[0])}`"]
+    assert not at.warning and not any(b.label.startswith("Look the id up") for b in at.button)
+    assert any(c.value.startswith(str(where.text[0])[:200].rsplit(" ", 1)[0]) for c in at.code)
+
+
+def test_find_document_reads_only_the_row_groups_that_may_hold_it(built_store):
+    reader = StoreReader(str(built_store.store))
+    ranges = accounting.id_ranges(reader)
+    every = accounting.scan_documents(reader, limit=10**9).hits
+    assert len(every) > 50
+    for r in every.iloc[::max(1, len(every) // 40)].itertuples():
+        assert len(ranges.holding(r.id)) < len(ranges.groups)  # not every row group
+        found = accounting.find_document(reader, r.id, ranges)
+        assert list(found.id) == [r.id] and (found.cluster[0], found.quality[0]) == (r.cluster, r.quality)
+        assert found.text[0] == r.text
+    assert accounting.find_document(reader, "no-such-id", ranges).empty

@@ -11,25 +11,30 @@ import pyarrow.parquet as pq
 
 from mixture.composition import numbers
 from mixture.planner.formats import read_plan
-from tests.explorer.apptest_util import run
+from tests.explorer.apptest_util import run, shown
 
 TOKENS = re.compile(r"^(\d{1,3}(,\d{3})*|\d+(\.\d+)?[KMBT])$")
 
 
 def test_store_page_tables_write_tokens_and_shares(app_env, artifact):
     at = run("store")
-    sources = at.dataframe[0].value
+    sources = shown(at.dataframe[0])
     assert "tokens_in" not in sources  # None for every source of this store: no column of None
     assert all(TOKENS.match(t) for t in sources.tokens_kept)
-    mix = at.dataframe[-1].value
+    # the numbers stay numbers under their text: the table sorts 449K after 2.92M by value, not as text
+    values = at.dataframe[0].value
+    assert values.tokens_kept.dtype.kind in "iuf" and values.docs_kept.dtype.kind in "iuf"
+    assert list(sources.tokens_kept) == [numbers.tokens(t) for t in values.tokens_kept]
+    mix = shown(at.dataframe[-1])
     assert all(TOKENS.match(t) for t in mix.tokens), list(mix.tokens)
     assert all(s.endswith("%") for s in mix.share), list(mix.share)
+    assert at.dataframe[-1].value.share.dtype.kind == "f"
 
 
 def test_mixture_page_tables_write_weights_and_tokens(app_env, plan_file):
     plan = read_plan(str(plan_file))
     at = run("mixture")
-    table = next(d.value for d in at.dataframe if "available" in d.value)
+    table = next(shown(d) for d in at.dataframe if "available" in d.value)
     by_cell = {c.cell: c for c in plan.cells}
     for row in table.to_dict("records"):
         cell = by_cell[row["cell"]]

@@ -8,7 +8,6 @@ import re
 import pytest
 
 from mixture.composition import numbers
-from mixture.spec.amounts import humanize
 from tests.explorer.apptest_util import grid, open_domains, panel, plain, run
 from tests.explorer.synthstore import SCRIPT_DOC
 
@@ -17,11 +16,11 @@ def test_headline_and_cards_equal_store_json(app_env, artifact):
     at = run()
     k = len(artifact["clusters"])
     tokens = artifact["counters"]["tokens_out"]
-    assert at.header[0].value == (f"{humanize(tokens)} tokens across {k} semantic domains "
+    assert at.header[0].value == (f"{numbers.tokens(tokens, 4)} tokens across {k} semantic domains "
                                   "and 5 calibrated quality buckets")
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["documents"] == f"{artifact['counters']['records_out']:,}"
-    assert metrics["tokens"] == humanize(tokens)
+    assert metrics["tokens"] == numbers.tokens(tokens, 4)
     assert metrics["sources"] == str(len(artifact["sources"]))
     assert metrics["cells"] == f"{len(artifact['cells'])} non-empty of {len(artifact['cells'])}"
     assert metrics["domains"] == str(k) and metrics["buckets"] == "5"  # issue 16: the cards say both

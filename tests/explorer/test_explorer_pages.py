@@ -9,10 +9,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from mixture.composition import numbers
-from mixture.planner.formats import Plan, read_plan
+from mixture.planner.formats import Plan, plan_content_id, read_plan
 from mixture.store import drops
 from mixture.store.formats import StoreVersionError, dump
-from tests.explorer.apptest_util import chart_frames, run, unescape
+from tests.explorer.apptest_util import chart_frames, run, shown, unescape
 from tests.explorer.synthstore import SCRIPT_DOC, build_plan
 
 
@@ -34,12 +34,12 @@ def test_store_page_heatmap_funnel_sources(app_env, artifact):
     assert funnel.records.iloc[0] == c["records_in"]
     assert funnel.records.iloc[-1] == c["records_out"] == funnel.records.iloc[-2]
     assert not at.error  # the counters reconcile
-    sources = at.dataframe[0].value
+    sources = shown(at.dataframe[0])
     assert set(sources.name) == {s["name"] for s in artifact["sources"]}
     assert sorted(sources.tokens_kept) == sorted(numbers.tokens(s["tokens_kept"]) for s in artifact["sources"])
     # the drops per source in a table of their own (one table with every column did not fit the page), a column
     # per drop reason of the registry, labelled by it
-    dropped = at.dataframe[1].value
+    dropped = shown(at.dataframe[1])
     assert list(dropped.name) == list(sources.name)
     assert [col for col in dropped.columns if col in drops.BY_COUNTER] == list(drops.COUNTERS)
     labels = {k: v["label"] for k, v in json.loads(at.dataframe[1].proto.columns).items() if "label" in v}
@@ -85,7 +85,7 @@ def test_a_store_of_another_format_version_is_refused_with_how_to_rebuild_it(app
 def test_store_page_exact_content_types(app_env, store):
     at = run("store")
     at.toggle(key="ct_exact").set_value(True).run()
-    mix = at.dataframe[-1].value
+    mix = shown(at.dataframe[-1])
     import pandas as pd
 
     docs = pd.concat(pq.read_table(p).to_pandas() for p in store.glob("cluster=*/quality=*/*.parquet"))
@@ -95,7 +95,7 @@ def test_store_page_exact_content_types(app_env, store):
 
 def _over_cap_tables(at):
     """The over-cap lists of the page (columns cell, exposure): the plan's, then the repaired plan's."""
-    return [d.value for d in at.dataframe if list(d.value.columns) == ["cell", "exposure"]]
+    return [shown(d) for d in at.dataframe if list(d.value.columns) == ["cell", "exposure"]]
 
 
 def over_cap_cells(plan: Plan) -> set[str]:
@@ -126,7 +126,7 @@ def test_mixture_page_lists_exactly_the_over_cap_cells(app_env, plan_file):
     data = bars[0]
     assert set(data[data.over_cap].cell) == over
     assert bars[1].cap.iloc[0] == plan.settings.max_epochs
-    ladder = at.dataframe[-1].value
+    ladder = shown(at.dataframe[-1])
     assert list(ladder.name) == ["tiny", "small"]
     cut = []
     rungs = {r.name: r.tokens for r in plan.ladder}
@@ -134,7 +134,7 @@ def test_mixture_page_lists_exactly_the_over_cap_cells(app_env, plan_file):
     for row in ladder.to_dict("records"):  # ⌊N_c·X/T⌋ = 0 for a cell with weight
         zero = [c.cell for c in plan.cells if c.available_tokens * rungs[row["name"]] // plan.budget == 0
                 and any(p.weights[c.cell] > 0 for p in plan.phases)]
-        assert row["cells cut to zero"] == len(zero)
+        assert row["cells cut to zero"] == numbers.count(len(zero))
         cut.append(len(zero))
     assert cut[0] > 0 and cut[1] == 0
 
@@ -168,7 +168,7 @@ def test_diff_page_two_stores(app_env, store_b, artifact):
     assert metrics["cells added"] == str(len(set(b_cells) - set(a_cells)))
     assert metrics["cells removed"] == str(len(set(a_cells) - set(b_cells)))
     assert metrics["cells changed"] == str(sum(1 for c in a_cells if c in b_cells and a_cells[c] != b_cells[c]))
-    table = at.dataframe[0].value.set_index("cell")
+    table = shown(at.dataframe[0]).set_index("cell")
     for c in b_cells:
         assert table.loc[c, "delta"] == b_cells[c] - a_cells.get(c, 0)
     heat = chart_frames(at)[0][0]
@@ -177,15 +177,22 @@ def test_diff_page_two_stores(app_env, store_b, artifact):
 
 def test_diff_page_two_plans(app_env, plan_file, tmp_path):
     plan = read_plan(str(plan_file))
-    other = plan.model_copy(deep=True)
+    other = plan.model_copy(deep=True)  # another valid plan: c04q4's weight and tokens moved to c00q0
+    gone = other.cell_map()["c04q4"]
     other.cells = [c for c in other.cells if c.cell != "c04q4"]
-    other.cell_map()["c00q0"].exposure = 3.0
+    keep = other.cell_map()["c00q0"]
+    for ph in other.phases:
+        ph.weights["c00q0"] += ph.weights.pop("c04q4")
+        keep.phases[ph.name].weight = ph.weights["c00q0"]
+        keep.phases[ph.name].tokens += gone.phases[ph.name].tokens
+    keep.exposure = 3.0
+    other.plan_id = plan_content_id(other)
     p2 = tmp_path / "p2.json"
     p2.write_text(dump(other))
     at = run("diff")
     at.segmented_control(key="diff_mode").set_value("two plans").run()
     at.text_input(key="diff_plan_b").input(str(p2)).run()
-    table = at.dataframe[0].value.set_index("cell")
+    table = shown(at.dataframe[0]).set_index("cell")
     assert table.loc["c00q0", "delta"] == pytest.approx(3.0 - plan.cell_map()["c00q0"].exposure)
     assert table.loc["c04q4", "status"] == "removed"
     assert {m.label: m.value for m in at.metric}["cells changed"] == "1"
@@ -193,12 +200,12 @@ def test_diff_page_two_plans(app_env, plan_file, tmp_path):
 
 def test_search_page_filters_samples_and_shows_lineage(app_env, store, artifact, plan_file):
     at = run("search", q="alert(1)")
-    hits = at.dataframe(key="search_hits").value
+    hits = shown(at.dataframe(key="search_hits"))
     assert len(hits) == 1 and hits.cell.iloc[0] == "c01q2"
     at.multiselect[0].set_value(["stdlib-code"]).run()  # source facet
     sampled = pq.read_table(store / "_samples/uniform.parquet").to_pandas()
     script_source = sampled[sampled.text == SCRIPT_DOC].source.iloc[0]
-    assert len(at.dataframe(key="search_hits").value) == (1 if script_source == "stdlib-code" else 0)
+    assert len(shown(at.dataframe(key="search_hits"))) == (1 if script_source == "stdlib-code" else 0)
 
     kept_and_dropped = sampled.sort_values(["cluster", "quality", "rank"]).id.iloc[0]
     at = run("search", doc=kept_and_dropped)
@@ -227,11 +234,11 @@ def cell_of(sampled, doc_id: str) -> str:
 
 def test_search_page_full_scan(app_env):
     at = run("search", q="TAILMARKER")
-    assert len(at.dataframe(key="search_hits").value) == 1  # the long document is sampled
+    assert len(shown(at.dataframe(key="search_hits"))) == 1  # the long document is sampled
     at = run("search", q="vote minutes")
-    n_sampled = len(at.dataframe(key="search_hits").value)
+    n_sampled = len(shown(at.dataframe(key="search_hits")))
     next(b for b in at.button if b.label == "Scan the whole store").click().run()
-    scanned = at.dataframe(key="search_hits").value
+    scanned = shown(at.dataframe(key="search_hits"))
     assert len(scanned) > n_sampled and set(scanned["sample"]) == {"scan"}
     assert "documents in the store (scan)" in at.caption[0].value
 
@@ -260,7 +267,8 @@ def test_live_build_page_on_a_building_store(monkeypatch, building_store):
     ledgers = [json.loads(p.read_text()) for p in building_store.glob("cluster=*/quality=*/_ledger.json")]
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["rows so far"] == f"{sum(led['total_num_rows'] for led in ledgers):,}"
-    table = at.dataframe[0].value
+    table = at.dataframe[0].value  # numbers, shown as counts and token amounts (no 1179671)
+    assert list(shown(at.dataframe[0]).tokens) == [numbers.tokens(t) for t in table.tokens]
     assert table.rows.sum() == sum(led["total_num_rows"] for led in ledgers)
     assert table.tokens.sum() == sum(led["total_tokens"] for led in ledgers)
     assert metrics["exact duplicate"] == "6" and metrics["bad input"] == "2"

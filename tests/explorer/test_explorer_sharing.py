@@ -172,3 +172,24 @@ def test_explore_command_sharing_options(tmp_path, store, store_b, plan_file):
     listed.write_text("store: [x]\n")
     result = runner.invoke(cli_app, ["explore", str(store), "--allowlist", str(listed)])
     assert result.exit_code == 2 and "store" in result.output and "`stores:` and `plans:`" in result.output
+
+
+def test_a_token_means_sharing_and_the_start_up_line_says_which_mode(store, monkeypatch):
+    from typer.testing import CliRunner
+
+    from mixture.cli import app as cli_app
+    from mixture.explore_cli import mode_line, streamlit_command
+    from mixture.explorer import SERVE, config
+
+    monkeypatch.setenv(config.TOKEN_ENV, "a-token")
+    result = CliRunner().invoke(cli_app, ["explore", str(store), "--no-share"])
+    assert result.exit_code == 2 and "--no-share" in result.output and config.TOKEN_ENV in result.output
+    monkeypatch.setenv(config.SHARE_ENV, "0")
+    assert config.sharing()  # a token set without sharing mode turns it on (127.0.0.2 with a token: shared)
+    assert streamlit_command(str(store), None, 8599, "127.0.0.2", True, gated=True)[4] == str(SERVE)
+    local = mode_line(False, False, None, "127.0.0.1", 1, 0, 10, 5)
+    assert local.startswith("local mode (127.0.0.1 is a loopback address): free store and plan path boxes")
+    shared = mode_line(True, True, None, "127.0.0.2", 2, 1, 10, 5)
+    assert shared.startswith("sharing mode (a token is set): 2 store(s) and 1 plan(s) offered")
+    assert "every page and endpoint but the health check asks for the token" in shared
+    assert "no token: anyone who reaches the port" in mode_line(True, False, True, "0.0.0.0", 1, 0, 10, 5)

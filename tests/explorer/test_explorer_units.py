@@ -101,6 +101,7 @@ def test_explore_command_checks_inputs(tmp_path, store, plan_file):
 
 
 def test_reads_the_real_planner_output(tmp_path):
+    from mixture.planner.formats import plan_content_id
     from mixture.planner.plan import compute_plan
     from mixture.planner.run import repair_plan
 
@@ -123,7 +124,8 @@ def test_reads_the_real_planner_output(tmp_path):
     assert view.repaired is not None and view.repaired.over_cap() == []
     # a repaired plan of another plan beside it is not shown as this plan's repair
     other = compute_plan(_small_plan()[1])
-    other.plan_id = "0" * 16  # another plan
+    other.settings.seed += 1  # another plan (its id is its content's)
+    other.plan_id = plan_content_id(other)
     (tmp_path / "other.json").write_text(dump(other))
     (tmp_path / "other.repaired.json").write_text(dump(repaired))
     assert load_plan(tmp_path / "other.json").repaired is None
@@ -161,3 +163,22 @@ def test_chart_text_colour_follows_the_theme():
     assert charts.text_color("dark") == "#fafafa" and charts.text_color("light") == charts.text_color(None)
     funnel = charts.funnel([("records in", 10), ("records out", 8)], charts.text_color("dark")).to_dict()
     assert funnel["layer"][1]["mark"]["color"] == "#fafafa"
+
+
+def test_token_heatmap_legend_labels_each_tick_as_the_pages_write_tokens():
+    """Vega's SI format gave every legend label the largest value's prefix ('0M 0M 0.1M 1M')."""
+    import pandas as pd
+
+    from mixture.composition import numbers
+    from mixture.explorer import charts
+
+    cells = pd.DataFrame({"cell": ["c00q0", "c00q1", "c01q0", "c01q1"], "cluster": [0, 0, 1, 1],
+                          "quality": [0, 1, 0, 1], "tokens": [2_500, 40_000, 900_000, 3_100_000],
+                          "docs": [1, 2, 3, 4], "share_of_corpus": [0.1, 0.2, 0.3, 0.4], "label": ["a", "a", "b", "b"]})
+    spec = charts.cell_heatmap(cells, ["junk", "low"]).to_dict()
+    legend = spec["encoding"]["color"]["legend"]  # every cell holds tokens: one layer
+    assert legend["values"] == [10_000.0, 100_000.0, 1_000_000.0]
+    expr = legend["labelExpr"]
+    for v in legend["values"]:
+        assert f"datum.value == {v!r} ? {json.dumps(numbers.tokens(v))}" in expr
+    assert [numbers.tokens(v) for v in legend["values"]] == ["10.0K", "100K", "1.00M"]

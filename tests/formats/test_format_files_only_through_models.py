@@ -55,7 +55,7 @@ JSON_PARSERS = {
     ("mixture/demo_corpus/read.py", "ground_truth"): "the demo corpus's ground_truth.json",
     ("mixture/demo_corpus/read.py", "iter_records"): "the demo corpus's JSONL records",
     ("mixture/spec/datasets_source.py", "_read_json"): "a datasets save_to_disk folder's state and info JSON",
-    ("pipelines/build.py", "_read_lock"): "the build lock _build/LOCK",
+    ("pipelines/locks.py", "read_lock"): "a folder's lock (the build's _build/LOCK, materialize's _materialize.lock)",
     ("pipelines/executors.py", "SlurmStageExecutor._record"): "the Slurm job record of a stage",
     ("pipelines/finalize/store_json.py", "finalize"): "the readers' tallies in _work/tally/",
     ("pipelines/sources/jsonl.py", "read_jsonl"): "the input records of a jsonl source",

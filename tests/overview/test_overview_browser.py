@@ -4,8 +4,13 @@ beyond the file itself. One browser for the module; each check in a fresh contex
 
 from __future__ import annotations
 
+import functools
+import http.server
 import os
+import re
+import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -195,3 +200,192 @@ def test_hostile_documents_show_as_text(hostile_page, open_page):
     assert len(doc.locator("pre.text").inner_text()) == before
     o.page.screenshot(path=str(ARTIFACTS / "overview-light.png"))
     o.check_clean()
+
+
+def _open_sized(browser, path: Path, width: int, scheme: str, anchor: str = "") -> Opened:
+    ctx = browser.new_context(color_scheme=scheme, viewport={"width": width, "height": 844},
+                              is_mobile=width < 500, has_touch=width < 500)
+    page = ctx.new_page()
+    opened = Opened(page, path.as_uri())
+    page.on("request", lambda r: opened.requests.append(r.url.split("#")[0]))
+    page.on("console", lambda m: opened.errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: opened.errors.append(str(e)))
+    page.goto(path.as_uri() + anchor)
+    page.wait_for_load_state("load")
+    return opened
+
+
+_OVERFLOW = "document.scrollingElement.scrollWidth - window.innerWidth"
+_RIGHT = "sel => Math.max(...Array.from(document.querySelectorAll(sel)).filter(e => e.offsetParent)" \
+         ".map(e => e.getBoundingClientRect().right))"
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+@pytest.mark.parametrize("width", [390, 1280])
+def test_no_horizontal_scroll_on_a_phone_or_a_desktop(built_page, browser, width, scheme):
+    o = _open_sized(browser, built_page.page, width, scheme)
+    try:
+        assert o.page.evaluate(_OVERFLOW) <= 0  # panels closed
+        # the domain index: in the first screen, or one tap away
+        jump = o.page.locator("nav.jump a[href='#domains']")
+        assert jump.bounding_box()["y"] + jump.bounding_box()["height"] <= 844
+        jump.click()
+        o.page.wait_for_function("document.getElementById('index').getBoundingClientRect().top < window.innerHeight")
+        # every panel and every cell open, the group cutoffs too: still nothing wider than the window
+        o.page.click("#open-all")
+        o.page.evaluate("document.querySelectorAll('details').forEach(d => { d.open = true; })")
+        assert o.page.evaluate(_OVERFLOW) <= 0, f"{o.page.evaluate(_OVERFLOW)} px too wide at {width} px"
+        inner = o.page.evaluate("window.innerWidth")
+        # the cutoffs tables and every quality grid show their last bucket (Q3→Q4, Q4) inside the window
+        assert o.page.evaluate(_RIGHT, "table.cutoffs th:nth-last-child(2)") <= inner
+        assert o.page.evaluate(_RIGHT, "table.grid thead th:last-child") <= inner
+        ARTIFACTS.mkdir(exist_ok=True)
+        o.page.screenshot(path=str(ARTIFACTS / f"overview-{width}-{scheme}.png"))
+        o.check_clean()
+    finally:
+        o.page.context.close()
+
+
+@pytest.mark.parametrize(("anchor", "says"), [("#domain-99", "names no domain of this store"),
+                                              ("#c07q9", "names no cell of this store"),
+                                              ("#nothing-here", "is not a domain (#domain-NN) or a cell (#cNNqQ)")])
+def test_unknown_anchor_names_the_problem(built_page, built_store, open_page, anchor, says):
+    o = open_page(built_page.page, anchor)
+    problem = o.page.locator("#link-problem")
+    assert problem.is_visible()
+    ids = sorted(c.id for c in built_store.artifact.clusters)
+    assert problem.inner_text() == (f"The link's {anchor} {says}: its domains are {ids[0]}–{ids[-1]} and its "
+                                    f"quality buckets Q0–Q{built_store.artifact.partition.quality_levels - 1}.")
+    assert o.open_domains() == []
+    o.page.click(f"#index a[href='#domain-{ids[0]:02d}']")  # a known anchor clears it
+    o.page.wait_for_function("document.getElementById('link-problem').hidden")
+    o.check_clean()
+
+
+def _static_search(o: Opened, query: str) -> dict[int, str]:
+    o.page.fill("#search", query)
+    return {int(k): v for k, v in o.page.eval_on_selector_all(
+        "#index li", "els => els.filter(e => !e.hidden).map(e => [e.dataset.domain, "
+                     "e.querySelector('.why').textContent])")}
+
+
+def _explorer_search(at, query: str) -> dict[int, str]:
+    from tests.explorer.apptest_util import plain
+
+    at.text_input(key="q").input(query).run()
+    out = {}
+    for b in at.button:
+        if b.key and b.key.startswith("idx_"):
+            label = plain(b.label)
+            out[int(label.split(" · ")[0])] = label.split("*")[1] if "*matched in" in label else ""
+    return out
+
+
+def test_static_page_and_explorer_search_alike(built_page, built_store, open_page, monkeypatch):
+    """The same queries on the same store: the page's script and the explorer find the same domains for the same
+    reasons, both as mixture.composition says (one search index, one rule)."""
+    from mixture import accounting
+    from mixture.composition import figures
+    from mixture.composition.labels import cluster_labels
+    from tests.explorer.apptest_util import run
+
+    reader = accounting.StoreReader(str(built_store.store))
+    info = reader.store_info
+    uniform = accounting.samples(reader, "uniform")
+    labels = cluster_labels(info.clusters, uniform)
+    domains = figures.domains_frame(figures.cells_frame(accounting.published_cell_table(reader), info, labels),
+                                    info, labels)
+    index = figures.search_index(domains, info, uniform)
+    first = domains.iloc[0]
+    doc = uniform.loc[uniform.text.str.len().idxmax()]
+    deep = re.findall(r"[A-Za-z]{6,}", str(doc.text)[1000:2000])[0]  # past the head the page shows first
+    queries = [first["name"].terms[0].text, first["top_terms"][-1], info.sources[0].name, "sympy", str(doc.id),
+               deep.upper(), f"{first['name'].terms[0].text} {info.sources[-1].name}", "zzqx-no-such-word"]
+    monkeypatch.setenv("MIXTURE_STORE", str(built_store.store))
+    monkeypatch.delenv("MIXTURE_PLAN", raising=False)
+    monkeypatch.setenv("MIXTURE_SHARE", "0")
+    at = run()
+    o = open_page(built_page.page)
+    reasons = set()
+    for query in queries:
+        expected = {d: f"matched in {', '.join(why)}" for d, why in figures.match_domains(index, query).items()}
+        assert _static_search(o, query) == expected, query
+        assert _explorer_search(at, query) == expected, query
+        reasons |= {r for why in figures.match_domains(index, query).values() for r in why}
+    assert reasons == set(figures.SEARCH_FIELDS.values())  # each reason shown at least once
+    assert int(doc.cluster) in figures.match_domains(index, str(doc.id))
+    assert figures.match_domains(index, "zzqx-no-such-word") == {}
+    o.check_clean()
+
+
+@pytest.fixture(scope="module")
+def full_site(hostile_store, tmp_path_factory) -> Path:
+    from tests.overview.conftest import cli
+
+    out = tmp_path_factory.mktemp("overview_full_texts")
+    code, text = cli("overview", str(hostile_store), "--out", str(out), "--full-texts")
+    assert code == 0, text
+    return out
+
+
+@contextmanager
+def _served(folder: Path) -> Iterator[str]:
+    """The folder over http on 127.0.0.1 (what a bucket or a web server does), in a thread of the test."""
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(folder))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _long_sample(hostile_store) -> tuple[str, str]:
+    from mixture.accounting import StoreReader, samples
+
+    uniform = samples(StoreReader(str(hostile_store)), "uniform")
+    row = uniform[(uniform.cluster == 0) & (uniform.quality == 0) & (uniform.text.str.len() > 5_000)].iloc[0]
+    return str(row.id), str(row.text)
+
+
+def test_show_all_fetches_the_whole_text_from_where_the_page_is_served(full_site, hostile_store, browser):
+    doc_id, text = _long_sample(hostile_store)
+    with _served(full_site) as origin:
+        ctx = browser.new_context(viewport={"width": 1300, "height": 900})
+        try:
+            page = ctx.new_page()
+            opened = Opened(page, f"{origin}/index.html")
+            page.on("request", lambda r: opened.requests.append(r.url.split("#")[0]))
+            page.on("console", lambda m: opened.errors.append(m.text) if m.type == "error" else None)
+            page.goto(f"{origin}/index.html#c00q0")
+            doc = page.locator("#c00q0 article.doc", has=page.locator(f"code:text-is('{doc_id}')"))
+            head = doc.locator("pre.text").first.inner_text()
+            assert len(head) < len(text)
+            doc.locator("a.more.full").click()
+            page.wait_for_function("document.querySelectorAll('pre.whole').length > 0")
+            assert doc.locator("pre.whole").text_content() == text  # whole, as text
+            assert doc.locator("a.more.full").inner_text() == "show less"
+            assert not doc.locator("pre.text:not(.whole)").is_visible()
+            doc.locator("a.more.full").click()
+            assert doc.locator("pre.text:not(.whole)").is_visible() and not doc.locator("pre.whole").is_visible()
+            from mixture.overview.page import text_file
+
+            assert opened.requests == [f"{origin}/index.html", f"{origin}/{text_file(doc_id)}"]  # same origin
+            assert opened.errors == []
+        finally:
+            ctx.close()
+
+
+def test_show_all_from_disk_opens_the_text_file(full_site, hostile_store, open_page):
+    from mixture.overview.page import text_file
+
+    doc_id, text = _long_sample(hostile_store)
+    o = open_page(full_site / "index.html", "#c00q0")
+    doc = o.page.locator("#c00q0 article.doc", has=o.page.locator(f"code:text-is('{doc_id}')"))
+    with o.page.expect_navigation():
+        doc.locator("a.more.full").click()
+    assert o.page.url == (full_site / text_file(doc_id)).as_uri()
+    assert o.page.locator("body").inner_text().startswith(text[:200].strip()[:100])
+    assert o.errors == []

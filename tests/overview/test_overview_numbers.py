@@ -41,3 +41,9 @@ def test_count_enrichment_epochs_weight():
     assert numbers.epochs(math.inf) == "∞"
     assert numbers.weight(0.012345) == "0.01235"
     assert numbers.weight(None) == "–"
+
+
+@pytest.mark.parametrize(("value", "text"), [
+    (0.012345, "0.01235"), (5.8594e-05, "0.00005859"), (0.0001, "0.0001"), (0, "0"), (1.0, "1"), (math.nan, "–")])
+def test_weight_never_in_exponent_notation(value, text):
+    assert numbers.weight(value) == text

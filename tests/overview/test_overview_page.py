@@ -13,7 +13,15 @@ from markupsafe import escape
 
 from mixture.accounting import StoreReader, samples
 from mixture.composition import numbers
-from mixture.overview.page import HEAD_CHARS, build_page, escaped_size, split_text
+from mixture.overview.page import (
+    HEAD_CHARS,
+    build_page,
+    escaped_size,
+    published_name,
+    search_bytes,
+    split_text,
+    text_file,
+)
 from mixture.planner.formats import read_plan
 from mixture.store.layout import cell_name
 from tests.overview.conftest import HOSTILE, ONERROR_DOC, SCRIPT_DOC, cli
@@ -62,8 +70,13 @@ def test_page_mirrors_the_store_and_plan(built_page, built_store):
     for ctype, cutoffs in info.raw_score_cutoffs.items():
         row = re.search(rf"<tr><td>{re.escape(ctype)}</td>(.*?)</tr>", html)
         assert row and all(f"{v:.3f}" in row.group(1) for v in cutoffs), ctype
-    for label in ("documents", "cells", "sources"):
+    for label in ("documents", "cells", "sources", "domains", "buckets"):
         assert f'<div class="label">{label}</div>' in html
+    # the cards as the explorer writes them: the headline's token figure, the non-empty cells of the grid
+    grid = len(info.clusters) * info.partition.quality_levels
+    non_empty = sum(1 for c in info.cells if c.docs or c.tokens)
+    assert f'<div class="value">{numbers.tokens(info.counters.tokens_out, 4)}</div><div class="label">tokens' in html
+    assert f'<div class="value">{non_empty} non-empty of {grid}</div><div class="label">cells' in html
     plan = read_plan(str(built_page.plan))
     for p in plan.phases:
         assert f"<th>weight {p.name}</th>" in html
@@ -91,6 +104,26 @@ def test_cells_carry_the_plans_weights_and_epochs(built_store, built_plan):
         for c in d.cells:
             bucket = sum(x.tokens for x in by_cell.values() if x.quality == c.quality) / total
             assert c.enrichment == pytest.approx(c.share_in_domain / bucket)
+
+
+def test_page_names_no_local_path(built_page):
+    """A page meant for a public bucket names the store and the plan by name, never by the writer's file system."""
+    html = built_page.page.read_text(encoding="utf-8")
+    for path in (built_page.store, built_page.plan, built_page.page):
+        for parent in path.parents[:-2]:  # /tmp itself may be in a sampled document's text
+            assert str(parent) not in html, parent
+        assert str(path) not in html
+    private = {p for path in (built_page.store, built_page.plan) for p in path.parent.parts[2:]}  # under /tmp
+    assert private and not [p for p in private if p in html], private
+    assert "store <code>store</code>" in html and "plan.json" in html
+
+
+@pytest.mark.parametrize(("given", "named"), [
+    ("/home/someone/stores/run-7", "run-7"), ("/home/someone/stores/run-7/", "run-7"), ("run-7", "run-7"),
+    ("file:///home/someone/run-7", "run-7"), ("/home/someone/plan.json", "plan.json"),
+    ("gs://bucket/stores/run-7", "gs://bucket/stores/run-7"), ("s3://bucket/plan.json", "s3://bucket/plan.json")])
+def test_published_name(given, named):
+    assert published_name(given) == named
 
 
 def test_page_makes_no_outside_reference(built_page):
@@ -131,7 +164,7 @@ def test_page_for_200_cells_with_4_samples_is_under_3_mb(hostile_page):
 
 def test_show_all_holds_a_prefix_of_each_document_within_the_budget(hostile_store):
     reader = StoreReader(str(hostile_store))
-    page = build_page(reader, text_budget=400_000)
+    page = build_page(reader, text_budget=400_000 + search_bytes(figures_index(reader)))  # 400 KB for the texts
     texts = dict(zip(samples(reader, "uniform").id, samples(reader, "uniform").text, strict=True))
     docs = [doc for d in page.domains for c in d.cells for doc in c.samples]
     assert len(docs) == 800
@@ -143,6 +176,19 @@ def test_show_all_holds_a_prefix_of_each_document_within_the_budget(hostile_stor
         if doc.rest:
             assert escaped_size(doc.head + doc.rest) <= 400_000 // 800
     assert sum(escaped_size(d.head + d.rest) for d in docs) <= 400_000 + 800 * escaped_size("x" * HEAD_CHARS) * 6
+
+
+def figures_index(reader: StoreReader) -> dict[int, dict[str, str]]:
+    return build_page(reader).search
+
+
+def test_search_index_shares_the_text_budget(hostile_store):
+    reader = StoreReader(str(hostile_store))
+    index = figures_index(reader)
+    assert search_bytes(index) > 100_000
+    docs = [doc for d in build_page(reader, text_budget=search_bytes(index)).domains for c in d.cells
+            for doc in c.samples]
+    assert docs and not any(doc.rest for doc in docs)  # the index took the whole budget: heads only
 
 
 def test_split_text():
@@ -189,3 +235,33 @@ def test_same_store_and_plan_give_the_same_page(built_page, tmp_path: Path):
     code, text = cli("overview", str(built_page.store), "--out", str(tmp_path), "--plan", str(built_page.plan))
     assert code == 0, text
     assert (tmp_path / "index.html").read_bytes() == built_page.page.read_bytes()
+
+
+def test_full_texts_are_files_beside_the_page(hostile_store, tmp_path: Path):
+    code, text = cli("overview", str(hostile_store), "--out", str(tmp_path), "--full-texts")
+    assert code == 0, text
+    assert ", 798 text files beside it in " in text  # every sample but the two short hostile ones
+    html = (tmp_path / "index.html").read_text(encoding="utf-8")
+    uniform = samples(StoreReader(str(hostile_store)), "uniform")
+    tags = Tags(html)
+    links = {a["href"]: a for t, a in tags.tags if t == "a" and "full" in (a.get("class") or "").split()}
+    files = {str(p.relative_to(tmp_path)) for p in (tmp_path / "texts").iterdir()}
+    assert set(links) == files and len(files) == 798
+    for row in uniform.itertuples():
+        rel = text_file(row.id)
+        if len(row.text) > HEAD_CHARS:
+            assert (tmp_path / rel).read_text(encoding="utf-8") == row.text  # whole, as the store holds it
+            assert links[rel]["data-more"] == f"show all ({len(row.text):,} characters)"
+        else:
+            assert rel not in links
+    assert 'class="rest"' not in html  # the page holds the heads only
+    assert (tmp_path / "index.html").stat().st_size < 3_000_000
+    csp = next(a["content"] for t, a in tags.tags if t == "meta" and a.get("http-equiv") == "Content-Security-Policy")
+    assert "connect-src 'self'" in csp and "default-src 'none'" in csp
+    assert not list(tmp_path.rglob("*.tmp"))
+
+
+def test_the_default_page_reads_no_file(hostile_page):
+    html = hostile_page.page.read_text(encoding="utf-8")
+    assert "connect-src" not in html and 'class="more full"' not in html
+    assert not (hostile_page.page.parent / "texts").exists()

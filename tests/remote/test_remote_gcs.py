@@ -144,7 +144,7 @@ def test_gcs_plan_from_the_spec(gcs_store: dict, built_store, tmp_path) -> None:
 
 
 def test_gcs_explorer_overview_and_store_pages(gcs_store: dict, monkeypatch) -> None:
-    from mixture.spec.amounts import humanize
+    from mixture.composition.figures import total_text
     from tests.explorer.apptest_util import run
 
     art = gcs_store["artifact"]
@@ -153,7 +153,7 @@ def test_gcs_explorer_overview_and_store_pages(gcs_store: dict, monkeypatch) -> 
     monkeypatch.delenv("MIXTURE_STORE_B", raising=False)
     at = run(timeout=60)
     tokens = art.counters.tokens_out
-    assert at.header[0].value == (f"{humanize(tokens)} tokens across {len(art.clusters)} semantic domains "
+    assert at.header[0].value == (f"{total_text(tokens)} tokens across {len(art.clusters)} semantic domains "
                                   "and 5 calibrated quality buckets")
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["documents"] == f"{art.counters.records_out:,}"
@@ -231,3 +231,5 @@ def test_gcs_overview_page(gcs: Remote, gcs_store: dict, built_store, tmp_path) 
     panels = lambda html: html[html.index('<section id="panels">'):html.index("</section>\n\n<footer>")]  # noqa: E731
     assert panels(remote) == panels(local) and "weight " in panels(remote)
     assert f"store <code>{gcs_store['store']}</code>" in remote
+    assert f", {plan_url}):" in remote  # a remote plan named by the URI it was given as
+    assert str(tmp_path) not in local and ", plan.json):" in local  # a local one by its file name

@@ -122,6 +122,15 @@ def test_the_store_is_complete_and_records_the_loss_per_source(lossy):
 
 
 @pytest.mark.slow
+def test_a_rerun_of_the_finished_store_still_exits_3(lossy):
+    code, out = cli("build", str(lossy_spec(lossy["root"])))
+    flat = " ".join(out.split())
+    assert code == 3 and "already built" in flat and "with data loss (exit 3) in gz, pq" in flat, out
+    code, out = cli("build", str(lossy_spec(lossy["root"])), "--accept-loss")
+    assert code == 0 and "data loss accepted (--accept-loss): gz, pq" in " ".join(out.split()), out
+
+
+@pytest.mark.slow
 def test_summary_shows_the_same_table(lossy):
     code, out = cli("summary", str(lossy["store"]))
     assert code == 0, out

@@ -242,6 +242,10 @@ def test_local_tasks_log_to_their_files_only_and_one_failure_stops_no_other(tmp_
     logger.warning("after the stage")
     err = capfd.readouterr().err
     assert "says hello" not in err and "WARNING after the stage" in err
+    # the failure: one line on the console, its traceback in the task's log only
+    assert [line for line in err.splitlines() if "disk full" in line] == [
+        "ERROR disk full (more in the task log)"], err
+    assert "Traceback" not in err and "Traceback" in (tmp_path / "logs" / "task_00000.log").read_text()
 
 
 def test_silence_tqdm_and_the_cached_lib_dirs():

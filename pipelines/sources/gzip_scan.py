@@ -1,0 +1,102 @@
+"""Check a gzip file before its records are read: every member's CRC and length, where the verified data ends, and
+what follows the last member; tells a corrupt member from a truncated file and from trailing bytes."""
+
+from __future__ import annotations
+
+import contextlib
+import zlib
+from dataclasses import dataclass
+from typing import BinaryIO, Literal
+
+CHUNK = 1 << 20
+PIECE = 1 << 16  # compressed bytes fed at a time
+MAGIC = b"\x1f\x8b"
+
+
+@dataclass
+class GzipScan:
+    """What one pass over a gzip file found. `good_bytes`: decompressed bytes of the members that checked (the
+    records within them can be kept); `bad_lines`: line ends decompressed after them (in a corrupt member, or before
+    the file ends inside one); `trailing`: bytes after the last member that are not gzip (zero padding is fine)."""
+
+
+    status: Literal["ok", "corrupt", "truncated", "trailing", "bad_header", "not_gzip"]
+    good_bytes: int
+    bad_lines: int = 0
+    members: int = 0
+    trailing: int = 0
+    detail: str = ""
+    last: bool = False  # corrupt: the bad member is the file's last (nothing after it is lost)
+
+
+def scan_gzip(f: BinaryIO) -> GzipScan:
+    """One pass over the compressed bytes of `f` (decompressed output counted, never kept)."""
+    d, good, pending, lines, members = None, 0, 0, 0, 0
+    rest = b""
+    while True:
+        chunk = rest or f.read(CHUNK)
+        rest = b""
+        if not chunk:
+            break
+        if d is None:  # between members: another member, zero padding (allowed), or trailing bytes
+            chunk = chunk.lstrip(b"\x00")
+            if not chunk:
+                continue
+            if len(chunk) < 2:
+                chunk += f.read(CHUNK)
+            if chunk[:2] != MAGIC and members == 0:
+                return GzipScan("not_gzip", 0, detail="not a gzip file")
+            if chunk[:2] != MAGIC:
+                trailing, member_after = _rest(chunk, f)
+                if member_after:  # a damaged header between members: what follows it is lost, not trailing
+                    return GzipScan("bad_header", good, 0, members,
+                                    detail=f"the bytes after gzip member {members} are no member header, and a "
+                                           "member follows them")
+                return GzipScan("trailing", good, 0, members, trailing,
+                                f"{trailing:,} bytes after gzip member {members} are not gzip data")
+            d = zlib.decompressobj(wbits=31)
+        after = b""
+        try:
+            # each piece's last 8 bytes apart: the CRC check (on the 8-byte trailer) fails alone, the output of the
+            # member's data is counted before it
+            cuts = [c for at in range(0, len(chunk), PIECE) for c in (at, max(at, min(at + PIECE, len(chunk)) - 8))]
+            for a, b in zip(cuts, [*cuts[1:], len(chunk)], strict=True):
+                if a == b:
+                    continue
+                out = d.decompress(chunk[a:b])
+                pending += len(out)
+                lines += out.count(b"\n")
+                if d.eof:
+                    after = d.unused_data + chunk[b:]
+                    break
+        except zlib.error as exc:
+            last = b >= len(chunk) and not f.read(1)
+            return GzipScan("corrupt", good, lines, members, last=last,
+                            detail=f"gzip member {members + 1} is corrupt ({exc})")
+        if d.eof:
+            members += 1
+            good, pending, lines = good + pending, 0, 0
+            rest, d = after, None
+    if d is not None:
+        return GzipScan("truncated", good, lines, members,
+                        detail=f"the file ends inside gzip member {members + 1}")
+    if members == 0:
+        return GzipScan("corrupt", 0, 0, 0, detail="no gzip member")
+    return GzipScan("ok", good, 0, members)
+
+
+def _rest(chunk: bytes, f: BinaryIO) -> tuple[int, bool]:
+    """(bytes from `chunk` to the end of `f`, whether a gzip member that decodes starts somewhere in them)."""
+    size, found, carry = 0, False, b""
+    while chunk:
+        size += len(chunk)
+        if not found:
+            data = carry + chunk
+            at = data.find(MAGIC + b"\x08", 1)
+            while at >= 0 and not found:
+                with contextlib.suppress(zlib.error):
+                    found = bool(zlib.decompressobj(wbits=31).decompress(data[at:at + PIECE]))
+                at = data.find(MAGIC + b"\x08", at + 1)
+            carry = data[-PIECE:]
+        chunk = f.read(CHUNK)
+    return size, found

@@ -1,0 +1,79 @@
+"""Nothing corrupt reaches a trainer: a store shard or a mixture shard whose bytes changed after they were written
+stops materialize, `load_store`, `load_mixture`, the document scan and `mixture realised`, naming the file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from test_planner_materialize import write_plan_spec
+from typer.testing import CliRunner
+
+from mixture.accounting import CorruptShard, StoreReader, find_document, scan_documents
+from mixture.cli import app
+from mixture.datasets import load_mixture, load_store
+from mixture.planner.formats import read_plan
+from mixture.planner.realised import realised_ledger
+
+SHARD = "cluster=00/quality=1/part-00000.parquet"
+
+
+def flip_bit(path: Path, at: float = 0.5) -> None:
+    """One bit flipped in the middle of the file: same size, other bytes (what bit rot does)."""
+    data = bytearray(path.read_bytes())
+    data[int(len(data) * at)] ^= 0x10
+    path.write_bytes(bytes(data))
+
+
+def make_plan(tmp_path: Path, store: Path) -> Path:
+    plan = tmp_path / "plan.json"
+    res = CliRunner().invoke(app, ["plan", str(write_plan_spec(tmp_path, store)), "--out", str(plan)])
+    assert res.exit_code == 0, res.output
+    return plan
+
+
+def test_materialize_refuses_a_store_shard_changed_after_the_build(tmp_path: Path, synthetic_store: Path):
+    plan = make_plan(tmp_path, synthetic_store)
+    flip_bit(synthetic_store / SHARD)
+    out = tmp_path / "mix"
+    res = CliRunner().invoke(app, ["materialize", str(plan), "--out", str(out), "--shard-bytes", "8KB"])
+    assert res.exit_code == 1, res.output
+    text = " ".join(res.output.split())
+    assert SHARD in text and "xxh64" in text and "mixture audit" in text and "Traceback" not in text
+    assert not (out / "manifest.json").exists()
+
+
+def test_load_store_and_the_scan_refuse_a_changed_shard(synthetic_store: Path):
+    assert len(load_store(str(synthetic_store), cells="c00q1")) == 60
+    changed = pq.ParquetFile(synthetic_store / SHARD).read(columns=["id"]).column("id")[0].as_py()
+    flip_bit(synthetic_store / SHARD)
+    with pytest.raises(CorruptShard, match=r"cluster=00/quality=1/part-00000\.parquet.*mixture audit"):
+        load_store(str(synthetic_store), cells="c00q1")
+    assert len(load_store(str(synthetic_store), cells="c01q2")) == 30  # the other cells' shards are intact
+    with pytest.raises(CorruptShard, match="xxh64"):
+        scan_documents(StoreReader(str(synthetic_store)), text="w")
+    doc_id = load_store(str(synthetic_store), cells="c01q2")[0]["id"]
+    assert len(find_document(StoreReader(str(synthetic_store)), doc_id)) == 1  # an intact shard opens by id
+    with pytest.raises(CorruptShard, match="xxh64"):
+        find_document(StoreReader(str(synthetic_store)), changed)
+    (synthetic_store / SHARD).write_bytes((synthetic_store / SHARD).read_bytes()[:-7])
+    with pytest.raises(CorruptShard, match="bytes, its ledger"):
+        load_store(str(synthetic_store), cells="c00q1")
+
+
+def test_a_changed_mixture_shard_is_refused_by_load_mixture_and_realised(tmp_path: Path, synthetic_store: Path):
+    plan = make_plan(tmp_path, synthetic_store)
+    out = tmp_path / "mix"
+    runner = CliRunner()
+    res = runner.invoke(app, ["materialize", str(plan), "--out", str(out), "--shard-bytes", "8KB"])
+    assert res.exit_code == 0, res.output
+    assert len(load_mixture(str(out), phase="a")) > 0
+    shard = sorted((out / "phase=a").glob("part-*.parquet"))[1]
+    flip_bit(shard, 0.3)
+    with pytest.raises(CorruptShard, match=rf"phase=a/{shard.name}.*manifest"):
+        load_mixture(str(out), phase="a")
+    res = runner.invoke(app, ["realised", str(out), str(plan)])
+    assert res.exit_code == 1 and "not as the manifest recorded" in " ".join(res.output.split())
+    corrupt = realised_ledger(out, read_plan(str(plan)))["corrupt"]
+    assert len(corrupt) == 1 and f"phase=a/{shard.name}: xxh64" in corrupt[0]

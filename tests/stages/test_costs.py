@@ -1,0 +1,60 @@
+"""The cost model (mixture/stages/costs.py): a stage's CPU scaled by what it grows with (never below linear), wall
+hours on the cores it can use, objects as the registry's templates make them, the Slurm requests that follow; and
+the docs' projection is this model applied to the growth benchmark's rates (one projection)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bench import growth_report
+from mixture.stages import costs
+
+DATA = Path(__file__).parents[1] / "benchmarks" / "data" / "growth_quick.json"
+
+
+def _rates(*stages: costs.StageRate) -> costs.Rates:
+    return costs.Rates(machine="m", measured="test", input_tokens=1_000, kept_share=0.8, stages=stages)
+
+
+def _work(tokens: float, tasks: int = 10, **stage_tasks: int) -> costs.Workload:
+    return costs.Workload(input_tokens=tokens, tasks=tasks, stage_tasks={"a": tasks, **stage_tasks}, fit_sample=100)
+
+
+def test_a_stage_scales_with_its_tokens_never_below_linear():
+    sub = costs.StageRate(stage="a", cpu_seconds=36, scaled_by="tokens", reference=1_000, exponent=0.5, peak_rss=0)
+    sup = sub.model_copy(update={"exponent": 1.5})
+    [lin] = costs.project(_rates(sub), _work(4_000), cores=5)
+    [fast] = costs.project(_rates(sup), _work(4_000), cores=5)
+    assert lin.core_hours == pytest.approx(36 * 4 / 3600) == lin.linear_core_hours
+    assert fast.core_hours == pytest.approx(36 * 4**1.5 / 3600) and fast.linear_core_hours == lin.core_hours
+    assert lin.wall_hours == pytest.approx(lin.core_hours / 5)  # 10 tasks on 5 cores
+    assert lin.task_hours == pytest.approx(lin.core_hours / 10)
+
+
+def test_one_task_stage_runs_on_one_core_and_the_fit_by_its_sample():
+    fit = costs.StageRate(stage="fit", cpu_seconds=3600, scaled_by="sample", reference=50, exponent=2.0, peak_rss=0)
+    [c] = costs.project(_rates(fit), _work(1e12, fit=1), cores=1000)
+    assert c.core_hours == pytest.approx(2.0) == c.wall_hours  # sample 100 / 50, linear: the fit is bounded by it
+
+
+def test_objects_and_slurm_requests():
+    obj = costs.ObjectRate(pairs=2, per_task=3, per_cell=1, fixed=7)
+    assert obj.count(tasks=100, cells=200) == 2 * 100**2 + (3 + 200) * 100 + 7
+    c = costs.StageCost("a", 10, 1, 1, 1, task_hours=0.3, peak_rss=3 * 2**30, objects=0, scaled="")
+    assert c.time_limit_hours() == 1.0 and c.time_limit_hours(8) == 5.0  # 2 × 8 × 0.3 h, in quarter hours
+    assert costs.slurm_time(5.0) == "05:00:00" and costs.slurm_time(0.26) == "00:16:00"
+    assert c.memory_request_gib == 5  # 1.5 × 3 GiB
+    assert costs.price([c], costs.Prices(core_hour=0.5))["total"] == 0.5
+
+
+def test_the_docs_projection_is_the_cost_model_of_the_growth_rates():
+    report = growth_report.Report(json.loads(DATA.read_text()))
+    rates = report.rates()
+    assert {r.stage for r in rates.stages} == set(report.names)
+    rows = report.projection_rows()
+    assert sum(r["core_hours"] for r in rows) > 0
+    again = costs.Rates.model_validate_json(rates.model_dump_json())  # what bench/cost_rates.py writes, read back
+    assert [r.cpu_seconds for r in again.stages] == [r["cpu"] for r in rows]
