@@ -189,8 +189,38 @@ def report(results: list[dict], load: list[str], rows: int) -> str:
                      f"{_fmt(r, 'write')} | {_fmt(r, 'read')} | {r['write']['cpu']:.1f} + {r['read']['cpu']:.1f} | "
                      f"{r['write']['server_cpu'] + r['read']['server_cpu']:.1f} | "
                      f"{r['write']['wall'] + r['read']['wall']:.0f} s |")
-    lines += ["", END]
+    lines += [""] + summary(results) + ["", END]
     return "\n".join(lines)
+
+
+def _total(r: dict, phase: str | None = None) -> int:
+    return sum(sum(r[p]["requests"].values()) for p in ((phase,) if phase else ("write", "read")))
+
+
+def _cpu(r: dict) -> float:
+    return sum(r[p]["cpu"] + r[p]["server_cpu"] for p in ("write", "read"))
+
+
+def summary(results: list[dict]) -> list[str]:
+    """Before → after at each T both ran, and the CPU of the largest T against the smallest at one P."""
+    out = []
+    for store in dict.fromkeys(r["store"] for r in results):
+        mine = [r for r in results if r["store"] == store]
+        for b in (r for r in mine if r["layout"] == "before"):
+            a = next((r for r in mine if r["layout"] == "after" and (r["T"], r["P"]) == (b["T"], b["P"])), None)
+            if a:
+                out.append(f"- {store}, T = P = {b['T']}: objects {b['objects']:,} → {a['objects']:,}; requests "
+                           f"{_total(b):,} → {_total(a):,} (writing {_total(b, 'write'):,} → {_total(a, 'write'):,}, "
+                           f"reading {_total(b, 'read'):,} → {_total(a, 'read'):,}); CPU (client + server) "
+                           f"{_cpu(b):.1f} → {_cpu(a):.1f} s.")
+        for p in sorted({r["P"] for r in mine if r["layout"] == "after"}):
+            at = sorted((r for r in mine if r["layout"] == "after" and r["P"] == p), key=lambda r: r["T"])
+            if len(at) > 1:
+                lo, hi = at[0], at[-1]
+                out.append(f"- {store}, after, P = {p}: CPU (client + server) at T = {hi['T']:,} is "
+                           f"{_cpu(hi) / max(_cpu(lo), 1e-9):.2f}× that at T = {lo['T']:,} ({_cpu(hi):.1f} s against "
+                           f"{_cpu(lo):.1f} s); requests {_total(hi):,} against {_total(lo):,}.")
+    return out
 
 
 def main() -> None:

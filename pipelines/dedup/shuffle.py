@@ -1,7 +1,5 @@
-"""Hash-partitioned work files between two stages (a shuffle): a writer task writes ONE file, `<folder>/<writer>.parquet`,
-a byte range per partition (each a Parquet file of its own) and an index of them at its end; task q of the next stage
-fetches range q of every writer's file (two range reads each). And the one-row counts a task leaves for a later stage
-to sum."""
+"""Work files between two stages: a shuffle (one file per writer task, a byte range per partition and their index at
+its end; reader task q fetches range q of each) and the one-row counts a task leaves for a later stage to sum."""
 
 from __future__ import annotations
 
