@@ -102,6 +102,11 @@ class BuildContext:
         """The folder of the near duplicates `minhash_cluster` lists (FUZZY_DROPS), None without fuzzy dedup."""
         return self.at(stage_registry.FUZZY_DROPS.folder) if self.spec.processing.dedup.fuzzy.enabled else None
 
+    @property
+    def partitions(self) -> int:
+        """P, dedup's hash partitions (stages.registry.dedup_partitions)."""
+        return stage_registry.dedup_partitions(self.spec, self.tasks)
+
     def memory_limit(self, stage: str) -> str:
         """DuckDB's memory limit in a task of `stage`: DUCKDB_MEMORY_SHARE of the memory the task is given
         (`execution.mem_per_cpu_gb` × `cpus_per_task`, per-stage entries applied); past it DuckDB spills to disk."""

@@ -25,7 +25,8 @@ def _fill(template: str, values: dict[str, int | str]) -> str:
 class TaskFile:
     """Files of one kind a stage's tasks write: `name` in `folder` (a folder under the store; "": the store itself),
     `{rank}` in it the writing task and `{part}`, if any, the partition its rows are sent to (a task writes one file
-    per partition). A name may hold glob wildcards (the store's shards: any cell, a rotated file's prefix). A step
+    per partition). A shuffle's file names `{rank}` alone: one file per writer task, a byte range per partition
+    (registry.SHUFFLES, pipelines/dedup/shuffle.py). A name may hold glob wildcards (the store's shards: any cell, a rotated file's prefix). A step
     is given where the folder is in its build (`root`) and takes every path from here."""
 
     folder: str

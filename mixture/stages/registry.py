@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from mixture.spec.models import Spec
 
 TASKS = "tasks"  # a stage's task count: the build's (execution.tasks, or --tasks)
+PARTITIONS = "partitions"  # a stage's task count: dedup's hash partitions P (execution.partitions, else the tasks)
 FUZZY = "processing.dedup.fuzzy.enabled"
 # minhash_buckets: one task per band and slice of the band's first-hash range, S = bucket_slices(bands, T) of them
 BAND_SLICES = "bands × S"
@@ -73,11 +74,21 @@ class StageDef:
         if self.tasks == BAND_SLICES:
             bands = spec.processing.dedup.fuzzy.bands
             return bands * bucket_slices(bands, tasks)
+        if self.tasks == PARTITIONS:
+            return dedup_partitions(spec, tasks)
         return tasks if self.tasks == TASKS else int(operator.attrgetter(self.tasks)(spec))
 
     def steps_function(self) -> Callable:
         module, _, function = self.steps.partition(":")
         return getattr(importlib.import_module(module), function)
+
+
+def dedup_partitions(spec: Spec, tasks: int) -> int:
+    """P, the hash partitions of dedup's shuffles (documents by id and by exact hash, candidate pairs by later
+    document) and the tasks of the stages that read one each (`duplicate_ids`, `find_duplicates`,
+    `minhash_verify`): `execution.partitions`, else the build's task count. A shuffle's T writers then write T files
+    and its P readers make 2·T·P range reads (docs/scaling.md)."""
+    return spec.execution.partitions or tasks
 
 
 def bucket_slices(bands: int, tasks: int) -> int:
@@ -88,6 +99,8 @@ def bucket_slices(bands: int, tasks: int) -> int:
 
 # Where each stage's work is, under the store, and the files its tasks write there (mixture/stages/files.py), by
 # the stage that writes them; the steps take every path from these (`<file>.path(<folder in the build>, rank, part)`).
+# A shuffle's files (SHUFFLES) are one per writer task, `{rank}` alone: each holds a byte range per partition
+# (pipelines/dedup/shuffle.py), partition q read from every writer's file with `.every(folder)`.
 WORK = layout.WORK_DIR
 DROPPED = {r.name: TaskFile(r.folder, f"part-{RANK}.parquet") for r in drops.REASONS}  # `_dropped/<reason>/`
 
@@ -102,31 +115,35 @@ QUARANTINED = TaskFile(layout.QUARANTINE_DIR, f"part-{RANK}.parquet")  # records
 PREPARED = TaskFile(f"{WORK}/prepared", f"{RANK}.parquet")  # the documents (pipelines/schemas.py WORK)
 TALLY = TaskFile(f"{WORK}/tally", f"{RANK}.json")  # records read per source, files not read to their end
 DEDUP = f"{WORK}/dedup"  # the exact-dedup shuffle (pipelines/dedup/keys.py)
-KEYS_BY_ID = TaskFile(DEDUP, f"by_id/{PART}/{RANK}.parquet")  # the documents' keys, by id partition
-KEYS_BY_HASH = TaskFile(DEDUP, f"by_hash/{PART}/{RANK}.parquet")  # and by exact-hash partition
+KEYS_BY_ID = TaskFile(DEDUP, f"by_id/{RANK}.parquet")  # the documents' keys, by id partition (P)
+KEYS_BY_HASH = TaskFile(DEDUP, f"by_hash/{RANK}.parquet")  # and by exact-hash partition (P)
 SOURCE_RUNS = TaskFile(DEDUP, f"files/{RANK}.parquet")  # where each source file's documents are
-# duplicate_ids, find_duplicates: the drops by prepared file, the ids dropped by hash partition, the tasks' counts
+# duplicate_ids, find_duplicates: the drops by prepared file (T), the ids dropped by hash partition (P), the tasks'
+# counts
 DROP_LISTS = f"{WORK}/drops"
-ID_DROPS = TaskFile(DROP_LISTS, f"{PART}/ids-{RANK}.parquet")
-ID_GONE = TaskFile(DEDUP, f"id_drops/{PART}/{RANK}.parquet")
+ID_DROPS = TaskFile(DROP_LISTS, f"ids/{RANK}.parquet")
+ID_GONE = TaskFile(DEDUP, f"id_drops/{RANK}.parquet")
 ID_COUNTS = TaskFile(DEDUP, f"counts/ids-{RANK}.parquet")
-EXACT_DROPS = TaskFile(DROP_LISTS, f"{PART}/exact-{RANK}.parquet")
+EXACT_DROPS = TaskFile(DROP_LISTS, f"exact/{RANK}.parquet")
 EXACT_COUNTS = TaskFile(DEDUP, f"counts/exact-{RANK}.parquet")
 # minhash_sigs: datatrove's signature files, one per band (the partition), and beside each its slice index
 SIGNATURES_DIR = f"{WORK}/mh_sigs"
 SIGNATURES = TaskFile(SIGNATURES_DIR, f"bucket_{{part:03d}}/{RANK}.minhash.sig")
 SLICE_INDEX = TaskFile(SIGNATURES_DIR, f"bucket_{{part:03d}}/{RANK}.minhash.slices")
-# minhash_buckets: each task's colliding pairs, then its candidate pairs by verification partition, the documents
-# each prepared file (the partition) is asked for, the bucket members and the task's counts
+# minhash_buckets: each task's colliding pairs, then its candidate pairs by verification partition (P), the documents
+# each prepared file (the partition, T) is asked for, the bucket members (P) and the task's counts
 COLLISIONS_DIR = f"{WORK}/mh_buckets"
 COLLISIONS = TaskFile(COLLISIONS_DIR, f"{RANK}_00.dups")
 NEAR = f"{WORK}/near_dups"  # candidate and verified near-duplicate pairs (pipelines/dedup/minhash_*.py)
-CANDIDATE_PAIRS = TaskFile(NEAR, f"pairs/{PART}/{RANK}.parquet")
-BUCKET_MEMBERS = TaskFile(NEAR, f"members/{PART}/{RANK}.parquet")
-GATHER_REQUESTS = TaskFile(NEAR, f"requests/{PART}/{RANK}.parquet")
+CANDIDATE_PAIRS = TaskFile(NEAR, f"pairs/{RANK}.parquet")
+BUCKET_MEMBERS = TaskFile(NEAR, f"members/{RANK}.parquet")
+GATHER_REQUESTS = TaskFile(NEAR, f"requests/{RANK}.parquet")
 BAND_TASK_COUNTS = TaskFile(NEAR, f"bands/{RANK}.parquet")
-# minhash_gather: the candidate documents, by verification partition
-GATHERED_TEXTS = TaskFile(NEAR, f"texts/{PART}/{RANK}.parquet")
+# minhash_gather: the candidate documents, by verification partition (P)
+GATHERED_TEXTS = TaskFile(NEAR, f"texts/{RANK}.parquet")
+# the shuffles: one file per writer task, a byte range per partition (pipelines/dedup/shuffle.py)
+SHUFFLES = (KEYS_BY_ID, KEYS_BY_HASH, ID_DROPS, ID_GONE, EXACT_DROPS, CANDIDATE_PAIRS, BUCKET_MEMBERS, GATHER_REQUESTS,
+            GATHERED_TEXTS)
 # minhash_verify: the verified pairs with their evidence, the task's counts
 VERIFIED_PAIRS = TaskFile(NEAR, f"verified/{RANK}.parquet")
 VERIFY_TASK_COUNTS = TaskFile(NEAR, f"verify_counts/{RANK}.parquet")
@@ -168,10 +185,10 @@ STAGES: tuple[StageDef, ...] = (
                     "processing.dedup.fuzzy.permutations", "processing.dedup.fuzzy.seed", "processing.decontamination",
                     "processing.language", "partition.quality.scorer", "partition.quality.fasttext_model", "partition.quality.fasttext_label")),
     StageDef("duplicate_ids", "repeated ids, one id hash partition per task (DuckDB)",
-             "mixture.pipelines.dedup.duplicate_ids:steps", TASKS, chained=True,
+             "mixture.pipelines.dedup.duplicate_ids:steps", PARTITIONS, chained=True,
              files=StageFiles(tasks=(ID_DROPS, ID_GONE, ID_COUNTS))),
     StageDef("find_duplicates", "exact duplicates, one text hash partition per task (DuckDB)",
-             "mixture.pipelines.dedup.find_duplicates:steps", TASKS, chained=True,
+             "mixture.pipelines.dedup.find_duplicates:steps", PARTITIONS, chained=True,
              files=StageFiles(tasks=(EXACT_DROPS, EXACT_COUNTS)),
              reads=("processing.dedup.exact.enabled",)),
     StageDef("minhash_sigs", "MinHash signatures of the kept fuzzy-group documents",
@@ -187,11 +204,11 @@ STAGES: tuple[StageDef, ...] = (
              "mixture.pipelines.dedup.minhash_gather:steps", TASKS, when=FUZZY, chained=True,
              files=StageFiles(tasks=(GATHERED_TEXTS,))),
     StageDef("minhash_verify", "candidate pairs verified on their shingles, by partition",
-             "mixture.pipelines.dedup.minhash_verify:steps", TASKS, when=FUZZY, chained=True,
+             "mixture.pipelines.dedup.minhash_verify:steps", PARTITIONS, when=FUZZY, chained=True,
              files=StageFiles(tasks=(VERIFIED_PAIRS, VERIFY_TASK_COUNTS)),
              reads=("processing.dedup.fuzzy",)),
     StageDef("minhash_cluster", "near duplicates: components in rounds, greedy keep per component",
-             "mixture.pipelines.dedup.minhash_cluster:steps", TASKS, when=FUZZY, chained=True, rounds=True,
+             "mixture.pipelines.dedup.minhash_cluster:steps", PARTITIONS, when=FUZZY, chained=True, rounds=True,
              reads=("processing.dedup.fuzzy",),
              files=StageFiles(outputs=(COMPONENTS, FUZZY_DROPS_DIR, NEAR_DUPLICATES_REPORT))),
     # not chained: its sample rate comes from the number of documents dedup kept

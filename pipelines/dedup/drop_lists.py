@@ -30,15 +30,15 @@ def _details(batch: pa.RecordBatch, form: str) -> pa.Array:
     return pa.array([form.format(id=i, src=s, file=f, rec=r) for i, s, f, r in zip(*cols, strict=True)], pa.string())
 
 
-def write_drops(con, sql: str, reason: str, form: str, path_of) -> int:
-    """The later occurrences `sql` lists (LATER's columns, ordered by rank and idx) as DROPS rows, one file per
-    prepared file (`path_of(rank)`). Returns the number of drops."""
+def write_drops(con, sql: str, reason: str, form: str, path: str, files: int) -> int:
+    """The later occurrences `sql` lists (LATER's columns, ordered by rank and idx) as DROPS rows, partitioned by
+    prepared file (`files` of them) in the shuffle file `path`. Returns the number of drops."""
     def rows():
         for batch in sorted_batches(con, sql):
             yield pa.RecordBatch.from_arrays(
                 [batch.column("rank"), batch.column("idx"), pa.array([reason] * batch.num_rows, pa.string()),
                  _details(batch, form), batch.column("rank")], names=[*DROPS.names, PART])
-    return sum(write_partitions(rows(), path_of).values())
+    return sum(write_partitions(rows(), path, files).values())
 
 
 def dropped_count(folder: str) -> int:

@@ -3,12 +3,10 @@ the documents whose id was not dropped."""
 
 from __future__ import annotations
 
-import pyarrow as pa
-
 from mixture.pipelines.context import BuildContext
 from mixture.pipelines.dedup.drop_lists import COUNTS, LATER, write_drops
 from mixture.pipelines.dedup.duplicate_ids import GONE
-from mixture.pipelines.dedup.keys import DOCS, KEYS
+from mixture.pipelines.dedup.keys import DOCS, KEYS, prepared_files
 from mixture.pipelines.dedup.partitioned import PartitionedStep
 from mixture.pipelines.dedup.shuffle import write_counts
 from mixture.stages.registry import DEDUP, DROP_LISTS, EXACT_COUNTS, EXACT_DROPS, ID_GONE, KEYS_BY_HASH
@@ -23,14 +21,15 @@ class FindDuplicates(PartitionedStep):
 
     name = "find exact duplicates"
 
-    def __init__(self, folder: str, drop_lists: str, exact: bool, memory_limit: str | None = None):
+    def __init__(self, folder: str, drop_lists: str, exact: bool, memory_limit: str | None = None,
+                 files: int | None = None):
         super().__init__(memory_limit)
-        self.folder, self.drop_lists, self.exact = folder, drop_lists, exact
+        self.folder, self.drop_lists, self.exact, self.files = folder, drop_lists, exact, files
 
-    def inputs(self, rank: int) -> list[tuple[str, str, pa.Schema]]:
+    def inputs(self, rank: int) -> list[tuple]:
         if not self.exact:
             return []
-        return [("part", KEYS_BY_HASH.every(self.folder, rank), KEYS), ("gone", ID_GONE.every(self.folder, rank), GONE)]
+        return [("part", KEYS_BY_HASH.every(self.folder), KEYS, rank), ("gone", ID_GONE.every(self.folder), GONE, rank)]
 
     def process(self, con, rank: int) -> dict[str, int]:
         n = 0
@@ -39,7 +38,7 @@ class FindDuplicates(PartitionedStep):
                         "ANTI JOIN gone USING (rank, idx)")
             later = LATER.format(key="exact_hash", table="kept")
             n = write_drops(con, f"SELECT * FROM ({later}) ORDER BY rank, idx", "exact_duplicate", EXACT_DETAIL,
-                            lambda r: EXACT_DROPS.path(self.drop_lists, rank, r))
+                            EXACT_DROPS.path(self.drop_lists, rank), self.files or prepared_files(self.folder))
         write_counts(EXACT_COUNTS.path(self.folder, rank), COUNTS, {"drops": n})
         return {"exact_duplicate": n}
 
@@ -47,4 +46,4 @@ class FindDuplicates(PartitionedStep):
 def steps(ctx: BuildContext) -> list:
     """Exact duplicates, one exact-hash partition per task (DuckDB)."""
     return [FindDuplicates(ctx.at(DEDUP), ctx.at(DROP_LISTS), ctx.spec.processing.dedup.exact.enabled,
-                           ctx.memory_limit("find_duplicates"))]
+                           ctx.memory_limit("find_duplicates"), ctx.tasks)]

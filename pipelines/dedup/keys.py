@@ -44,21 +44,23 @@ class DedupKeys(PipelineStep):
     """Last step of `prepare`, once the task's prepared file is written: its documents' keys (id, source, origin,
     exact hash, address) to the partition of their id and to that of their exact hash, one file per partition
     (KEYS_BY_ID, KEYS_BY_HASH in `folder`; a partition without rows gets none), and where each source file's
-    documents are in the prepared file (SOURCE_RUNS). Partition = hash prefix, over as many partitions as `prepare`
-    has tasks (the dedup stages have as many)."""
+    documents are in the prepared file (SOURCE_RUNS). Partition = hash prefix over `partitions` (P, the tasks of the
+    dedup stages that read them; default: as many as `prepare` has tasks); a shuffle file each (one per task)."""
 
     type = "🫂 - DEDUP"
     name = "dedup keys by hash partition"
 
-    def __init__(self, prepared: str, folder: str, memory_limit: str | None = None):
+    def __init__(self, prepared: str, folder: str, memory_limit: str | None = None, partitions: int | None = None):
         super().__init__()
         self.prepared, self.folder, self.memory_limit = prepared, folder, memory_limit
+        self.partitions = partitions
 
     def run(self, data: DocumentsPipeline = None, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
         if data:
             yield from data  # the work writer before this step closes the prepared file when its input ends
         fs, path = fsspec.core.url_to_fs(PREPARED.path(self.prepared, rank))
         fs.invalidate_cache(path.rsplit("/", 1)[0])  # just written, maybe through another filesystem instance
+        parts = self.partitions or world_size
         with duckdb_connection(self.memory_limit) as con:
             con.execute("""CREATE TABLE keys (rank INTEGER, idx BIGINT, id VARCHAR, source VARCHAR,
                            source_order INTEGER, origin VARCHAR, exact_hash UBIGINT, hash_part INTEGER,
@@ -68,9 +70,9 @@ class DedupKeys(PipelineStep):
                     for batch in pq.ParquetFile(f).iter_batches(columns=_READ, batch_size=65_536):
                         t = pa.Table.from_batches([batch])
                         hashes = t.column("exact_hash").fill_null(0).to_numpy()
-                        t = t.append_column("hash_part", pa.array(prefix_partition(hashes, world_size)))
+                        t = t.append_column("hash_part", pa.array(prefix_partition(hashes, parts)))
                         ids = string_hashes(t.column("id").to_pylist())
-                        t = t.append_column("id_part", pa.array(prefix_partition(ids, world_size)))
+                        t = t.append_column("id_part", pa.array(prefix_partition(ids, parts)))
                         con.register("batch", t)
                         con.execute("INSERT INTO keys SELECT * FROM batch")
                         con.unregister("batch")
@@ -78,7 +80,7 @@ class DedupKeys(PipelineStep):
             for kind, file in (("id", KEYS_BY_ID), ("hash", KEYS_BY_HASH)):
                 written = write_partitions(
                     sorted_batches(con, f"SELECT {columns}, {kind}_part AS {PART} FROM keys ORDER BY {PART}"),
-                    lambda q, file=file: file.path(self.folder, rank, q))
+                    file.path(self.folder, rank), parts)
                 self.stat_update(f"{kind}_partitions", value=len(written))
             write_rows(SOURCE_RUNS.path(self.folder, rank), self._files(con, rank))
 
@@ -99,6 +101,12 @@ class DedupKeys(PipelineStep):
         table = con.sql(f"""SELECT source_order, file, {int(rank)}::INTEGER AS rank, min(idx) AS first_idx,
                             count(*) AS n FROM located GROUP BY source_order, file ORDER BY first_idx""")
         return table.to_arrow_table().cast(FILES)
+
+
+def prepared_files(folder: str) -> int:
+    """The number of prepared files (one SOURCE_RUNS file each, in `folder`): the partitions of the drop lists
+    when a step is not told them."""
+    return len(matching_files(SOURCE_RUNS.every(folder)))
 
 
 def spec_positions(folder: str) -> tuple[np.ndarray, np.ndarray]:

@@ -15,7 +15,7 @@ from datatrove.data import DocumentsPipeline
 from datatrove.pipeline.base import PipelineStep
 
 from mixture.pipelines.context import BuildContext
-from mixture.pipelines.dedup.keys import positions, spec_positions
+from mixture.pipelines.dedup.keys import positions, prepared_files, spec_positions
 from mixture.pipelines.dedup.shuffle import (
     PART,
     mix64,
@@ -234,10 +234,11 @@ class MinhashBuckets(PipelineStep):
     name = "🎯 MinHash candidate pairs"
 
     def __init__(self, buckets_folder: str, dedup_folder: str, folder: str, partitions: int, anchors: int = ANCHORS,
-                 memory_limit: str | None = None):
+                 memory_limit: str | None = None, files: int | None = None):
         super().__init__()
         self.buckets_folder, self.dedup_folder, self.folder = buckets_folder, dedup_folder, folder
         self.partitions, self.anchors, self.memory_limit = partitions, anchors, memory_limit
+        self.files = files  # the prepared files (GATHER_REQUESTS' partitions; None: counted)
 
     def run(self, data: DocumentsPipeline = None, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
         if data:
@@ -262,14 +263,14 @@ class MinhashBuckets(PipelineStep):
                 FROM (SELECT * FROM ranked WHERE pos < {int(self.anchors)}) x
                 JOIN ranked y ON x.bucket = y.bucket AND x.pos < y.pos""")
             write_partitions(sorted_batches(con, f"SELECT * FROM pairs ORDER BY {PART}"),
-                             lambda q: CANDIDATE_PAIRS.path(self.folder, rank, q))
+                             CANDIDATE_PAIRS.path(self.folder, rank), self.partitions)
             write_partitions(sorted_batches(con, f"""
                 SELECT idx, g, dest, file AS {PART} FROM (
                     SELECT rank_a AS file, idx_a AS idx, a AS g, {PART} AS dest FROM pairs
                     UNION SELECT rank_b, idx_b, b, {PART} FROM pairs) ORDER BY {PART}"""),
-                lambda f: GATHER_REQUESTS.path(self.folder, rank, f))
+                GATHER_REQUESTS.path(self.folder, rank), self.files or prepared_files(self.dedup_folder))
             write_partitions(sorted_batches(con, f"SELECT g, part AS {PART} FROM members ORDER BY {PART}"),
-                             lambda q: BUCKET_MEMBERS.path(self.folder, rank, q))
+                             BUCKET_MEMBERS.path(self.folder, rank), self.partitions)
             buckets = scalar(con, "SELECT count(DISTINCT bucket) FROM members")
         write_counts(BAND_TASK_COUNTS.path(self.folder, rank), BAND_COUNTS,
                      {"band_pairs": band_pairs, "buckets": buckets})
@@ -278,9 +279,9 @@ class MinhashBuckets(PipelineStep):
 
 def steps(ctx: BuildContext) -> list:
     """Per band and slice of its first-hash range: the slice's collisions, then its candidate pairs sent to the
-    verification partitions (T)."""
+    verification partitions (P)."""
     fz = ctx.spec.processing.dedup.fuzzy
     return [BandCollisions(ctx.at(SIGNATURES_DIR), ctx.at(COLLISIONS_DIR), fz.permutations // fz.bands,
                            slices=bucket_slices(fz.bands, ctx.tasks)),
-            MinhashBuckets(ctx.at(COLLISIONS_DIR), ctx.at(DEDUP), ctx.at(NEAR), ctx.tasks,
-                           memory_limit=ctx.memory_limit("minhash_buckets"))]
+            MinhashBuckets(ctx.at(COLLISIONS_DIR), ctx.at(DEDUP), ctx.at(NEAR), ctx.partitions,
+                           memory_limit=ctx.memory_limit("minhash_buckets"), files=ctx.tasks)]

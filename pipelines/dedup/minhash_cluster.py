@@ -144,7 +144,7 @@ class NearDuplicates(PartitionedStep):
 
 def rounds(folder: str, output: str, report: str, tasks: int, *, threshold: float, ngram: int, permutations: int,
            anchors: int = ANCHORS, memory_limit: str | None = None) -> Iterator[Round]:
-    """The stage's rounds over the verified pairs in `folder`, T = `tasks` (minhash_verify's): star rounds until
+    """The stage's rounds over the verified pairs in `folder`, `tasks` = minhash_verify's (P): star rounds until
     the components are stars (`settled`, read once each round ran), the pairs routed to their components'
     partitions, the greedy keep per partition, the report."""
     r = 0
@@ -166,5 +166,5 @@ def rounds(folder: str, output: str, report: str, tasks: int, *, threshold: floa
 def steps(ctx: BuildContext) -> Iterator[Round]:
     fz = ctx.spec.processing.dedup.fuzzy
     settings = {"threshold": fz.similarity_threshold, "ngram": fz.ngram, "permutations": fz.permutations}
-    yield from rounds(ctx.at(NEAR), ctx.at(FUZZY_DROPS.folder), ctx.at(NEAR_DUPLICATES_REPORT), ctx.tasks,
+    yield from rounds(ctx.at(NEAR), ctx.at(FUZZY_DROPS.folder), ctx.at(NEAR_DUPLICATES_REPORT), ctx.partitions,
                       memory_limit=ctx.memory_limit("minhash_cluster"), **settings)

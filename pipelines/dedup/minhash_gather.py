@@ -35,12 +35,12 @@ class MinhashGather(PartitionedStep):
 
     name = "🎯 MinHash gather candidates"
 
-    def __init__(self, folder: str, prepared: str, memory_limit: str | None = None):
+    def __init__(self, folder: str, prepared: str, memory_limit: str | None = None, partitions: int | None = None):
         super().__init__(memory_limit)
-        self.folder, self.prepared = folder, prepared
+        self.folder, self.prepared, self.partitions = folder, prepared, partitions
 
-    def inputs(self, rank: int) -> list[tuple[str, str, pa.Schema]]:
-        return [("raw_requests", GATHER_REQUESTS.every(self.folder, rank), REQUESTS)]
+    def inputs(self, rank: int) -> list[tuple]:
+        return [("raw_requests", GATHER_REQUESTS.every(self.folder), REQUESTS, rank)]
 
     def process(self, con, rank: int) -> dict[str, int]:
         con.execute("CREATE TABLE wanted AS SELECT DISTINCT idx, g, dest FROM raw_requests")
@@ -52,7 +52,7 @@ class MinhashGather(PartitionedStep):
         written = write_partitions(sorted_batches(con, f"""
             SELECT w.g, d.minhash, d.text, d.id, d.source, d.origin, w.dest AS {PART}
             FROM wanted w JOIN docs d USING (idx) ORDER BY {PART}"""),
-            lambda q: GATHERED_TEXTS.path(self.folder, rank, q))
+            GATHERED_TEXTS.path(self.folder, rank), self.partitions or self.world_size)
         return {"documents_gathered": len(rows), "documents_sent": sum(written.values())}
 
     def _read(self, con, rows: np.ndarray, rank: int) -> None:
@@ -85,4 +85,4 @@ class MinhashGather(PartitionedStep):
 
 def steps(ctx: BuildContext) -> list:
     """Per prepared file: its candidate documents, read once, sent to the verification partitions that need them."""
-    return [MinhashGather(ctx.at(NEAR), ctx.at(PREPARED.folder), ctx.memory_limit("minhash_gather"))]
+    return [MinhashGather(ctx.at(NEAR), ctx.at(PREPARED.folder), ctx.memory_limit("minhash_gather"), ctx.partitions)]

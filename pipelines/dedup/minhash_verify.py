@@ -125,10 +125,10 @@ class MinhashVerify(PartitionedStep):
         self.folder = folder
         self.threshold, self.ngram, self.permutations = threshold, ngram, permutations
 
-    def inputs(self, rank: int) -> list[tuple[str, str, pa.Schema]]:
-        return [("raw_pairs_files", CANDIDATE_PAIRS.every(self.folder, rank), PAIRS),
-                ("gathered_files", GATHERED_TEXTS.every(self.folder, rank), GATHERED),
-                ("raw_members", BUCKET_MEMBERS.every(self.folder, rank), MEMBERS)]
+    def inputs(self, rank: int) -> list[tuple]:
+        return [("raw_pairs_files", CANDIDATE_PAIRS.every(self.folder), PAIRS, rank),
+                ("gathered_files", GATHERED_TEXTS.every(self.folder), GATHERED, rank),
+                ("raw_members", BUCKET_MEMBERS.every(self.folder), MEMBERS, rank)]
 
     def process(self, con, rank: int) -> dict[str, int]:
         # each of the partition's folders is one file per writer task (T of them): read once into a table, not
@@ -199,7 +199,8 @@ class MinhashVerify(PartitionedStep):
         missing = int((sigs.length == 0).sum())
         if missing:  # the gather stage's output does not match the pairs: never verify without them
             raise RuntimeError(f"{missing} of the {len(sigs.length)} candidate documents of verification partition "
-                               f"{rank} were not gathered ({GATHERED_TEXTS.every(self.folder, rank)} lack them); "
+                               f"{rank} were not gathered (partition {rank} of {GATHERED_TEXTS.every(self.folder)} "
+                               "lacks them); "
                                "remove the store's _build/minhash_gather/ (the gather stage's completions) and "
                                "build again")
         k = self.permutations

@@ -1,10 +1,11 @@
-"""Hash-partitioned work files between two stages (a shuffle): a writer task splits its rows by partition into
-`<folder>/<partition>/<writer>.parquet`, and task q of the next stage reads `<folder>/<q>/` alone; and the one-row
-counts a task leaves for a later stage to sum."""
+"""Work files between two stages: a shuffle (one file per writer task, a byte range per partition and their index at
+its end; reader task q fetches range q of each) and the one-row counts a task leaves for a later stage to sum."""
 
 from __future__ import annotations
 
 import contextlib
+import os
+import struct
 from collections.abc import Callable, Iterable, Iterator
 
 import fsspec
@@ -16,6 +17,14 @@ import xxhash
 from mixture.store.io import open_atomic
 
 PART = "part"  # the column that names a row's partition in the streams given to `write_partitions`
+# A shuffle file: the partitions' Parquet files one after the other, then the index, an entry (ENTRY: partitions,
+# partition, offset, length, rows; little-endian uint64) per partition in reverse order, so that the entry of
+# partition q lies at `size - TRAILER.size - ENTRY.size * (q + 1)` whatever the number of partitions, then TRAILER
+# (the number of partitions and MAGIC). A reader needs the file's size (from the listing) and q only.
+ENTRY = struct.Struct("<5Q")
+TRAILER = struct.Struct("<Q8s")
+MAGIC = b"MXSHUF01"
+FETCH_BYTES = 64 << 20  # a reader fetches its ranges this many bytes at a time (concurrent requests on object stores)
 
 
 def prefix_partition(hashes: np.ndarray, n: int) -> np.ndarray:
@@ -69,33 +78,193 @@ def register(con, name: str, files: list[str], schema: pa.Schema) -> None:
     con.register(name, pads.dataset(paths, filesystem=fs, format="parquet", schema=schema))
 
 
-def write_partitions(batches: Iterable[pa.RecordBatch], path_of: Callable[[int], str],
+class _Range:
+    """A write-only view of the open shuffle file that counts the bytes written through it: one partition's range
+    (a ParquetWriter writes to it and closes it, the file stays open)."""
+
+    def __init__(self, sink) -> None:
+        self.sink, self.written, self.closed = sink, 0, False
+
+    def write(self, data) -> int:
+        self.sink.write(data)
+        self.written += len(data)
+        return len(data)
+
+    def tell(self) -> int:
+        return self.written
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def _split(batches: Iterable[pa.RecordBatch]) -> Iterator[tuple[int, pa.RecordBatch]]:
+    """(partition, rows without the `part` column) of each run of one partition in `batches`, sorted by partition."""
+    current = None
+    for batch in batches:
+        if not batch.num_rows:
+            continue
+        parts = batch.column(PART).to_numpy()
+        rows = batch.drop_columns([PART])
+        cuts = np.flatnonzero(parts[1:] != parts[:-1]) + 1
+        for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, len(parts)], strict=True):
+            part = int(parts[lo])
+            if current is not None and part < current:
+                raise ValueError(f"write_partitions: rows not sorted by partition ({part} after {current})")
+            current = part
+            yield part, rows.slice(lo, hi - lo)
+
+
+def write_partitions(batches: Iterable[pa.RecordBatch], path_of: str | Callable[[int], str], parts: int | None = None,
                      compression: str = "zstd") -> dict[int, int]:
-    """Rows sorted by their `part` column → one Parquet file per partition, `path_of(part)`, each published
-    atomically once its last row is written; the `part` column is left out. Only one file is open at a time, so
+    """Rows sorted by their `part` column (left out of what is written), a partition after the other. `path_of` a
+    path (a shuffle file, `parts` partitions 0 … parts-1): one file holding each partition's rows as a Parquet file
+    of its own (a byte range) and the index of the ranges (ENTRY), written even without rows, so that a shuffle is
+    one object per writer task; `read_partition` / `fetch_partition` read a partition back. `path_of` a function:
+    one Parquet file per partition with rows, `path_of(part)`. Each file is published atomically once written;
     memory holds one batch whatever the number of partitions. Returns {partition: rows written}."""
+    if not isinstance(path_of, str):
+        return _write_files(batches, path_of, compression)
+    if parts is None or parts < 1:
+        raise ValueError("write_partitions: a shuffle file needs its number of partitions (parts >= 1)")
+    written: dict[int, int] = {}
+    ranges: dict[int, tuple[int, int]] = {}
+    fs, path = fsspec.core.url_to_fs(path_of)
+    with open_atomic(fs, path) as sink, contextlib.ExitStack() as stack:
+        at, current, out, writer = 0, None, None, None
+        for part, rows in _split(batches):
+            if part >= parts:
+                raise ValueError(f"write_partitions: partition {part} of a shuffle of {parts} partitions")
+            if part != current:
+                if writer is not None:
+                    stack.close()
+                    ranges[current] = (at, out.written)
+                    at += out.written
+                out = _Range(sink)
+                writer = stack.enter_context(pq.ParquetWriter(out, rows.schema, compression=compression))
+                current = part
+            writer.write_batch(rows)
+            written[part] = written.get(part, 0) + rows.num_rows
+        if writer is not None:
+            stack.close()
+            ranges[current] = (at, out.written)
+        index = b"".join(ENTRY.pack(parts, q, *ranges.get(q, (0, 0)), written.get(q, 0))
+                         for q in range(parts - 1, -1, -1))
+        sink.write(index + TRAILER.pack(parts, MAGIC))
+    return written
+
+
+def _write_files(batches: Iterable[pa.RecordBatch], path_of: Callable[[int], str], compression: str) -> dict[int, int]:
     written: dict[int, int] = {}
     with contextlib.ExitStack() as stack:
         writer, current = None, None
-        for batch in batches:
-            if not batch.num_rows:
-                continue
-            parts = batch.column(PART).to_numpy()
-            rows = batch.drop_columns([PART])
-            cuts = np.flatnonzero(parts[1:] != parts[:-1]) + 1
-            for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, len(parts)], strict=True):
-                part = int(parts[lo])
-                if part != current:
-                    if current is not None and part < current:
-                        raise ValueError(f"write_partitions: rows not sorted by partition ({part} after {current})")
-                    stack.close()  # publish the previous partition's file
-                    fs, path = fsspec.core.url_to_fs(path_of(part))
-                    sink = stack.enter_context(open_atomic(fs, path))
-                    writer = stack.enter_context(pq.ParquetWriter(sink, rows.schema, compression=compression))
-                    current = part
-                writer.write_batch(rows.slice(lo, hi - lo))
-                written[part] = written.get(part, 0) + int(hi - lo)
+        for part, rows in _split(batches):
+            if part != current:
+                stack.close()  # publish the previous partition's file
+                fs, path = fsspec.core.url_to_fs(path_of(part))
+                sink = stack.enter_context(open_atomic(fs, path))
+                writer = stack.enter_context(pq.ParquetWriter(sink, rows.schema, compression=compression))
+                current = part
+            writer.write_batch(rows)
+            written[part] = written.get(part, 0) + rows.num_rows
     return written
+
+
+def _listing(pattern: str) -> tuple[fsspec.AbstractFileSystem, list[tuple[str, int]]]:
+    """(filesystem, [(path, size)]) of the files `pattern` matches, sorted: one listing, sizes included."""
+    fs, path = fsspec.core.url_to_fs(pattern)
+    fs.invalidate_cache(path.rsplit("/", 1)[0])  # written by other processes: a cached listing would be stale
+    found = fs.glob(path, detail=True)
+    return fs, sorted((p, int(info["size"])) for p, info in found.items())
+
+
+def partition_ranges(pattern: str, part: int, parts: int | None = None) -> tuple[fsspec.AbstractFileSystem,
+                                                                                  list[tuple[str, int, int]]]:
+    """Where partition `part` is in every shuffle file `pattern` matches (the writers' files): (filesystem,
+    [(path, offset, length)]) of the files with rows for it. One listing and one small range read per file (the
+    index entry, fetched concurrently on object stores). `parts`: the number of partitions the reader expects
+    (checked against the writers')."""
+    fs, files = _listing(pattern)
+    if not files:
+        return fs, []
+    starts = [size - TRAILER.size - ENTRY.size * (part + 1) for _, size in files]
+    bad = [p for (p, _), s in zip(files, starts, strict=True) if s < 0]
+    if bad:
+        raise ValueError(f"{fs.unstrip_protocol(bad[0])}: no partition {part} (not a shuffle file of that many "
+                         "partitions); remove the build's work folder and rebuild")
+    raw = fs.cat_ranges([p for p, _ in files], starts, [s + ENTRY.size for s in starts])
+    found = []
+    for (path, size), data in zip(files, raw, strict=True):
+        if isinstance(data, Exception):
+            raise data
+        n, q, offset, length, _rows = ENTRY.unpack(data)
+        if q != part or (parts is not None and n != parts) or offset + length > size - TRAILER.size - ENTRY.size * n:
+            found = f"written for {n} partitions" if q == part else "not a shuffle file of that many partitions"
+            raise ValueError(f"{fs.unstrip_protocol(path)}: no index entry of partition {part}"
+                             + (f" of {parts}" if parts is not None else "") + f" ({found}): the work was written "
+                             "with another partition count (execution.partitions changed since?); put the setting "
+                             "back, or remove the store's _build/ folder and build again")
+        if length:
+            found.append((path, offset, length))
+    return fs, found
+
+
+def _fetched(fs, ranges: list[tuple[str, int, int]]) -> Iterator[bytes]:
+    """The bytes of each range, fetched FETCH_BYTES at a time (concurrent requests on object stores)."""
+    i = 0
+    while i < len(ranges):
+        j, size = i, 0
+        while j < len(ranges) and (j == i or size + ranges[j][2] <= FETCH_BYTES):
+            size += ranges[j][2]
+            j += 1
+        chunk = ranges[i:j]
+        for data in fs.cat_ranges([p for p, _, _ in chunk], [o for _, o, _ in chunk], [o + n for _, o, n in chunk]):
+            if isinstance(data, Exception):
+                raise data
+            yield data
+        i = j
+
+
+def fetch_partition(pattern: str, part: int, scratch: str, parts: int | None = None) -> list[str]:
+    """Partition `part` of every shuffle file `pattern` matches, copied to local Parquet files in folder `scratch`
+    (one per writer with rows for it; DuckDB then reads them as `register` does), their paths in writer order."""
+    fs, ranges = partition_ranges(pattern, part, parts)
+    out, first = [], len(os.listdir(scratch))  # a task fetches several shuffles into one folder
+    for k, data in enumerate(_fetched(fs, ranges)):
+        local = os.path.join(scratch, f"{first + k:06d}.parquet")
+        with open(local, "wb") as f:
+            f.write(data)
+        out.append(local)
+    return out
+
+
+def read_partition(pattern: str, part: int, schema: pa.Schema, parts: int | None = None) -> pa.Table:
+    """Partition `part` of every shuffle file `pattern` matches, as one table of `schema` (a small partition: it is
+    held in memory; see `fetch_partition` otherwise)."""
+    fs, ranges = partition_ranges(pattern, part, parts)
+    tables = [pq.read_table(pa.BufferReader(data), schema=schema) for data in _fetched(fs, ranges)]
+    return pa.concat_tables(tables) if tables else schema.empty_table()
+
+
+def shuffle_partitions(uri: str) -> int | None:
+    """The number of partitions of the shuffle file at `uri` (its trailer), None when it is not one."""
+    fs, path = fsspec.core.url_to_fs(uri)
+    size = fs.size(path)
+    if size < TRAILER.size:
+        return None
+    parts, magic = TRAILER.unpack(fs.cat_file(path, size - TRAILER.size, size))
+    return int(parts) if magic == MAGIC else None
+
+
+def read_shuffle_file(uri: str, schema: pa.Schema) -> pa.Table:
+    """Every partition of one writer's shuffle file, in partition order (for checks and tools: a reader task
+    reads its own partition with `read_partition` or `fetch_partition`)."""
+    parts = shuffle_partitions(uri)
+    if parts is None:
+        raise ValueError(f"{uri}: not a shuffle file (no {MAGIC.decode()} trailer)")
+    return pa.concat_tables([read_partition(uri, q, schema, parts) for q in range(parts)])
 
 
 def sorted_batches(con, sql: str, rows: int = 65_536) -> Iterator[pa.RecordBatch]:

@@ -88,14 +88,17 @@ class WorkFiles:
 
     @property
     def shuffle(self) -> str:
-        """The scatter's output: shuffle/GGGGG/SSSSS-FFFFF.parquet, flush F of scatter task S for group G."""
+        """The scatter's output: shuffle/SSSSS-FFFFF.parquet, flush F of scatter task S, a shuffle file of the
+        groups (pipelines/dedup/shuffle.py: a byte range per group, gather task g reads range g of each)."""
         return f"{self.logging}/shuffle"
 
-    def bucket(self, group: int) -> str:
-        return f"{self.shuffle}/{group:05d}"
+    @property
+    def bucket_files(self) -> str:
+        """A glob of every scatter file."""
+        return f"{self.shuffle}/*.parquet"
 
-    def bucket_file(self, group: int, task: int, flush: int) -> str:
-        return f"{self.bucket(group)}/{task:05d}-{flush:05d}.parquet"
+    def bucket_file(self, task: int, flush: int) -> str:
+        return f"{self.shuffle}/{task:05d}-{flush:05d}.parquet"
 
 
 @dataclass

@@ -13,8 +13,8 @@ from fsspec.core import url_to_fs
 from mixture.accounting import StoreReader
 from mixture.accounting.document_rows import READ_BATCH_ROWS
 from mixture.accounting.verify import verify_store_file
+from mixture.pipelines.dedup.shuffle import PART, write_partitions
 from mixture.pipelines.materialize.draws import WorkFiles, task_shards
-from mixture.store.io import open_atomic
 
 FETCHED = ("id", "text", "source")  # read from the store; the rest comes with the draws
 # a drawn document on its way to its group: `pos` is its row in draws.parquet (training order over every phase)
@@ -49,8 +49,9 @@ class ScatterDraws(PipelineStep):
     `DIR/_materialize/work/files.parquet`, each once: the row groups holding a drawn row, in order, `batch_rows`
     rows decoded at a time. Every draw of a row decoded (a row drawn twice is sent twice) goes, with its text and
     fields, to the buffer of its group of shards (`work/groups.parquet`); before the buffered text would pass
-    `memory_chars` (or at the end) every group's buffer is written to `shuffle/GGGGG/SSSSS-FFFFF.parquet` (flush F;
-    temporary name, then a rename). Held at once: at most `memory_chars` of text, or one batch's drawn text when
+    `memory_chars` (or at the end) the buffers are written to ONE file, `shuffle/SSSSS-FFFFF.parquet` (flush F;
+    temporary name, then a rename), a byte range per group (a shuffle file: the gather task of a group reads its
+    range of each). Held at once: at most `memory_chars` of text, or one batch's drawn text when
     that is more. A rerun of the task first removes what an earlier attempt of it wrote. Stats: `rows_decoded` (a
     value per batch), `batch_chars` (the drawn text of a batch), `rows_scattered`, `scatter_held_chars` (a value
     per flush: the text written), `bucket_files`."""
@@ -67,7 +68,7 @@ class ScatterDraws(PipelineStep):
         fs, root = url_to_fs(self.out_dir)
         work = WorkFiles(root.rstrip("/"))
         fs.invalidate_cache()
-        stale = fs.glob(f"{work.shuffle}/*/{rank:05d}-*")  # an earlier attempt of this task
+        stale = fs.glob(f"{work.shuffle}/{rank:05d}-*")  # an earlier attempt of this task
         if stale:
             fs.rm(stale)
         listed = pq.read_table(work.files, filesystem=fs).to_pydict()
@@ -138,19 +139,17 @@ class ScatterDraws(PipelineStep):
         self.stat_update("rows_scattered", value=int(hi - lo))
 
     def _flush(self) -> None:
-        """Write every group's buffered documents to one new file of that group."""
+        """Write the buffered documents to one new shuffle file, a range per group."""
         if not self._buffer:
             return
         table = pa.concat_tables(self._buffer)
         groups = self._group_of[table.column("shard").to_numpy()]
         order = np.argsort(groups, kind="stable")
         table, groups = table.take(pa.array(order)), groups[order]
-        fs, work, rank = self._fs, self._work, self._rank
-        cuts = np.flatnonzero(np.diff(groups)) + 1
-        for a, b in zip(np.r_[0, cuts], np.r_[cuts, len(groups)], strict=True):
-            with open_atomic(fs, work.bucket_file(int(groups[a]), rank, self._flushes)) as f:
-                pq.write_table(table.slice(int(a), int(b - a)), f, compression="zstd")
-            self.stat_update("bucket_files")
+        path = self._work.bucket_file(self._rank, self._flushes)
+        table = table.append_column(PART, pa.array(groups.astype(np.int32)))
+        write_partitions(table.to_batches(), self._fs.unstrip_protocol(path), int(self._group_of.max()) + 1)
+        self.stat_update("bucket_files")
         self.stat_update("scatter_held_chars", value=self._held)
         self._buffer, self._held = [], 0
         self._flushes += 1

@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 from datatrove.pipeline.base import PipelineStep
 from fsspec.core import url_to_fs
 
+from mixture.pipelines.dedup.shuffle import read_partition
 from mixture.pipelines.finalize.shard_facts import file_digest
 from mixture.pipelines.materialize.draws import SHARD_SCHEMA, WorkFiles, phase_dir, shard_name, task_shards
 from mixture.pipelines.materialize.scatter import BUCKET_SCHEMA
@@ -32,8 +33,8 @@ class WriteMixtureShards(PipelineStep):
     xxh64 taken as the bytes are written) and lists them in `work/written/<rank>.json`.
 
     Memory: the shards are taken in the groups of `work/groups.parquet` (decided by the driver: text of at most
-    `--memory`, or one shard when a shard is bigger); a group's documents are read from the scatter's files of it
-    (`_materialize/shuffle/GGGGG/`), ordered by their position in the draws and kept until the group's shards are
+    `--memory`, or one shard when a shard is bigger); a group's documents are read from the scatter's files (its
+    byte range of each `_materialize/shuffle/` file), ordered by their position in the draws and kept until the group's shards are
     written. A shard already present under its final name (a killed task's; renames are atomic) is kept and only
     checksummed. Stats (datatrove keeps the total, mean and max of each): `held_rows`, `held_chars`, `held_bytes`
     (a value per group: the documents kept, the characters of their text, their Arrow bytes), `shards_written`,
@@ -93,14 +94,12 @@ class WriteMixtureShards(PipelineStep):
         """Read group `g`'s documents (the scatter's files of it), order them by draw and write shards `group`
         (positions in `mine`) of it."""
         wanted = [mine[i] for i in group]
-        fs.invalidate_cache(work.bucket(g))
-        paths = sorted(fs.glob(f"{work.bucket(g)}/*.parquet"))
-        held = pa.concat_tables([BUCKET_SCHEMA.empty_table(), *(pq.read_table(p, filesystem=fs) for p in paths)])
+        held = read_partition(fs.unstrip_protocol(work.bucket_files), g, BUCKET_SCHEMA)
         held = held.filter(pc.is_in(held.column("shard"), pa.array(wanted, pa.int32())))
         held = held.take(pa.array(np.argsort(held.column("pos").to_numpy(), kind="stable")))
         expected = sum(shards["rows"][i] for i in group)
         if held.num_rows != expected:
-            raise RuntimeError(f"{work.bucket(g)}: {held.num_rows} documents for shards {wanted[0]}…{wanted[-1]}, the "
+            raise RuntimeError(f"{work.shuffle}: {held.num_rows} documents of group {g} for shards {wanted[0]}…{wanted[-1]}, the "
                                f"draw plan has {expected}; delete {work.logging} and rerun")
         self.stat_update("held_rows", value=held.num_rows)
         self.stat_update("held_chars", value=int(pc.sum(pc.utf8_length(held.column("text"))).as_py() or 0))

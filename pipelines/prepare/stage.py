@@ -38,5 +38,5 @@ def steps(ctx: BuildContext) -> list:
     prepare += [Annotate(q.scorer, ctx.refs.quality_model, q.fasttext_label,
                          language_model=ctx.refs.language_id, language_min_score=lang.min_score),
                 writers.work_writer(ctx.store),
-                DedupKeys(ctx.at(PREPARED.folder), ctx.at(DEDUP), ctx.memory_limit("prepare"))]
+                DedupKeys(ctx.at(PREPARED.folder), ctx.at(DEDUP), ctx.memory_limit("prepare"), ctx.partitions)]
     return prepare

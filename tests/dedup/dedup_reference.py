@@ -231,8 +231,13 @@ def near_drops(pairs_folder: str, prepared: str, *, threshold: float, ngram: int
 
 
 def drop_rows(files: list[Path]) -> list[tuple]:
-    """(rank, idx, reason, detail) of DROPS files, sorted."""
-    return sorted(tuple(r.values()) for f in files for r in pq.read_table(f).to_pylist())
+    """(rank, idx, reason, detail) of DROPS files (Parquet, or shuffle files: every partition), sorted."""
+    from mixture.pipelines.dedup.shuffle import read_shuffle_file, shuffle_partitions
+    from mixture.pipelines.schemas import DROPS
+
+    def table(f: Path) -> pa.Table:
+        return read_shuffle_file(str(f), DROPS) if shuffle_partitions(str(f)) else pq.read_table(f)
+    return sorted(tuple(r.values()) for f in files for r in table(f).to_pylist())
 
 
 def exact_drop_rows(work: Path) -> list[tuple]:

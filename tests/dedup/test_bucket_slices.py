@@ -15,9 +15,16 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from mixture.pipelines.dedup.minhash_buckets import BAND_COUNTS, BandCollisions, MinhashBuckets
+from mixture.pipelines.dedup.minhash_buckets import (
+    BAND_COUNTS,
+    MEMBERS,
+    PAIRS,
+    BandCollisions,
+    MinhashBuckets,
+)
 from mixture.pipelines.dedup.minhash_gather import MinhashGather
 from mixture.pipelines.dedup.minhash_verify import MinhashVerify
+from mixture.pipelines.dedup.shuffle import read_partition
 from mixture.spec.load import load_spec
 from mixture.stages.registry import bucket_slices, get
 from mixture.store.formats import NearDuplicateReport, read_model, read_store_artifact
@@ -56,6 +63,11 @@ def _rows(folder: Path) -> list[tuple]:
     return sorted(tuple(r.values()) for r in ds.dataset(files).to_table().to_pylist()) if files else []
 
 
+def _partition(folder: Path, q: int, schema) -> list[tuple]:
+    """Partition q of the shuffle files in `folder`, its rows sorted."""
+    return sorted(tuple(r.values()) for r in read_partition(f"{folder}/*.parquet", q, schema).to_pylist())
+
+
 def rerun_near_duplicates(work: Path, out: Path, slices: int, partitions: int) -> dict:
     """The bucket stage over a build's signature files split `slices` ways (its slice index written for another
     count is ignored: the slices found by binary search), then verification and the greedy keep, into `out`:
@@ -69,14 +81,15 @@ def rerun_near_duplicates(work: Path, out: Path, slices: int, partitions: int) -
     settings = {"threshold": fz.similarity_threshold, "ngram": fz.ngram, "permutations": fz.permutations}
     files = len(list((work / "prepared").glob("*.parquet")))
     for f in range(files):
-        list(MinhashGather(str(out / "near_dups"), str(work / "prepared")).run(None, f, files) or ())
+        list(MinhashGather(str(out / "near_dups"), str(work / "prepared"), partitions=partitions)
+             .run(None, f, files) or ())
     for q in range(partitions):
         list(MinhashVerify(str(out / "near_dups"), **settings).run(None, q, partitions) or ())
     resolve(str(out / "near_dups"), str(out / "fuzzy_drops"), str(out / "report.json"), partitions, **settings)
     bands = [pq.read_table(f).to_pylist()[0] for f in sorted((out / "near_dups" / "bands").glob("*.parquet"))]
     assert len(bands) == n and len(list((out / "mh_buckets").glob("*_00.dups"))) == n
-    pairs = {q.name: _rows(q) for q in sorted((out / "near_dups" / "pairs").iterdir())}
-    members = {q.name: _rows(q) for q in sorted((out / "near_dups" / "members").iterdir())}
+    pairs = {q: _partition(out / "near_dups" / "pairs", q, PAIRS) for q in range(partitions)}
+    members = {q: _partition(out / "near_dups" / "members", q, MEMBERS) for q in range(partitions)}
     return {"pairs": pairs, "members": members,
             "counts": {k: sum(b[k] for b in bands) for k in BAND_COUNTS.names},
             "verified": _rows(out / "near_dups" / "verified"), "drops": _rows(out / "fuzzy_drops"),
@@ -152,7 +165,7 @@ def test_demo_sliced_build_killed_in_the_bucket_stages_resumes_to_the_same_store
 
     shutil.copy(demo_sliced.parent / "spec.yaml", tmp_path / "spec.yaml")  # the corpus by its absolute path
     store, kills = tmp_path / "store", []
-    for glob in ("_build/work/mh_sigs/bucket_*/*.minhash.slices", "_build/work/near_dups/pairs/*/*.parquet"):
+    for glob in ("_build/work/mh_sigs/bucket_*/*.minhash.slices", "_build/work/near_dups/pairs/*.parquet"):
         p = start(["build", "spec.yaml"], tmp_path)
         wait_for(lambda glob=glob: any(store.glob(glob)), p, timeout=900)
         if p.poll() is not None:  # finished before the kill point

@@ -168,8 +168,8 @@ def run_near_duplicates(work, bands: int, partitions: int, threshold: float = 0.
         list(MinhashBuckets(str(work / "mh_buckets"), str(work / "dedup"), str(work / "near_dups"), partitions,
                             anchors=anchors).run(None, band, bands) or ())
     for path in prepared:
-        list(MinhashGather(str(work / "near_dups"), str(work / "prepared")).run(None, int(path.stem), len(prepared))
-             or ())
+        list(MinhashGather(str(work / "near_dups"), str(work / "prepared"), partitions=partitions)
+             .run(None, int(path.stem), len(prepared)) or ())
     for q in range(partitions):
         list(MinhashVerify(str(work / "near_dups"), threshold=threshold, ngram=5,
                            permutations=permutations).run(None, q, partitions) or ())

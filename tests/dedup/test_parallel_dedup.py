@@ -21,7 +21,14 @@ from mixture.pipelines.dedup.find_duplicates import FindDuplicates
 from mixture.pipelines.dedup.keys import KEYS, DedupKeys
 from mixture.pipelines.dedup.minhash_buckets import PAIRS
 from mixture.pipelines.dedup.minhash_verify import MinhashVerify
-from mixture.pipelines.dedup.shuffle import mix64, prefix_partition, string_hashes
+from mixture.pipelines.dedup.shuffle import (
+    mix64,
+    partition_ranges,
+    prefix_partition,
+    read_partition,
+    shuffle_partitions,
+    string_hashes,
+)
 from mixture.store.formats import read_store_artifact
 from tests.conftest import small_spec
 from tests.dedup import dedup_reference as reference
@@ -173,11 +180,14 @@ def test_spec_positions_are_the_spec_order(tmp_path):
 
 # -- each task holds its partition only ------------------------------------------------------------------------
 def _garble_other_partitions(folder: Path, keep: int) -> None:
-    """Every partition folder but `keep` under `folder`: its files made unreadable (not Parquet)."""
-    for part in folder.iterdir():
-        if part.is_dir() and int(part.name) != keep:
-            for f in part.glob("*.parquet"):
-                f.write_bytes(b"not a parquet file")
+    """Every partition but `keep` of the shuffle files in `folder`: its byte range overwritten (not Parquet)."""
+    for f in folder.glob("*.parquet"):
+        for q in range(shuffle_partitions(str(f))):
+            if q != keep:
+                for _, offset, length in partition_ranges(str(f), q)[1]:
+                    with f.open("r+b") as out:
+                        out.seek(offset)
+                        out.write(b"x" * length)
 
 
 @pytest.mark.slow
@@ -186,11 +196,12 @@ def test_dedup_keys_go_to_the_partition_of_their_hash(demo_builds):
     prepared = ds.dataset([str(p) for p in sorted(work.glob("prepared/*.parquet"))]).to_table(columns=["rank", "idx"])
     for kind in ("id", "hash"):
         seen = 0
-        for part in sorted((work / "dedup" / f"by_{kind}").iterdir()):
-            t = ds.dataset([str(p) for p in part.glob("*.parquet")], schema=KEYS).to_table()
+        folder = work / "dedup" / f"by_{kind}"
+        assert sorted(int(p.stem) for p in folder.iterdir()) == list(range(4))  # one file per prepare task
+        for q in range(4):
+            t = read_partition(f"{folder}/*.parquet", q, KEYS, 4)
             h = string_hashes(t.column("id").to_pylist()) if kind == "id" else t.column("exact_hash").to_numpy()
-            assert (prefix_partition(h, 4) == int(part.name)).all(), (kind, part.name)
-            assert {int(p.stem) for p in part.glob("*.parquet")} <= set(range(4))  # one file per prepare task
+            assert (prefix_partition(h, 4) == q).all(), (kind, q)
             seen += t.num_rows
         assert seen == prepared.num_rows  # every document once in each shuffle
 
@@ -209,8 +220,8 @@ def test_exact_dedup_tasks_read_their_partition_only(demo_builds, tmp_path):
         list(DuplicateIds(str(copy / "dedup"), str(copy / "drops")).run(None, q, 4) or ())
         list(FindDuplicates(str(copy / "dedup"), str(copy / "drops"), True).run(None, q, 4) or ())
         for kind in ("ids", "exact"):
-            assert drop_rows(sorted(copy.glob(f"drops/*/{kind}-{q:05d}.parquet"))) == \
-                drop_rows(sorted(work.glob(f"drops/*/{kind}-{q:05d}.parquet"))), (q, kind)
+            assert drop_rows([copy / "drops" / kind / f"{q:05d}.parquet"]) == \
+                drop_rows([work / "drops" / kind / f"{q:05d}.parquet"]), (q, kind)
 
 
 @pytest.mark.slow
@@ -224,8 +235,7 @@ def test_verification_tasks_hold_their_pairs_documents_only(demo_builds, tmp_pat
     work = demo_builds[4] / "_build" / "work"
     total = 0
     for q in range(4):
-        pairs = ds.dataset([str(p) for p in sorted(work.glob(f"near_dups/pairs/{q:05d}/*.parquet"))],
-                           schema=PAIRS).to_table()
+        pairs = read_partition(f"{work}/near_dups/pairs/*.parquet", q, PAIRS, 4)
         assert (prefix_partition(mix64(pairs.column("b").to_numpy()), 4) == q).all()
         total += pairs.num_rows
         copy = tmp_path / f"q{q}"
@@ -256,16 +266,14 @@ def test_gathered_texts_hold_each_candidate_once_and_a_missing_one_stops_verific
     fz = load_spec(str(demo_builds[4].parent / "spec.yaml")).processing.dedup.fuzzy
     work = demo_builds[4] / "_build" / "work"
     for q in range(4):
-        pairs = ds.dataset([str(p) for p in sorted(work.glob(f"near_dups/pairs/{q:05d}/*.parquet"))],
-                           schema=PAIRS).to_table()
-        gathered = ds.dataset([str(p) for p in sorted(work.glob(f"near_dups/texts/{q:05d}/*.parquet"))],
-                              schema=GATHERED).to_table()
+        pairs = read_partition(f"{work}/near_dups/pairs/*.parquet", q, PAIRS, 4)
+        gathered = read_partition(f"{work}/near_dups/texts/*.parquet", q, GATHERED, 4)
         endpoints = np.unique(np.concatenate([pairs.column("a").to_numpy(), pairs.column("b").to_numpy()]))
         assert sorted(gathered.column("g").to_pylist()) == endpoints.tolist()
     copy = tmp_path / "near_dups"
     shutil.copytree(work / "near_dups", copy)
-    lost = sorted((copy / "texts" / "00000").glob("*.parquet"))[0]
-    lost.unlink()
+    lost = next(f for f in sorted((copy / "texts").glob("*.parquet")) if partition_ranges(str(f), 0)[1])
+    lost.unlink()  # a gather task's file with texts for partition 0
     step = MinhashVerify(str(copy), threshold=fz.similarity_threshold, ngram=fz.ngram, permutations=fz.permutations)
     with pytest.raises(RuntimeError, match=r"candidate documents of verification partition 0 were not gathered.*"
                                            r"_build/minhash_gather/"):

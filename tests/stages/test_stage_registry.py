@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from mixture.stages import registry as stage_registry
 from mixture.stages.files import StageFiles, TaskFile
-from mixture.stages.registry import TASKS, StageDef
+from mixture.stages.registry import PARTITIONS, TASKS, StageDef
 from tests.conftest import REPO, small_spec
 
 
@@ -111,13 +111,13 @@ def test_each_stage_is_built_from_its_entry(demo_corpus, tmp_path):
         "prepare": [f"{store}/_quarantine/part-{{rank}}.parquet", f"{work}/prepared/{{rank}}.parquet",
                     f"{work}/tally/{{rank}}.json", f"{store}/_dropped/filtered/part-{{rank}}.parquet",
                     f"{store}/_dropped/contaminated/part-{{rank}}.parquet", f"{work}/dedup/files/{{rank}}.parquet",
-                    f"{work}/dedup/by_id/*/{{rank}}.parquet", f"{work}/dedup/by_hash/*/{{rank}}.parquet"],
-        "duplicate_ids": [f"{work}/drops/*/ids-{{rank}}.parquet", f"{work}/dedup/id_drops/*/{{rank}}.parquet",
+                    f"{work}/dedup/by_id/{{rank}}.parquet", f"{work}/dedup/by_hash/{{rank}}.parquet"],
+        "duplicate_ids": [f"{work}/drops/ids/{{rank}}.parquet", f"{work}/dedup/id_drops/{{rank}}.parquet",
                           f"{work}/dedup/counts/ids-{{rank}}.parquet"],
-        "find_duplicates": [f"{work}/drops/*/exact-{{rank}}.parquet", f"{work}/dedup/counts/exact-{{rank}}.parquet"],
-        "minhash_buckets": [f"{work}/near_dups/pairs/*/{{rank}}.parquet", f"{work}/near_dups/members/*/{{rank}}.parquet",
-                            f"{work}/near_dups/requests/*/{{rank}}.parquet", f"{work}/near_dups/bands/{{rank}}.parquet"],
-        "minhash_gather": [f"{work}/near_dups/texts/*/{{rank}}.parquet"],
+        "find_duplicates": [f"{work}/drops/exact/{{rank}}.parquet", f"{work}/dedup/counts/exact-{{rank}}.parquet"],
+        "minhash_buckets": [f"{work}/near_dups/pairs/{{rank}}.parquet", f"{work}/near_dups/members/{{rank}}.parquet",
+                            f"{work}/near_dups/requests/{{rank}}.parquet", f"{work}/near_dups/bands/{{rank}}.parquet"],
+        "minhash_gather": [f"{work}/near_dups/texts/{{rank}}.parquet"],
         "minhash_verify": [f"{work}/near_dups/verified/{{rank}}.parquet",
                            f"{work}/near_dups/verify_counts/{{rank}}.parquet"],
         "minhash_cluster": [f"{work}/near_dups/components/r000/*/{{rank}}.parquet",
@@ -186,7 +186,8 @@ def test_a_build_runs_a_stage_added_to_the_registry(tmp_path, demo_corpus, built
 
 
 def test_the_docs_list_the_registry():
-    """docs/build.md's stage table: the registry's stages in order, with their task counts (T: execution.tasks)."""
+    """docs/build.md's stage table: the registry's stages in order, with their task counts (T: execution.tasks, P:
+    dedup's partitions)."""
     lines = (REPO / "docs" / "build.md").read_text().splitlines()
     start = lines.index("| stage | tasks | steps |") + 2
     table = lines[start:lines.index("", start)]
@@ -194,6 +195,6 @@ def test_the_docs_list_the_registry():
     assert documented.pop() == ("finalize", "driver")
 
     def shown(s: StageDef) -> str:
-        return "T" if s.tasks == TASKS else str(s.tasks).rsplit(".", 1)[-1]
+        return {TASKS: "T", PARTITIONS: "P"}.get(s.tasks, str(s.tasks).rsplit(".", 1)[-1])
 
     assert documented == [(s.name, shown(s)) for s in stage_registry.STAGES]

@@ -1,0 +1,65 @@
+"""A shuffle file (pipelines/dedup/shuffle.py): one per writer, a byte range per partition, read back by partition;
+a file of another partition count is refused, naming the file."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from mixture.pipelines.dedup.shuffle import (
+    PART,
+    fetch_partition,
+    partition_ranges,
+    read_partition,
+    read_shuffle_file,
+    register,
+    shuffle_partitions,
+    write_partitions,
+)
+from mixture.pipelines.runtime.duckdb_connection import duckdb_connection
+
+SCHEMA = pa.schema([("x", pa.int64()), ("s", pa.string())])
+
+
+def _rows(writer: int, parts: np.ndarray) -> pa.Table:
+    n = len(parts)
+    return pa.table({"x": pa.array(np.arange(n) + 1000 * writer), "s": pa.array([f"w{writer}-{i}" for i in range(n)], pa.string()),
+                     PART: pa.array(parts.astype(np.int32))})
+
+
+def test_each_partition_reads_back_from_every_writer(tmp_path):
+    rng = np.random.default_rng(1)
+    parts, writers = 7, 3
+    tables = [_rows(w, np.sort(rng.integers(0, parts, 200)) if w else np.zeros(0, np.int64)) for w in range(writers)]
+    for w, t in enumerate(tables):  # writer 0 has no rows: its file is written all the same
+        written = write_partitions(t.to_batches(max_chunksize=16), str(tmp_path / f"{w:05d}.parquet"), parts)
+        assert written == {int(q): int((t.column(PART).to_numpy() == q).sum()) for q in np.unique(t.column(PART))}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["00000.parquet", "00001.parquet", "00002.parquet"]
+    assert shuffle_partitions(str(tmp_path / "00000.parquet")) == parts
+    every = pa.concat_tables([t.drop_columns([PART]) for t in tables])
+    for q in range(parts):
+        want = sorted(r["x"] for r, p in zip(every.to_pylist(), pa.concat_tables(tables).column(PART).to_pylist(),
+                                              strict=True) if p == q)
+        got = read_partition(f"{tmp_path}/*.parquet", q, SCHEMA, parts)
+        assert sorted(got.column("x").to_pylist()) == want, q
+        scratch = tmp_path.parent / f"scratch{q}"
+        scratch.mkdir()
+        with duckdb_connection() as con:
+            register(con, "part", fetch_partition(f"{tmp_path}/*.parquet", q, str(scratch), parts), SCHEMA)
+            assert sorted(x for (x,) in con.execute("SELECT x FROM part").fetchall()) == want
+        assert len(partition_ranges(f"{tmp_path}/*.parquet", q)[1]) == (2 if want else 0)
+    assert read_shuffle_file(str(tmp_path / "00001.parquet"), SCHEMA).num_rows == 200
+
+
+def test_another_partition_count_or_unsorted_rows_are_refused(tmp_path):
+    write_partitions(_rows(0, np.array([0, 1, 1, 3])).to_batches(), str(tmp_path / "00000.parquet"), 4)
+    with pytest.raises(ValueError, match=r"00000.parquet: no index entry of partition 2 of 5 \(written for 4"):
+        read_partition(f"{tmp_path}/*.parquet", 2, SCHEMA, 5)
+    with pytest.raises(ValueError, match=r"no index entry of partition 9"):
+        read_partition(f"{tmp_path}/*.parquet", 9, SCHEMA)
+    with pytest.raises(ValueError, match=r"rows not sorted by partition \(0 after 1\)"):
+        write_partitions(_rows(1, np.array([1, 0])).to_batches(), str(tmp_path / "00001.parquet"), 4)
+    with pytest.raises(ValueError, match=r"partition 4 of a shuffle of 4"):
+        write_partitions(_rows(1, np.array([4])).to_batches(), str(tmp_path / "00001.parquet"), 4)
+    assert sorted(p.name for p in tmp_path.glob("*.parquet")) == ["00000.parquet"]  # a failed writer publishes none

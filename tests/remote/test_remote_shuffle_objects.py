@@ -1,0 +1,52 @@
+"""The shuffles' objects on object storage: the small demo built on gs:// (T = 4) and on s3:// (T = 16, P = 6), work
+kept; every shuffle folder holds at most 2 (T + P) objects (one per writer task), and the store is the local one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from mixture.stages import registry as stage_registry
+from tests.conftest import small_spec
+from tests.remote.conftest import Remote, upload
+
+pytestmark = pytest.mark.slow
+
+
+def shuffle_objects(fs, store: str) -> dict[str, int]:
+    """{shuffle folder: objects in it} of a store's kept work, every folder of SHUFFLES."""
+    folders = {f"{f.folder}/{f.name.rsplit('/', 1)[0]}" if "/" in f.name else f.folder
+               for f in stage_registry.SHUFFLES}
+    fs.invalidate_cache()
+    return {d: len(fs.find(f"{store}/{d}")) for d in sorted(folders)}
+
+
+@pytest.mark.parametrize(("protocol", "tasks", "partitions"), [("gs", 4, None), ("s3", 16, 6)])
+def test_each_shuffle_is_one_object_per_writer(request, protocol: str, tasks: int, partitions: int | None,
+                                               demo_corpus: Path, built_store, tmp_path) -> None:
+    from mixture.pipelines.build import build
+
+    remote: Remote = request.getfixturevalue({"gs": "gcs", "s3": "s3"}[protocol])
+    corpus, store = remote.url(f"corpus-{tasks}"), remote.url(f"shuffle-store-{tasks}")
+    upload(demo_corpus, remote.fs, corpus)
+    spec = small_spec(corpus, store)
+    spec["execution"].update(tasks=tasks, **({"partitions": partitions} if partitions else {}))
+    (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec))
+    build(str(tmp_path / "spec.yaml"), progress=False, keep_work=True)
+
+    fs = remote.fs
+    p = partitions or tasks
+    from mixture.spec.load import load_spec
+
+    bands = load_spec(str(tmp_path / "spec.yaml")).processing.dedup.fuzzy.bands
+    writers = max(tasks, p, bands * stage_registry.bucket_slices(bands, tasks))
+    counts = shuffle_objects(fs, store.split("://", 1)[1])
+    assert set(counts) >= {"_build/work/dedup/by_id", "_build/work/near_dups/texts"}
+    for folder, n in counts.items():
+        assert 0 < n <= 2 * (tasks + p), (folder, n, tasks, p)
+        assert n <= writers, (folder, n)  # one per writer task, none per partition
+    got = json.loads(fs.cat(f"{store}/store.json"))
+    assert got["counters"] == built_store.artifact.model_dump(mode="json")["counters"]
