@@ -151,7 +151,8 @@ VERIFY_TASK_COUNTS = TaskFile(NEAR, f"verify_counts/{RANK}.parquet")
 # partition of their first node, and each task's count of edges the round replaced; the verified pairs routed to
 # the partition of their component; then the near duplicates by prepared file, each task's counts and the report
 COMPONENTS = f"{NEAR}/components"
-ROUTED_PAIRS = TaskFile(NEAR, f"components/routed/{PART}/{RANK}.parquet")
+ROUTED_PAIRS = TaskFile(NEAR, f"components/routed/{RANK}.parquet")  # a shuffle file: a range per partition (P)
+SHUFFLES = (*SHUFFLES, ROUTED_PAIRS)  # and each round's star_edges(round)
 CLUSTER_COUNTS = TaskFile(NEAR, f"components/counts/{RANK}.parquet")
 FUZZY_DROPS_DIR = f"{WORK}/fuzzy_drops"
 FUZZY_DROPS = TaskFile(FUZZY_DROPS_DIR, f"{PART}/{RANK}.parquet")
@@ -159,8 +160,9 @@ NEAR_DUPLICATES_REPORT = f"{WORK}/near_duplicates.json"
 
 
 def star_edges(round_: int) -> TaskFile:
-    """The graph's edges after round `round_` of `minhash_cluster`, by partition of their first node."""
-    return TaskFile(NEAR, f"components/r{round_:03d}/{PART}/{RANK}.parquet")
+    """The graph's edges after round `round_` of `minhash_cluster`, by partition of their first node: a shuffle file
+    per task, a range per partition (P)."""
+    return TaskFile(NEAR, f"components/r{round_:03d}/{RANK}.parquet")
 
 
 def star_changes(round_: int) -> TaskFile:

@@ -66,7 +66,7 @@ class StarRound(PartitionedStep):
     def inputs(self, rank: int) -> list[tuple[str, str, pa.Schema]]:
         if self.round == 0:
             return [("verified", VERIFIED_PAIRS.path(self.folder, rank), VERIFIED)]
-        return [("edges_in", star_edges(self.round - 1).every(self.folder, rank), EDGES)]
+        return [("edges_in", star_edges(self.round - 1).every(self.folder), EDGES, rank)]
 
     def process(self, con, rank: int) -> dict[str, int]:
         with_partition_function(con)
@@ -91,7 +91,7 @@ class StarRound(PartitionedStep):
         written = write_partitions(sorted_batches(con, f"""
             SELECT u, v, mixture_partition(u, {self.partitions}) AS {PART}
             FROM (SELECT x AS u, y AS v FROM out {mirrored}) ORDER BY {PART}"""),
-            lambda part: star_edges(self.round).path(self.folder, rank, part), compression=EDGE_COMPRESSION)
+            star_edges(self.round).path(self.folder, rank), self.partitions, compression=EDGE_COMPRESSION)
         edges = scalar(con, "SELECT count(*) FROM out")
         write_counts(star_changes(self.round).path(self.folder, rank), CHANGES,
                      {"edges": edges, "changed": changed, "unsettled": unsettled})
@@ -124,7 +124,7 @@ class RouteToComponents(PartitionedStep):
 
     def inputs(self, rank: int) -> list[tuple[str, str, pa.Schema]]:
         return [("verified", VERIFIED_PAIRS.path(self.folder, rank), VERIFIED),
-                ("edges_in", star_edges(self.last).every(self.folder, rank), EDGES)]
+                ("edges_in", star_edges(self.last).every(self.folder), EDGES, rank)]
 
     def process(self, con, rank: int) -> dict[str, int]:
         with_partition_function(con)
@@ -133,10 +133,10 @@ class RouteToComponents(PartitionedStep):
         lost = scalar(con, "SELECT count(*) FROM pairs WHERE comp IS NULL")
         if lost:  # a later document outside the graph of its own partition: the rounds' files do not match
             raise RuntimeError(f"{lost} verified pairs of {VERIFIED_PAIRS.path(self.folder, rank)} have no component "
-                               f"in {star_edges(self.last).every(self.folder, rank)}; remove the store's "
+                               f"in partition {rank} of {star_edges(self.last).every(self.folder)}; remove the store's "
                                "_build/minhash_cluster/ and build again")
         columns = ", ".join(f"x.{c}" for c in VERIFIED.names)
         written = write_partitions(sorted_batches(con, f"""
             SELECT {columns}, mixture_partition(x.comp, {self.partitions}) AS {PART} FROM pairs x ORDER BY {PART}"""),
-            lambda part: ROUTED_PAIRS.path(self.folder, rank, part))
+            ROUTED_PAIRS.path(self.folder, rank), self.partitions)
         return {"pairs_routed": sum(written.values()), "components": scalar(con, "SELECT count(DISTINCT comp) FROM pairs")}

@@ -63,7 +63,7 @@ class MinhashCluster(PartitionedStep):
         self.folder, self.output, self.ngram = folder, output, ngram
 
     def inputs(self, rank: int) -> list[tuple[str, str, pa.Schema]]:
-        return [("raw_verified", ROUTED_PAIRS.every(self.folder, rank), VERIFIED)]
+        return [("raw_verified", ROUTED_PAIRS.every(self.folder), VERIFIED, rank)]
 
     def process(self, con, rank: int) -> dict[str, int]:
         con.execute("CREATE TABLE edges AS SELECT * FROM raw_verified")

@@ -5,12 +5,13 @@ the drops of every prepared file, their details and the report; and the rounds f
 from __future__ import annotations
 
 import numpy as np
-import pyarrow.parquet as pq
 import pytest
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from mixture.pipelines.dedup.components import round_changes, settled
+from mixture.pipelines.dedup.minhash_verify import VERIFIED
+from mixture.pipelines.dedup.shuffle import read_partition
 from mixture.stages.registry import ROUTED_PAIRS
 from tests.dedup.cluster_reference import assert_same_as_single_task, drops_by_file, resolve
 from tests.dedup.synthetic_graphs import chain, mixed_graph, write_verified
@@ -61,8 +62,9 @@ def test_rounds_find_the_connected_components(tmp_path, tasks):
     component_of = dict(zip(nodes.tolist(), label.tolist(), strict=True))
     partitions_of: dict[int, set[int]] = {}
     for q in range(tasks):
-        for f in sorted(near.glob(ROUTED_PAIRS.every(".", q).lstrip("./"))):
-            for a, b in zip(*pq.read_table(f, columns=["a", "b"]).to_pydict().values(), strict=True):
+        routed = read_partition(ROUTED_PAIRS.every(str(near)), q, VERIFIED, tasks)
+        if routed.num_rows:
+            for a, b in zip(*routed.select(["a", "b"]).to_pydict().values(), strict=True):
                 assert component_of[a] == component_of[b]
                 partitions_of.setdefault(component_of[a], set()).add(q)
     assert len(partitions_of) == len(set(label.tolist())) and all(len(p) == 1 for p in partitions_of.values())

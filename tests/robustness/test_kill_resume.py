@@ -33,7 +33,7 @@ TRIGGERS = [
     ("minhash_gather-write", "_build/work/near_dups/texts/*.parquet"),
     ("minhash_verify", "_build/minhash_verify"),
     ("minhash_cluster", "_build/minhash_cluster"),
-    ("minhash_cluster-round", "_build/work/near_dups/components/r001/*/*.parquet"),
+    ("minhash_cluster-round", "_build/work/near_dups/components/r001/*.parquet"),
     ("minhash_cluster-greedy", "_build/work/fuzzy_drops/*/*.parquet"),
     ("sample", "_build/sample"),
     ("fit", "_build/fit"),

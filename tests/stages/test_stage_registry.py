@@ -120,7 +120,7 @@ def test_each_stage_is_built_from_its_entry(demo_corpus, tmp_path):
         "minhash_gather": [f"{work}/near_dups/texts/{{rank}}.parquet"],
         "minhash_verify": [f"{work}/near_dups/verified/{{rank}}.parquet",
                            f"{work}/near_dups/verify_counts/{{rank}}.parquet"],
-        "minhash_cluster": [f"{work}/near_dups/components/r000/*/{{rank}}.parquet",
+        "minhash_cluster": [f"{work}/near_dups/components/r000/{{rank}}.parquet",
                             f"{work}/near_dups/components/changes/r000/{{rank}}.parquet"],
         "assign": [f"{store}/cluster=*/quality=*/*part-{{rank}}.parquet", f"{store}/_build/work/samples/{{rank}}.parquet",
                    f"{store}/_build/work/shard_facts/{{rank}}.json", f"{store}/_quarantine/part-ids-{{rank}}.parquet",
