@@ -75,8 +75,9 @@ def _task(ctx, what: str, rank: int) -> None:
 
     if what == "noop":
         return
-    if what == "greedy":  # ctx: the folder of synthetic verified pairs
-        from mixture.pipelines.dedup.minhash_cluster import MinhashCluster
+    if what == "greedy":  # ctx: the folder of synthetic verified pairs; the single-task greedy (bench/components_bench.py
+        # measures the stage in rounds against it)
+        from tests.dedup.cluster_reference import MinhashCluster
 
         step = MinhashCluster(ctx, f"{ctx}/fuzzy_drops", f"{ctx}/report.json", threshold=0.72, ngram=5,
                               permutations=112, memory_limit=os.environ.get("BENCH_MEMORY", GREEDY_MEMORY))
