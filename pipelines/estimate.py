@@ -124,7 +124,8 @@ def estimate(spec_path: str, *, tasks: int | None = None, cores: int = 1000, bud
     stage_tasks = {s.name: s.task_count(spec, n_tasks) for s in stage_registry.planned(spec)} | {"finalize": 1}
     work = costs.Workload(input_tokens=sum(s.est_tokens for s in samples), tasks=n_tasks, stage_tasks=stage_tasks,
                           fit_sample=spec.partition.clusters.sample_docs,
-                          cells=spec.partition.clusters.k * spec.partition.quality.levels)
+                          cells=spec.partition.clusters.k * spec.partition.quality.levels,
+                          partitions=stage_registry.dedup_partitions(spec, n_tasks))
     planned = set(stage_tasks)
     kept = costs.Rates.model_validate({**rates.model_dump(), "stages": [r for r in rates.model_dump()["stages"]
                                                                         if r["stage"] in planned]})

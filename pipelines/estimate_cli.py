@@ -54,15 +54,15 @@ def print_estimate(est, console: Console, prices: costs.Prices | None = None) ->
 
     t = Table(title=f"the build with {est.tasks:,} tasks on {est.cores:,} cores")
     for col in ("stage", "tasks", "core-hours", "wall hours", "longest task (h)", "peak per task (GiB)", "objects",
-                "slurm --time", "slurm mem (GiB)"):
+                "range reads", "slurm --time", "slurm mem (GiB)"):
         t.add_column(col, justify="left" if col == "stage" else "right")
     for c in est.costs:
         t.add_row(c.stage, f"{c.tasks:,}", f"{c.core_hours:,.1f}", f"{c.wall_hours:,.2f}", f"{c.task_hours:,.2f}",
-                  _gib(c.peak_rss), _count(c.objects), costs.slurm_time(c.time_limit_hours(est.tasks_per_job.get(c.stage, 1))),
+                  _gib(c.peak_rss), _count(c.objects), _count(c.reads), costs.slurm_time(c.time_limit_hours(est.tasks_per_job.get(c.stage, 1))),
                   str(c.memory_request_gib))
     single = sum(c.wall_hours for c in est.costs if c.tasks == 1)
     t.add_row("total", "", f"{sum(c.core_hours for c in est.costs):,.1f}", f"{est.critical_path_hours:,.2f}", "", "",
-              _count(sum(c.objects for c in est.costs)), "", "", style="bold")
+              _count(sum(c.objects for c in est.costs)), _count(sum(c.reads for c in est.costs)), "", "", style="bold")
     console.print(t)
     console.print(f"critical path {est.critical_path_hours:,.2f} h on {est.cores:,} cores, of which single-task "
                   f"stages {single:,.2f} h; {_count(sum(c.objects for c in est.costs))} objects written (a new cloud "

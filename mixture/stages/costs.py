@@ -19,10 +19,11 @@ GIB = 2**30
 
 
 class ObjectRate(BaseModel):
-    """Files a stage writes, with T tasks and C cells: pairs·T² + (per_task + per_cell·C)·T + fixed. `pairs`:
-    its templates with a partition (each of T writers writes one file per partition, P = T, as at scale every writer
-    has rows for every partition); `per_task`, `per_cell`: its other templates (a shard per cell and task) and, fitted
-    on real builds, its records and outputs per task; `fixed`: what it writes once."""
+    """Files a stage writes, with T tasks, P partitions and C cells: pairs·T·P + (per_task + per_cell·C)·T + fixed.
+    `pairs`: its templates with a partition (each writer writes one file per partition, as at scale every writer has
+    rows for every partition); `per_task`, `per_cell`: its other templates (a shuffle file, a shard per cell and
+    task) and, fitted on real builds, its records and outputs per task; `fixed`: what it writes once. `shuffles`:
+    its shuffle files per task, each read by the P readers with 2 range reads (stages.registry.SHUFFLES)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -30,9 +31,15 @@ class ObjectRate(BaseModel):
     per_task: float = 0.0
     per_cell: float = 0.0
     fixed: float = 0.0
+    shuffles: float = 0.0
 
-    def count(self, tasks: int, cells: int) -> int:
-        return max(0, round(self.pairs * tasks**2 + (self.per_task + self.per_cell * cells) * tasks + self.fixed))
+    def count(self, tasks: int, cells: int, partitions: int | None = None) -> int:
+        p = partitions or tasks
+        return max(0, round(self.pairs * tasks * p + (self.per_task + self.per_cell * cells) * tasks + self.fixed))
+
+    def reads(self, tasks: int, partitions: int | None = None) -> int:
+        """Range reads of the stage's shuffle files by their readers."""
+        return round(2 * self.shuffles * tasks * (partitions or tasks))
 
 
 class StageRate(BaseModel):
@@ -74,6 +81,7 @@ class Workload:
     stage_tasks: dict[str, int]
     fit_sample: int
     cells: int = 200
+    partitions: int | None = None  # dedup's P (execution.partitions); None: the tasks
 
 
 @dataclass(frozen=True)
@@ -87,6 +95,7 @@ class StageCost:
     peak_rss: int
     objects: int
     scaled: str  # how the reference figure was scaled, for a reader
+    reads: int = 0  # range reads of the shuffle files it writes
 
     def time_limit_hours(self, tasks_per_job: int = 1) -> float:
         """The time limit to ask Slurm for an array element that runs `tasks_per_job` tasks of the stage one after
@@ -111,7 +120,8 @@ def project(rates: Rates, work: Workload, cores: int) -> list[StageCost]:
         out.append(StageCost(
             stage=r.stage, tasks=tasks, core_hours=core_s / 3600, linear_core_hours=r.cpu_seconds * ratio / 3600,
             wall_hours=core_s / min(cores, tasks) / 3600, task_hours=core_s / tasks / 3600, peak_rss=r.peak_rss,
-            objects=r.objects.count(work.tasks, work.cells),
+            objects=r.objects.count(work.tasks, work.cells, work.partitions),
+            reads=r.objects.reads(work.tasks, work.partitions),
             scaled=f"{r.scaled_by} ×{ratio:,.0f}" + (f" ^{e:.2f}" if e != 1 else "")))
     return out
 
