@@ -24,7 +24,10 @@ def shuffle_objects(fs, store: str) -> dict[str, int]:
     return {d: len(fs.find(f"{store}/{d}")) for d in sorted(folders)}
 
 
-@pytest.mark.parametrize(("protocol", "tasks", "partitions"), [("gs", 4, None), ("s3", 16, 6)])
+@pytest.mark.parametrize(("protocol", "tasks", "partitions"), [
+    ("gs", 4, None),
+    pytest.param("s3", 16, 6, marks=pytest.mark.heavy),  # 16 tasks on 2 cores: make test-heavy (CI runs both)
+])
 def test_each_shuffle_is_one_object_per_writer(request, protocol: str, tasks: int, partitions: int | None,
                                                demo_corpus: Path, built_store, tmp_path) -> None:
     from mixture.pipelines.build import build
