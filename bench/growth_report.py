@@ -48,6 +48,25 @@ def exponent_interval(xs: list[float], ys: list[float]) -> tuple[float, float, f
     return float(fit.slope), float(fit.slope) - half, float(fit.slope) + half
 
 
+def merge_rounds(stages: list[dict]) -> list[dict]:
+    """A stage run in rounds (`<stage>/<round>` as the build times them) as one stage: wall and CPU summed, the
+    largest peak; other stages as they are, in order."""
+    out: dict[str, dict] = {}
+    for st in stages:
+        name = st["stage"].split("/", 1)[0]
+        if name not in out:
+            out[name] = {**st, "stage": name}
+            continue
+        merged = out[name]
+        for key in ("wall", "cpu", "task_cpu"):
+            if key in st:
+                merged[key] = merged.get(key, 0.0) + st[key]
+        for key in ("driver_peak", "peak_rss", "longest_task"):
+            if key in st:
+                merged[key] = max(merged.get(key) or 0, st[key] or 0)
+    return list(out.values())
+
+
 def mix(artifact: dict) -> dict:
     """What a store's input was made of, as shares: records dropped per reason (of the records read), kept tokens
     per source category and per language, near-duplicate candidate pairs per kept document."""
@@ -114,6 +133,9 @@ class Report:
     """The figures of one run (growth.json) and what they say."""
 
     def __init__(self, results: dict):
+        for s in results["scales"]:
+            for b in [*s["builds"].values(), *s.get("repeats", [])]:
+                b["stages"] = merge_rounds(b["stages"])
         self.r = results
         self.scales = results["scales"]
         self.series_w = max(int(w) for w in self.scales[0]["builds"])
