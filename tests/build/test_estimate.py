@@ -1,6 +1,7 @@
 """`mixture estimate`: the inputs sampled by the build's own readers and tokenizer (exact when every file is read,
-close when a few are), and the cost model projected per stage — objects that grow as T² where a stage writes a
-file per partition and writer, Slurm requests the spec accepts, one rate for every stage the registry plans."""
+close when a few are), and the cost model projected per stage — a shuffle file per writer read by every reader, T²
+files where a stage still writes one per partition and writer, Slurm requests the spec accepts, one rate for every
+stage the registry plans."""
 
 from __future__ import annotations
 
@@ -46,11 +47,13 @@ def test_a_sample_projects_the_tokens_within_a_quarter(spec_path):
     assert 0.75 < sampled.input_tokens / full.input_tokens < 1.33
 
 
-def test_partitioned_files_grow_as_tasks_squared(spec_path):
+def test_shuffle_files_grow_as_the_tasks_and_their_reads_as_tasks_times_partitions(spec_path):
     small, large = (estimate(str(spec_path), tasks=t, budget=2**40) for t in (16, 64))
     by = {c.stage: c for c in small.costs}, {c.stage: c for c in large.costs}
-    assert by[1]["prepare"].objects / by[0]["prepare"].objects > 10  # 2 shuffles of T × T files
+    assert by[1]["prepare"].objects / by[0]["prepare"].objects == pytest.approx(4, rel=0.1)  # a file per writer
+    assert by[1]["prepare"].reads / by[0]["prepare"].reads == pytest.approx(16)  # 2 range reads per writer and reader
     assert by[1]["minhash_verify"].objects / by[0]["minhash_verify"].objects == pytest.approx(4, rel=0.1)
+    assert by[1]["minhash_cluster"].objects / by[0]["minhash_cluster"].objects > 5  # its drops: T × P files
     assert large.costs[0].tasks == 64 and large.critical_path_hours > 0
 
 
