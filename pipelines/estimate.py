@@ -3,7 +3,9 @@ build's own readers and tokenizer, the totals projected from it, and the cost mo
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import islice
 
 from mixture.pipelines.context import BuildContext
 from mixture.pipelines.sources.files import SourceReader
@@ -53,7 +55,6 @@ class Estimate:
     sources: list[SourceSample]
     costs: list[costs.StageCost]
     rates: costs.Rates
-    stage_tasks: dict[str, int] = field(default_factory=dict)
     tasks_per_job: dict[str, int] = field(default_factory=dict)  # the spec's, per stage (execution.stages)
 
     @property
@@ -86,20 +87,20 @@ def sample_source(src: SourceFiles, reader: SourceReader, counter, budget: int, 
     their records, bad records, characters and tokens."""
     sizes = [s or 0 for s in (src.sizes or (0,) * len(src.files))]
     out = SourceSample(src.name, len(src.files), sum(sizes))
-    for i in _spread(sizes, budget):
-        texts: list[str] = []
-        for doc in reader.read_file(src, src.files[i]):
+
+    def texts(rel: str) -> Iterator[str]:
+        for doc in reader.read_file(src, rel):
             if "_bad" in doc.metadata:
                 out.bad += 1
-                continue
-            out.records += 1
-            texts.append(doc.text)
-            if len(texts) >= BATCH:
-                out.tokens += sum(count_tokens(counter, texts))
-                out.chars += sum(map(len, texts))
-                texts = []
-        out.tokens += sum(count_tokens(counter, texts))
-        out.chars += sum(map(len, texts))
+            else:
+                yield doc.text
+
+    for i in _spread(sizes, budget):
+        docs = texts(src.files[i])
+        while batch := list(islice(docs, BATCH)):
+            out.records += len(batch)
+            out.tokens += sum(count_tokens(counter, batch))
+            out.chars += sum(map(len, batch))
         out.read_files += 1
         out.read_bytes += sizes[i]
         if progress:
@@ -126,8 +127,6 @@ def estimate(spec_path: str, *, tasks: int | None = None, cores: int = 1000, bud
                           fit_sample=spec.partition.clusters.sample_docs,
                           cells=spec.partition.clusters.k * spec.partition.quality.levels,
                           partitions=stage_registry.dedup_partitions(spec, n_tasks))
-    planned = set(stage_tasks)
-    kept = costs.Rates.model_validate({**rates.model_dump(), "stages": [r for r in rates.model_dump()["stages"]
-                                                                        if r["stage"] in planned]})
+    kept = rates.model_copy(update={"stages": tuple(r for r in rates.stages if r.stage in stage_tasks)})
     per_job = {name: spec.execution.for_stage(name).tasks_per_job for name in stage_tasks}
-    return Estimate(spec_path, n_tasks, cores, samples, costs.project(kept, work, cores), kept, stage_tasks, per_job)
+    return Estimate(spec_path, n_tasks, cores, samples, costs.project(kept, work, cores), kept, per_job)
