@@ -9,6 +9,7 @@ import http.server
 import os
 import re
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -37,6 +38,15 @@ def browser() -> Iterator[object]:
             yield b
         finally:
             b.close()
+
+
+def _wait_until(page, expression: str, timeout: float = 30.0) -> None:
+    """Poll a JavaScript expression through page.evaluate until it is true. Playwright's wait_for_function
+    evaluates its predicate with eval() inside the page, which the page's CSP (no 'unsafe-eval') refuses."""
+    deadline = time.monotonic() + timeout
+    while not page.evaluate(expression):
+        assert time.monotonic() < deadline, f"still false after {timeout:.0f} s: {expression}"
+        page.wait_for_timeout(50)
 
 
 @dataclass
@@ -147,11 +157,11 @@ def test_anchors_open_and_scroll_to_a_domain_and_a_cell(built_page, built_store,
     assert o.in_view(f"domain-{number}") and o.page.evaluate("window.scrollY") > 0
     cell = max(info.cells, key=lambda c: (c.cluster, c.quality)).cell
     o.page.evaluate(f"location.hash = '#{cell}'")
-    o.page.wait_for_function(f"document.getElementById('{cell}').open")
+    _wait_until(o.page, f"document.getElementById('{cell}').open")
     assert o.in_view(cell)
     first = f"domain-{min(c.id for c in info.clusters):02d}"
     o.page.click(f"#index a[href='#{first}']")
-    o.page.wait_for_function(f"document.getElementById('{first}').open")
+    _wait_until(o.page, f"document.getElementById('{first}').open")
     assert o.in_view(first)
     o.check_clean()
     o2 = open_page(built_page.page, f"#{info.cells[0].cell}")  # a cell anchor opened from outside
@@ -230,7 +240,7 @@ def test_no_horizontal_scroll_on_a_phone_or_a_desktop(built_page, browser, width
         jump = o.page.locator("nav.jump a[href='#domains']")
         assert jump.bounding_box()["y"] + jump.bounding_box()["height"] <= 844
         jump.click()
-        o.page.wait_for_function("document.getElementById('index').getBoundingClientRect().top < window.innerHeight")
+        _wait_until(o.page, "document.getElementById('index').getBoundingClientRect().top < window.innerHeight")
         # every panel and every cell open, the group cutoffs too: still nothing wider than the window
         o.page.click("#open-all")
         o.page.evaluate("document.querySelectorAll('details').forEach(d => { d.open = true; })")
@@ -258,7 +268,7 @@ def test_unknown_anchor_names_the_problem(built_page, built_store, open_page, an
                                     f"quality buckets Q0–Q{built_store.artifact.partition.quality_levels - 1}.")
     assert o.open_domains() == []
     o.page.click(f"#index a[href='#domain-{ids[0]:02d}']")  # a known anchor clears it
-    o.page.wait_for_function("document.getElementById('link-problem').hidden")
+    _wait_until(o.page, "document.getElementById('link-problem').hidden")
     o.check_clean()
 
 
@@ -364,7 +374,7 @@ def test_show_all_fetches_the_whole_text_from_where_the_page_is_served(full_site
             head = doc.locator("pre.text").first.inner_text()
             assert len(head) < len(text)
             doc.locator("a.more.full").click()
-            page.wait_for_function("document.querySelectorAll('pre.whole').length > 0")
+            _wait_until(page, "document.querySelectorAll('pre.whole').length > 0")
             assert doc.locator("pre.whole").text_content() == text  # whole, as text
             assert doc.locator("a.more.full").inner_text() == "show less"
             assert not doc.locator("pre.text:not(.whole)").is_visible()
