@@ -16,7 +16,7 @@ from mixture.store.formats import StoreArtifact
 from mixture.store.layout import cell_name
 
 TWIN = re.compile(r"'([^']+)'")  # the kept document a duplicate's detail names: "same text as 'id' (…)"
-FIELDS = ["id", "source", "category", "origin", "content_type", "language", "language_score", "raw_score",
+FIELDS = ["id", "source", "category", "origin", "content_type", "code_language", "language", "language_score", "raw_score",
           "quality_score", "n_tokens", "n_chars", "cluster", "quality", "fine_cluster", "cluster_distance"]
 
 

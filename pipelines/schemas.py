@@ -16,6 +16,7 @@ WORK = pa.schema(
         ("origin", pa.string()),
         ("exempt", pa.bool_()),
         ("content_type", pa.string()),
+        ("code_language", pa.string()),
         ("language", pa.string()),
         ("language_score", pa.float32()),
         ("raw_score", pa.float64()),

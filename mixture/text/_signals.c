@@ -13,6 +13,7 @@ static unsigned char ASCII_WORD[128]; /* word_hashes: ASCII digits -> '0', lette
 #define IS_SPACE(c) ((Py_UCS4)(c) < 256 ? SPACE[(Py_UCS4)(c)] : Py_UNICODE_ISSPACE(c))
 #define IS_ALNUM(c) ((Py_UCS4)(c) < 256 ? ALNUM[(Py_UCS4)(c)] : Py_UNICODE_ISALNUM(c))
 #define IS_WORD(c) ((c) == '_' || IS_ALNUM(c))
+#define IS_ASCII_ALPHA(c) (((c) >= 'a' && (c) <= 'z') || ((c) >= 'A' && (c) <= 'Z'))
 #define IS_LETTER(c) ((Py_UCS4)(c) < 256 ? LETTER[(Py_UCS4)(c)] : (Py_UNICODE_ISALNUM(c) && !Py_UNICODE_ISDECIMAL(c)))
 
 /* Scripts written without spaces between words (docs/build.md, Gates): each letter of them is one word of the
@@ -207,7 +208,7 @@ typedef struct {
 } GateCounts;
 
 typedef struct {
-    Py_ssize_t lines, agent, letters, non_latin, code, structured, math, sentences;
+    Py_ssize_t lines, agent, letters, markup, code, structured, math, sentences;
     int many_words, ascii;
 } TypeCounts;
 
@@ -401,7 +402,13 @@ static int terms_count(Terms *t, Py_ssize_t len, int64_t row) {
 static const char *AGENT_NAMES[] = {"User", "Assistant", "System", "Human", "AI", "Action", "Observation",
                                     "Thought", "Tool", NULL};
 static const char *CODE_PREFIXES[] = {"def ", "class ", "import ", "#include", "var ", "let ", "const ", "public ",
-                                      "private ", "}", "{", "try:", "elif ", "else:", "#!", "self.", NULL};
+                                      "private ", "}", "{", "try:", "elif ", "else:", "#!", "self.",
+                                      "func ", "package ", "fn ", "pub ", "impl ", "struct ", "enum ", "typedef ",
+                                      "static ", "void ", "namespace ", "template", "#define", "#if", "#endif",
+                                      "#else", "<?php", "//", "/*", "*/", "* ", "# ", "SELECT ", "CREATE ",
+                                      "INSERT ", "echo ", "export ", NULL};
+/* a line that is only one of these is code (a block's closing keyword) */
+static const char *CODE_LINES[] = {"end", "fi", "done", "esac", "then", "do", "else", NULL};
 static const char *MATH_COMMANDS[] = {"frac", "sum", "int", "sqrt", "alpha", "beta", "theta", "cdot", "leq", "geq",
                                       NULL};
 
@@ -485,7 +492,7 @@ static PyObject *content_type_counts(PyObject *self, PyObject *args) {
     case PyUnicode_2BYTE_KIND: content_type_counts_2(PyUnicode_2BYTE_DATA(obj), end, &c); break;
     default: content_type_counts_4(PyUnicode_4BYTE_DATA(obj), end, &c); break;
     }
-    return Py_BuildValue("(nnnnnnnNnN)", c.lines, c.agent, c.letters, c.non_latin, c.code, c.structured, c.math,
+    return Py_BuildValue("(nnnnnnnNnN)", c.lines, c.agent, c.letters, c.markup, c.code, c.structured, c.math,
                          PyBool_FromLong(c.many_words), c.sentences, PyBool_FromLong(c.ascii));
 }
 
@@ -818,7 +825,7 @@ static PyMethodDef METHODS[] = {
      "gate_counts(text, min_words, head) -> (fewer than min_words words, symbols in the head, head length, "
      "non-blank head lines, occurrences of head lines that repeat)"},
     {"content_type_counts", content_type_counts, METH_VARARGS,
-     "content_type_counts(text, sample) -> (non-blank lines, agent turns, letters, non-Latin letters, code lines, "
+     "content_type_counts(text, sample) -> (non-blank lines, agent turns, letters, markup lines, code lines, "
      "structured lines, math hits, at least 21 words, sentence ends, sample is ASCII)"},
     {"quality_counts", quality_counts, METH_VARARGS,
      "quality_counts(text, head) -> (non-blank stripped lines, long lines, repeated long lines, clause-ending "
@@ -853,7 +860,7 @@ static struct PyModuleDef MODULE = {
     NULL, NULL, NULL, NULL};
 
 /* bumped with every change of a function's arguments or results; mixture/text/kernel.py ignores another version */
-#define KERNEL_VERSION 4
+#define KERNEL_VERSION 5
 
 PyMODINIT_FUNC PyInit__signals(void) {
     init_tables();

@@ -145,6 +145,11 @@ static int F(code_line)(const CH *s, Py_ssize_t p, Py_ssize_t e, Py_ssize_t end)
     CH c = s[p];
     for (const char **lit = CODE_PREFIXES; *lit; lit++)
         if ((CH)**lit == c && F(starts)(s, p, e, *lit)) return 1;
+    if (c == '$' && p + 1 < e && (IS_ASCII_ALPHA(s[p + 1]) || s[p + 1] == '_' || s[p + 1] == '{')) return 1;
+    Py_ssize_t last = F(last_nonspace)(s, p, e);  /* >= p: the line is not blank */
+    if (s[last] == '{' || s[last] == ';') return 1;
+    for (const char **kw = CODE_LINES; *kw; kw++)
+        if ((CH)**kw == c && last - p + 1 == (Py_ssize_t)strlen(*kw) && F(starts)(s, p, e, *kw)) return 1;
     switch (c) {
     case 'f':
         if (F(starts)(s, p, e, "from ")) {
@@ -174,12 +179,20 @@ static int F(code_line)(const CH *s, Py_ssize_t p, Py_ssize_t e, Py_ssize_t end)
         while (j < e && (IS_WORD(s[j]) || s[j] == '.')) j++;
         Py_ssize_t k = F(skip_space)(s, j, e);  /* name = value */
         if (k < e && s[k] == '=' && F(skip_space)(s, k + 1, e) < e) return 1;
+        if (k + 1 < e && s[k] == ':' && s[k + 1] == '=' && F(skip_space)(s, k + 2, e) < e) return 1;  /* := */
         if (j < e && s[j] == '(') {  /* call(...) */
             Py_ssize_t last = F(last_nonspace)(s, j + 1, e);
             if (last >= 0 && s[last] == ')') return 1;
         }
     }
     return 0;
+}
+
+/* _MARKUP_LINE: the line's content opens with a tag (`<` and a letter, `/`, `!` or `?`) or a LaTeX command */
+static int F(markup_line)(const CH *s, Py_ssize_t p, Py_ssize_t e) {
+    if (p + 1 >= e) return 0;
+    CH c = s[p], d = s[p + 1];
+    return (c == '<' && (IS_ASCII_ALPHA(d) || d == '/' || d == '!' || d == '?')) || (c == '\\' && IS_ASCII_ALPHA(d));
 }
 
 /* _STRUCT_LINE for the line whose content starts at p and ends at e */
@@ -227,7 +240,8 @@ static Py_ssize_t F(math_hits)(const CH *s, Py_ssize_t end) {
         } else if (c == '$') {
             Py_ssize_t j = i + 1;
             while (j < end && j - i - 1 <= 80 && s[j] != '$' && s[j] != '\n') j++;
-            if (j < end && s[j] == '$' && j - i - 1 >= 1 && j - i - 1 <= 80) {
+            int before_name = j + 1 < end && (IS_WORD(s[j + 1]) || s[j + 1] == '{' || s[j + 1] == '(');
+            if (j < end && s[j] == '$' && j - i - 1 >= 1 && j - i - 1 <= 80 && !before_name) {
                 n++;
                 i = j + 1;
                 continue;
@@ -253,6 +267,7 @@ static void F(content_type_counts)(const CH *s, Py_ssize_t end, TypeCounts *out)
         out->lines += F(strip_span)(s, &x, &y);
         out->agent += F(agent_line)(s, a, end);
         Py_ssize_t p = F(skip_space)(s, a, e);
+        out->markup += F(markup_line)(s, p, e);
         out->code += F(code_line)(s, p, e, end);
         out->structured += F(struct_line)(s, p, e);
         a = e + 1;
@@ -262,10 +277,7 @@ static void F(content_type_counts)(const CH *s, Py_ssize_t end, TypeCounts *out)
         CH c = s[i];
         if (c >= 128) {
             ascii = 0;
-            if (IS_LETTER(c)) {
-                out->letters++;
-                out->non_latin += c > 0x24F;
-            }
+            out->letters += IS_LETTER(c) != 0;
         } else {
             out->letters += LETTER[c];
             if (c == '.' || c == '?' || c == '!') {

@@ -125,7 +125,7 @@ class Assign(PipelineStep):
     def _collect(self, doc: Document, uniform: dict, exemplars: dict) -> None:
         m = doc.metadata
         cell = (m["cluster"], m["quality"])
-        row = {k: m.get(k) for k in ("source", "category", "origin", "n_tokens", "content_type", "language",
+        row = {k: m.get(k) for k in ("source", "category", "origin", "n_tokens", "content_type", "code_language", "language",
                                       "language_score", "raw_score", "quality_score", "cluster", "quality",
                                       "fine_cluster", "cluster_distance")}
         row.update(id=doc.id, text=doc.text, n_chars=len(doc.text))
@@ -170,7 +170,7 @@ class Assign(PipelineStep):
         self._write_samples(rank, uniform, exemplars)
 
 
-ASSIGN_COLUMNS = ["id", "text", "source", "category", "origin", "content_type", "language", "language_score",
+ASSIGN_COLUMNS = ["id", "text", "source", "category", "origin", "content_type", "code_language", "language", "language_score",
                   "raw_score", "idx"]
 
 

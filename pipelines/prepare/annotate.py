@@ -1,4 +1,4 @@
-"""Stage `prepare`: each document's content type, language and raw quality score."""
+"""Stage `prepare`: each document's content type (kind and code language), language and raw quality score."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from datatrove.data import DocumentsPipeline
 from datatrove.pipeline.base import PipelineStep
 
 from mixture.text.content_type import detect_content_type
+from mixture.text.content_type_magika import MagikaLanguage
 from mixture.text.language import LanguageIdentifier
 from mixture.text.quality import raw_quality_score
 
@@ -22,6 +23,7 @@ class Annotate(PipelineStep):
         self.scorer, self.fasttext_model, self.fasttext_label = scorer, fasttext_model, fasttext_label
         self.language = LanguageIdentifier(language_model, language_min_score)
         self._ft = None
+        self.magika = MagikaLanguage()  # judges a code-like text's language where the cheap scorer is unsure
 
     def score(self, text: str) -> float:
         if self.scorer != "fasttext":
@@ -36,7 +38,7 @@ class Annotate(PipelineStep):
     def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
         for doc in data:
             m = doc.metadata
-            m["content_type"] = detect_content_type(doc.text)
+            m["content_type"], m["code_language"] = detect_content_type(doc.text, self.magika)
             m["language"], m["language_score"] = self.language.identify(doc.text)
             m["raw_score"] = self.score(doc.text)
             yield doc

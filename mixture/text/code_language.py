@@ -1,0 +1,144 @@
+"""Programming or markup language of a code-like text from weighted tokens (keywords, operators, line shapes):
+`score_languages(text)` -> the best language, its score per line, and the runner-up's score."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+
+HEAD = 6000  # characters read
+# language -> the kind of text it makes (content_type.KINDS); the rest are "code"
+KIND_OF = {"html": "markup", "xml": "markup", "latex": "markup", "json": "structured", "yaml": "structured"}
+LANGUAGES = ("go", "rust", "c", "cpp", "java", "javascript", "typescript", "shell", "sql", "perl", "ruby", "php",
+             "python", "html", "xml", "latex", "yaml", "json")
+
+# One pass of one regex cuts the head into tokens: words, operators, line starts that mark a language, tags.
+_TOKEN = re.compile(
+    r"""(?m)^[^\S\n]*(?:(?P<yaml>-[^\S\n]+)?(?P<key>[A-Za-z_][\w.-]*):(?:[^\S\n][^\n]*)?$|(?P<jkey>"[^"\n]{1,80}"[^\S\n]*:)"""
+    r"""|(?P<start>\#!|\#include|\#define|\#if|\#endif|\#\[|//|/\*|\*/|=head\d|=cut|=item|=pod|---$|\}$|end$|fi$|done$"""
+    r"""|esac$|then$|else$|do$))"""
+    r"""|(?P<tag></?[A-Za-z][\w:.-]*|<\?(?:php|xml)|<!DOCTYPE|\?>)"""
+    r"""|(?P<word>[A-Za-z_$@%][\w$]*)|(?P<op>::|:=|->|=>|(?<![=!])[=!]==(?!=)|=~|\$\(|\$\{|\|\||&&|\);|\{|\};|;$)""",
+)
+HTML_TAGS = {"html", "head", "body", "div", "span", "p", "a", "table", "tr", "td", "th", "ul", "ol", "li", "script",
+             "meta", "link", "title", "h1", "h2", "h3", "h4", "br", "img", "pre", "code", "em", "strong", "b", "i",
+             "dl", "dt", "dd", "hr", "style", "form", "input", "tt", "font", "center", "nav", "section", "blockquote"}
+
+_W: dict[str, dict[str, float]] = {
+    "go": {"func": 3, "package": 1, ":=": 3, "chan": 3, "defer": 3, "nil": 1.5, "fmt": 2, "struct": 1,
+           "interface": 1, "err": 1.5, "range": 1, "string": 0.5, "int": 0.3, "byte": 1, "var": 0.5, "go": 0.5,
+           "uint64": 1.5, "int64": 1.5, "//": 0.5, "}": 0.3, "{": 0.3, "t": 0.3, "import": 0.3, "return": 0.3},
+    "rust": {"fn": 3, "mut": 3, "impl": 3, "pub": 2.5, "let": 1, "::": 1.5, "->": 1, "#[": 3, "use": 1,
+             "Self": 2, "self": 0.5, "match": 1, "Option": 1.5, "Some": 2, "None": 0.5, "Ok": 2, "unwrap": 2,
+             "enum": 1, "struct": 1, "trait": 2.5, "usize": 3, "u8": 2.5, "u32": 2.5, "i32": 2.5, "mod": 1.5,
+             "crate": 3, "where": 0.5, "//": 0.5, "}": 0.3, "{": 0.3, "assert_eq": 2, "Vec": 2, "dyn": 2},
+    "c": {"#include": 3, "#define": 2.5, "#if": 1.5, "#endif": 2, "int": 1, "void": 1.5, "char": 1.5,
+          "unsigned": 2, "static": 1, "const": 0.5, "struct": 1, "typedef": 2.5, "extern": 2, "NULL": 2,
+          "->": 1, "sizeof": 2, "/*": 1, "*/": 1, "return": 0.3, ");": 0.5, "else": 0.3, "size_t": 2,
+          "uint32_t": 2, "long": 1, "#[": -2, "__attribute__": 2, "goto": 1.5, "}": 0.3, "{": 0.3},
+    "cpp": {"std": 3, "::": 1.5, "template": 3, "namespace": 2.5, "class": 1, "public": 1, "private": 1,
+            "virtual": 2.5, "nullptr": 3, "const": 0.5, "typename": 3, "#include": 2, "inline": 1, "operator": 2,
+            "boost": 3, "bool": 1, "auto": 1, "noexcept": 3, "constexpr": 3, "override": 1, "void": 0.5,
+            "}": 0.3, "{": 0.3, "#define": 1, "#endif": 1, "struct": 0.5, "->": 0.5, "/*": 0.5, "*/": 0.5,
+            "#if": 0.5},
+    "java": {"public": 1.5, "private": 1.5, "protected": 1.5, "class": 1, "import": 0.5, "package": 1, "new": 1,
+             "extends": 1.5, "implements": 2.5, "throws": 3, "@Override": 3, "final": 1.5, "static": 0.5,
+             "String": 1.5, "void": 1, "boolean": 2, "this": 0.5, "null": 1, "synchronized": 2.5,
+             "instanceof": 2, "@param": 1, "@return": 1, "*/": 0.5, "/*": 0.5, "java": 2, "int": 0.3,
+             "}": 0.3, "{": 0.3, "interface": 0.5, "catch": 1, "abstract": 1},
+    "javascript": {"function": 2, "var": 1.5, "const": 1, "let": 1, "=>": 1.5, "===": 3, "!==": 3,
+                   "document": 2, "window": 2, "require": 1.5, "module": 1, "exports": 2, "console": 2,
+                   "this": 1, "undefined": 2.5, "null": 0.5, "prototype": 2.5, "async": 1, "await": 1, "new": 0.5,
+                   "return": 0.5, "typeof": 2, "$": 1, "}": 0.3, "{": 0.3, ");": 0.3, "//": 0.3, "true": 0.3,
+                   "false": 0.3, "export": 0.5, "import": 0.3},
+    "typescript": {"interface": 2, "declare": 3, "readonly": 3, "type": 1.5, "string": 1.5, "number": 2,
+                   "boolean": 2, "any": 1.5, "export": 1.5, "namespace": 1, "enum": 1, "implements": 1,
+                   "private": 0.5, "public": 0.5, "const": 0.5, "function": 1, "=>": 1, "undefined": 1,
+                   "void": 1, "never": 2.5, "keyof": 3, "unknown": 1, "extends": 0.5, "}": 0.3, "{": 0.3,
+                   "let": 0.5, "import": 0.3, "===": 1},
+    "shell": {"#!": 1, "fi": 3, "then": 2, "done": 3, "esac": 3, "do": 1, "echo": 2, "export": 1, "$(": 2,
+              "${": 2, "local": 1, "exit": 1.5, "if": 0.3, "||": 0.5, "&&": 0.5, "set": 0.5, "case": 1,
+              "shift": 1.5, "elif": 0.5, "test": 0.5, "grep": 1, "sed": 1.5, "cat": 1, "rm": 1, "mkdir": 1},
+    "sql": {"SELECT": 3, "FROM": 1.5, "WHERE": 2, "CREATE": 2.5, "TABLE": 2.5, "INSERT": 3, "INTO": 2,
+            "VALUES": 2.5, "UPDATE": 1.5, "DELETE": 1.5, "JOIN": 2, "FUNCTION": 2, "RETURNS": 3, "LANGUAGE": 2,
+            "AS": 1, "NOT": 1, "NULL": 0.5, "PRIMARY": 2.5, "KEY": 1, "REFERENCES": 2.5, "VARCHAR": 3,
+            "INTEGER": 2, "TEXT": 1, "BEGIN": 1, "COMMIT": 2, "DROP": 2, "ALTER": 2, "GRANT": 2.5, "ON": 1,
+            "INDEX": 2, "OR": 0.5, "AND": 0.5, "REPLACE": 1.5, "TYPE": 1, "select": 1.5, "from": 0.3,
+            "where": 0.3, "create": 1, "table": 1, "insert": 1, "values": 1, "int4": 3, "int8": 3, "plpgsql": 3,
+            "STRICT": 2, "IMMUTABLE": 3, "EXTENSION": 2.5, "OPERATOR": 2, "SCHEMA": 2, "pg_catalog": 3,
+            ";": 0.5, "regclass": 3},
+    "perl": {"my": 2.5, "sub": 2, "use": 1, "strict": 2, "warnings": 2, "$_": 3, "=~": 3, "qw": 3, "$self": 3,
+             "@_": 3, "foreach": 1.5, "elsif": 2, "unless": 1.5, "package": 1, "local": 0.5, "=head1": 3,
+             "=head2": 3, "=cut": 3, "=item": 2, "=pod": 3, "__END__": 2, "bless": 3, "croak": 3, "die": 1,
+             "->": 0.5, "ref": 1, "shift": 1, "#!": 0.5, "return": 0.3, "::": 0.5, "}": 0.3, "{": 0.3},
+    "ruby": {"def": 1.5, "end": 2, "require": 1.5, "module": 1.5, "class": 0.5, "attr_reader": 3,
+             "attr_accessor": 3, "do": 1, "each": 1.5, "puts": 2, "nil": 1.5, "elsif": 2, "unless": 1.5,
+             "self": 0.5, "raise": 1, "yield": 1, "lambda": 0.5, "rescue": 3, "ensure": 2, "begin": 1,
+             "require_relative": 3, "private": 0.5, "include": 0.5, "true": 0.3, "false": 0.3, "=>": 0.5,
+             "frozen_string_literal": 3, "when": 1, "then": 0.3, "new": 0.3},
+    "php": {"<?php": 6, "?>": 2, "$this": 3, "function": 1, "echo": 1, "public": 0.5, "array": 2, "namespace": 1,
+            "use": 0.5, "->": 1, "=>": 1, "null": 0.5, "isset": 3, "static": 0.5, "class": 0.3, "foreach": 1,
+            "return": 0.3, "$": 0.3, "}": 0.3, "{": 0.3, "@param": 0.5},
+    "python": {"def": 2, "import": 1, "from": 1, "self": 2, "None": 2, "True": 1.5, "False": 1.5, "elif": 2,
+               "except": 2, "lambda": 1.5, "raise": 1, "yield": 1, "class": 1, "return": 0.5, "in": 0.3,
+               "not": 0.3, "and": 0.3, "or": 0.3, "is": 0.3, "with": 0.5, "as": 0.5, "assert": 1, "pass": 1.5,
+               "__init__": 2, "kwargs": 2, "args": 1, "print": 1, "isinstance": 2, "len": 1, "try": 0.5},
+    "html": {"<html": 6, "<!DOCTYPE": 2, "htmltag": 1.5, "href": 1, "class": 0.3, "nbsp": 2, "amp": 0.5},
+    "xml": {"<?xml": 6, "xmltag": 1, "xmlns": 2},
+    "latex": {"begin": 0.5, "end": 0.5, "section": 1, "usepackage": 3, "documentclass": 3, "textbf": 2,
+              "emph": 1, "label": 1, "ref": 0.5, "cite": 1, "item": 0.5},
+    "yaml": {"ykey": 1.2, "ylist": 0.8, "---": 1},
+    "json": {"jkey": 3},
+}
+_INDEX: dict[str, list[tuple[int, float]]] = {}
+for _i, _lang in enumerate(LANGUAGES):
+    for _tok, _w in _W[_lang].items():
+        _INDEX.setdefault(_tok, []).append((_i, _w))
+
+
+_SENTENCE = re.compile(r"[.?!,;]\s|[.?!]$")
+_HTML, _XML = LANGUAGES.index("html"), LANGUAGES.index("xml")
+
+
+def _tokens(head: str) -> Counter:
+    out: Counter = Counter()
+    for m in _TOKEN.finditer(head):
+        kind = m.lastgroup
+        if kind == "key":
+            value = m.group(0)[m.end("key") - m.start() + 1:].strip()
+            if not _SENTENCE.search(value):  # `Name: a sentence.` is a dialogue line, not data
+                out["ylist" if m.group("yaml") else "ykey"] += 1
+        elif kind == "yaml":  # a list item whose key was captured too
+            out["ylist"] += 1
+        elif kind == "tag":
+            tag = m.group("tag")
+            name = tag.lstrip("</").lower()
+            if tag.startswith("</"):
+                out["</"] += 1
+            if tag in ("<?php", "<?xml", "<!DOCTYPE", "?>", "<html"):
+                out[tag] += 1
+            else:
+                out["htmltag" if name in HTML_TAGS else "xmltag"] += 1
+        elif kind == "jkey":
+            out["jkey"] += 1
+        else:
+            out[m.group(kind)] += 1
+    return out
+
+
+def score_languages(text: str) -> tuple[str, float, float]:
+    """(best language, its score per non-blank line, the runner-up's score per line) over the first HEAD
+    characters; a token's weight counts as log(1 + its count), so one repeated keyword does not decide."""
+    head = text[:HEAD]
+    lines = max(1, sum(1 for line in head.split("\n") if line.strip()))
+    scores = [0.0] * len(LANGUAGES)
+    tokens = _tokens(head)
+    for tok, n in tokens.items():
+        for i, w in _INDEX.get(tok, ()):
+            scores[i] += w * math.log1p(n)
+    if not tokens["</"]:  # no closing tag: not HTML or XML (`<nick>` in a chat log)
+        scores[_HTML] = scores[_XML] = 0.0
+    order = sorted(range(len(LANGUAGES)), key=lambda i: -scores[i])
+    norm = math.log1p(lines)
+    return LANGUAGES[order[0]], scores[order[0]] / norm, scores[order[1]] / norm
