@@ -1,5 +1,5 @@
 """Programming or markup language of a code-like text from weighted tokens (keywords, operators, line shapes):
-`score_languages(text)` -> the best language, its score per line, and the runner-up's score."""
+`score_languages(text)` -> the best language and the runner-up, with their scores per line."""
 
 from __future__ import annotations
 
@@ -16,17 +16,17 @@ LANGUAGES = ("go", "rust", "c", "cpp", "java", "javascript", "typescript", "shel
 # One pass of one regex cuts the head into tokens: words, operators, line starts that mark a language, tags.
 _TOKEN = re.compile(
     r"""(?m)^[^\S\n]*(?:(?P<yaml>-[^\S\n]+)?(?P<key>[A-Za-z_][\w.-]*):(?:[^\S\n][^\n]*)?$|(?P<jkey>"[^"\n]{1,80}"[^\S\n]*:)"""
-    r"""|(?P<start>\#!|\#include|\#define|\#if|\#endif|\#\[|//|/\*|\*/|=head\d|=cut|=item|=pod|---$|\}$|end$|fi$|done$"""
+    r"""|(?P<gogroup>(?:var|const|import|type)[^\S\n]*\($)|(?P<start>\#(?=[^\S\n]|$)|--$|\#!|\#include|\#define|\#if|\#endif|\#\[|//|/\*|\*/|=head\d|=cut|=item|=pod|---$|\}$|end$|fi$|done$"""
     r"""|esac$|then$|else$|do$))"""
-    r"""|(?P<tag></?[A-Za-z][\w:.-]*|<\?(?:php|xml)|<!DOCTYPE|\?>)"""
-    r"""|(?P<word>[A-Za-z_$@%][\w$]*)|(?P<op>::|:=|->|=>|(?<![=!])[=!]==(?!=)|=~|\$\(|\$\{|\|\||&&|\);|\{|\};|;$)""",
+    r"""|(?P<doc>\"\"\")|(?P<tag></?[A-Za-z][\w:.-]*|<\?(?:php|xml)|<!DOCTYPE|\?>)"""
+    r"""|(?P<my>my(?=[^\S\n]+[$@%(]))|(?P<word>[A-Za-z_$@%][\w$]*)|(?P<op><<(?=['"~A-Z_])|::|:=|->|=>|(?<![=!])[=!]==(?!=)|=~|\$\(|\$\{|\|\||&&|\);|\{|\};|;$)""",
 )
 HTML_TAGS = {"html", "head", "body", "div", "span", "p", "a", "table", "tr", "td", "th", "ul", "ol", "li", "script",
              "meta", "link", "title", "h1", "h2", "h3", "h4", "br", "img", "pre", "code", "em", "strong", "b", "i",
              "dl", "dt", "dd", "hr", "style", "form", "input", "tt", "font", "center", "nav", "section", "blockquote"}
 
 _W: dict[str, dict[str, float]] = {
-    "go": {"func": 3, "package": 1, ":=": 3, "chan": 3, "defer": 3, "nil": 1.5, "fmt": 2, "struct": 1,
+    "go": {"go (": 4, "func": 3, "package": 1, ":=": 3, "chan": 3, "defer": 3, "nil": 1.5, "fmt": 2, "struct": 1,
            "interface": 1, "err": 1.5, "range": 1, "string": 0.5, "int": 0.3, "byte": 1, "var": 0.5, "go": 0.5,
            "uint64": 1.5, "int64": 1.5, "//": 0.5, "}": 0.3, "{": 0.3, "t": 0.3, "import": 0.3, "return": 0.3},
     "rust": {"fn": 3, "mut": 3, "impl": 3, "pub": 2.5, "let": 1, "::": 1.5, "->": 1, "#[": 3, "use": 1,
@@ -35,9 +35,9 @@ _W: dict[str, dict[str, float]] = {
              "crate": 3, "where": 0.5, "//": 0.5, "}": 0.3, "{": 0.3, "assert_eq": 2, "Vec": 2, "dyn": 2},
     "c": {"#include": 3, "#define": 2.5, "#if": 1.5, "#endif": 2, "int": 1, "void": 1.5, "char": 1.5,
           "unsigned": 2, "static": 1, "const": 0.5, "struct": 1, "typedef": 2.5, "extern": 2, "NULL": 2,
-          "->": 1, "sizeof": 2, "/*": 1, "*/": 1, "return": 0.3, ");": 0.5, "else": 0.3, "size_t": 2,
+          "->": 0.5, "::": -1, "sizeof": 2, "/*": 1, "*/": 1, "return": 0.3, ");": 0.5, "else": 0.3, "size_t": 2,
           "uint32_t": 2, "long": 1, "#[": -2, "__attribute__": 2, "goto": 1.5, "}": 0.3, "{": 0.3},
-    "cpp": {"std": 3, "::": 1.5, "template": 3, "namespace": 2.5, "class": 1, "public": 1, "private": 1,
+    "cpp": {"std": 3, "::": 3, "template": 3, "namespace": 2.5, "class": 1, "public": 1, "private": 1,
             "virtual": 2.5, "nullptr": 3, "const": 0.5, "typename": 3, "#include": 2, "inline": 1, "operator": 2,
             "boost": 3, "bool": 1, "auto": 1, "noexcept": 3, "constexpr": 3, "override": 1, "void": 0.5,
             "}": 0.3, "{": 0.3, "#define": 1, "#endif": 1, "struct": 0.5, "->": 0.5, "/*": 0.5, "*/": 0.5,
@@ -59,7 +59,8 @@ _W: dict[str, dict[str, float]] = {
                    "let": 0.5, "import": 0.3, "===": 1},
     "shell": {"#!": 1, "fi": 3, "then": 2, "done": 3, "esac": 3, "do": 1, "echo": 2, "export": 1, "$(": 2,
               "${": 2, "local": 1, "exit": 1.5, "if": 0.3, "||": 0.5, "&&": 0.5, "set": 0.5, "case": 1,
-              "shift": 1.5, "elif": 0.5, "test": 0.5, "grep": 1, "sed": 1.5, "cat": 1, "rm": 1, "mkdir": 1},
+              "shift": 1.5, "elif": 0.5, "test": 0.5, "grep": 1, "sed": 1.5, "cat": 1, "rm": 1, "mkdir": 1,
+              "#": 0.5, "<<": 1.5},
     "sql": {"SELECT": 3, "FROM": 1.5, "WHERE": 2, "CREATE": 2.5, "TABLE": 2.5, "INSERT": 3, "INTO": 2,
             "VALUES": 2.5, "UPDATE": 1.5, "DELETE": 1.5, "JOIN": 2, "FUNCTION": 2, "RETURNS": 3, "LANGUAGE": 2,
             "AS": 1, "NOT": 1, "NULL": 0.5, "PRIMARY": 2.5, "KEY": 1, "REFERENCES": 2.5, "VARCHAR": 3,
@@ -67,28 +68,28 @@ _W: dict[str, dict[str, float]] = {
             "INDEX": 2, "OR": 0.5, "AND": 0.5, "REPLACE": 1.5, "TYPE": 1, "select": 1.5, "from": 0.3,
             "where": 0.3, "create": 1, "table": 1, "insert": 1, "values": 1, "int4": 3, "int8": 3, "plpgsql": 3,
             "STRICT": 2, "IMMUTABLE": 3, "EXTENSION": 2.5, "OPERATOR": 2, "SCHEMA": 2, "pg_catalog": 3,
-            ";": 0.5, "regclass": 3},
-    "perl": {"my": 2.5, "sub": 2, "use": 1, "strict": 2, "warnings": 2, "$_": 3, "=~": 3, "qw": 3, "$self": 3,
+            ";": 0.5, "regclass": 3, "--": 1},
+    "perl": {"my $": 2.5, "=>": 1.2, "<<": 2, "sub": 2, "use": 1, "strict": 2, "warnings": 2, "$_": 3, "=~": 3, "qw": 3, "$self": 3,
              "@_": 3, "foreach": 1.5, "elsif": 2, "unless": 1.5, "package": 1, "local": 0.5, "=head1": 3,
              "=head2": 3, "=cut": 3, "=item": 2, "=pod": 3, "__END__": 2, "bless": 3, "croak": 3, "die": 1,
-             "->": 0.5, "ref": 1, "shift": 1, "#!": 0.5, "return": 0.3, "::": 0.5, "}": 0.3, "{": 0.3},
+             "->": 0.5, "ref": 1, "shift": 1, "#!": 0.5, "#": 0.3, "return": 0.3, "::": 0.5, "}": 0.3, "{": 0.3},
     "ruby": {"def": 1.5, "end": 2, "require": 1.5, "module": 1.5, "class": 0.5, "attr_reader": 3,
              "attr_accessor": 3, "do": 1, "each": 1.5, "puts": 2, "nil": 1.5, "elsif": 2, "unless": 1.5,
              "self": 0.5, "raise": 1, "yield": 1, "lambda": 0.5, "rescue": 3, "ensure": 2, "begin": 1,
              "require_relative": 3, "private": 0.5, "include": 0.5, "true": 0.3, "false": 0.3, "=>": 0.5,
-             "frozen_string_literal": 3, "when": 1, "then": 0.3, "new": 0.3},
+             "frozen_string_literal": 3, "::": 1, "when": 1, "then": 0.3, "new": 0.3, "#": 0.3},
     "php": {"<?php": 6, "?>": 2, "$this": 3, "function": 1, "echo": 1, "public": 0.5, "array": 2, "namespace": 1,
             "use": 0.5, "->": 1, "=>": 1, "null": 0.5, "isset": 3, "static": 0.5, "class": 0.3, "foreach": 1,
             "return": 0.3, "$": 0.3, "}": 0.3, "{": 0.3, "@param": 0.5},
-    "python": {"def": 2, "import": 1, "from": 1, "self": 2, "None": 2, "True": 1.5, "False": 1.5, "elif": 2,
-               "except": 2, "lambda": 1.5, "raise": 1, "yield": 1, "class": 1, "return": 0.5, "in": 0.3,
-               "not": 0.3, "and": 0.3, "or": 0.3, "is": 0.3, "with": 0.5, "as": 0.5, "assert": 1, "pass": 1.5,
-               "__init__": 2, "kwargs": 2, "args": 1, "print": 1, "isinstance": 2, "len": 1, "try": 0.5},
+    "python": {"def": 2, "import": 1, "from": 0.5, "self": 2, "None": 2, "True": 1.5, "False": 1.5, "elif": 2,
+               "except": 1.5, "lambda": 1.5, "raise": 1, "yield": 1, "class": 1, "return": 0.5, "as": 0.3,
+               "assert": 1, "pass": 1.5,
+               "__init__": 2, '"""': 2, "#": 0.3, "kwargs": 2, "args": 1, "print": 1, "isinstance": 2, "len": 1, "try": 0.5},
     "html": {"<html": 6, "<!DOCTYPE": 2, "htmltag": 1.5, "href": 1, "class": 0.3, "nbsp": 2, "amp": 0.5},
     "xml": {"<?xml": 6, "xmltag": 1, "xmlns": 2},
     "latex": {"begin": 0.5, "end": 0.5, "section": 1, "usepackage": 3, "documentclass": 3, "textbf": 2,
               "emph": 1, "label": 1, "ref": 0.5, "cite": 1, "item": 0.5},
-    "yaml": {"ykey": 1.2, "ylist": 0.8, "---": 1},
+    "yaml": {"ykey": 1.2, "ylist": 0.8, "---": 1, "#": 0.3},
     "json": {"jkey": 3},
 }
 _INDEX: dict[str, list[tuple[int, float]]] = {}
@@ -120,6 +121,10 @@ def _tokens(head: str) -> Counter:
                 out[tag] += 1
             else:
                 out["htmltag" if name in HTML_TAGS else "xmltag"] += 1
+        elif kind == "gogroup":  # Go's `const (` … `)` block
+            out["go ("] += 1
+        elif kind == "my":  # Perl's `my $x`, not the English word
+            out["my $"] += 1
         elif kind == "jkey":
             out["jkey"] += 1
         else:
@@ -127,10 +132,16 @@ def _tokens(head: str) -> Counter:
     return out
 
 
-def score_languages(text: str) -> tuple[str, float, float]:
-    """(best language, its score per non-blank line, the runner-up's score per line) over the first HEAD
+# a comment line's words are prose (licence headers, docs): only its marker is kept. `#` starts a comment unless it
+# starts a C preprocessor line, a shebang or a Rust attribute; a Python docstring is cut to its quotes
+_COMMENT = re.compile(r"(?m)^([^\S\n]*(?:#(?![!\[]|include|define|if|endif|else|pragma|undef)|//+|/\*+|\*+(?!/)|--(?=\s)))[^\n]*")
+_DOCSTRING = re.compile(r'"""[\s\S]*?"""')
+
+
+def score_languages(text: str) -> tuple[str, float, str, float]:
+    """(best language, its score per non-blank line, the runner-up, its score per line) over the first HEAD
     characters; a token's weight counts as log(1 + its count), so one repeated keyword does not decide."""
-    head = text[:HEAD]
+    head = _DOCSTRING.sub('""" """', _COMMENT.sub(r"\1", text[:HEAD]))
     lines = max(1, sum(1 for line in head.split("\n") if line.strip()))
     scores = [0.0] * len(LANGUAGES)
     tokens = _tokens(head)
@@ -141,4 +152,4 @@ def score_languages(text: str) -> tuple[str, float, float]:
         scores[_HTML] = scores[_XML] = 0.0
     order = sorted(range(len(LANGUAGES)), key=lambda i: -scores[i])
     norm = math.log1p(lines)
-    return LANGUAGES[order[0]], scores[order[0]] / norm, scores[order[1]] / norm
+    return LANGUAGES[order[0]], scores[order[0]] / norm, LANGUAGES[order[1]], scores[order[1]] / norm

@@ -77,15 +77,16 @@ def content_type_counts_py(text: str, sample_chars: int = SAMPLE) -> tuple:
 
 def _formal(text: str, magika: Callable[[str], str | None] | None) -> ContentType | None:
     """The kind and language of a text whose lines look like code, markup or data, or None when the language
-    scorer finds too little evidence of any language (prose with code-like lines)."""
-    language, best, second = score_languages(text)
+    scorer finds too little evidence of any language (prose with code-like lines). Where its two best languages
+    are close, Magika names the language (or calls the text plain text)."""
+    language, best, _, second = score_languages(text)
     if best < MIN_EVIDENCE:
         return None
     if best < AMBIGUOUS * second and magika is not None:
         found = magika(text)
         if found is None:
             return None
-        language = found or language
+        language = found
     return ContentType(KIND_OF.get(language, "code"), language)
 
 

@@ -9,6 +9,19 @@ TEXT_LABELS = {"txt", "markdown", "rst", "unknown", "empty", "po", "srt", "vtt",
 RENAMED = {"jsonl": "json", "tex": "latex", "bib": "latex", "svg": "xml", "batch": "shell", "powershell": "shell"}
 
 
+def _load():
+    """Magika with its ONNX session on one thread: a build runs a task per core, and the default session's thread
+    pool would take every core for each call (Magika takes no session options, so the session is replaced)."""
+    import onnxruntime as rt
+    from magika import Magika
+
+    model = Magika()
+    options = rt.SessionOptions()
+    options.intra_op_num_threads = options.inter_op_num_threads = 1
+    model._onnx_session = rt.InferenceSession(model._model_path, options, providers=["CPUExecutionProvider"])
+    return model
+
+
 class MagikaLanguage:
     """Loads the model on first use (~0.2 s) and keeps it; counts how many texts it judged (`calls`)."""
 
@@ -18,9 +31,7 @@ class MagikaLanguage:
 
     def __call__(self, text: str) -> str | None:
         if self._model is None:
-            from magika import Magika
-
-            self._model = Magika()
+            self._model = _load()
         self.calls += 1
         label = str(self._model.identify_bytes(text[:HEAD].encode("utf-8", "replace")).output.label)
         return None if label in TEXT_LABELS else RENAMED.get(label, label)

@@ -14,6 +14,9 @@ import numpy as np
 
 from mixture.text.kernel import kernel
 
+# how the words of the near-duplicate measure are read (said in every near-duplicate drop and in store.json)
+WORD_RULE = "lower-cased words, digits read as 0"
+
 _U64 = np.uint64
 _M1, _M2 = _U64(0xBF58476D1CE4E5B9), _U64(0x94D049BB133111EB)
 _GOLDEN = _U64(0x9E3779B97F4A7C15)

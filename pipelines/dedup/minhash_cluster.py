@@ -42,6 +42,7 @@ from mixture.stages.registry import (
     star_edges,
 )
 from mixture.store.formats import NearDuplicateReport, write_model
+from mixture.text.shingles import WORD_RULE
 
 GREEDY_COUNTS = pa.schema([("drops", pa.int64()), ("kept_similar", pa.int64())])
 
@@ -101,7 +102,7 @@ class MinhashCluster(PartitionedStep):
                                FROM batch""")
                 con.unregister("batch")
         kept_similar += current >= 0 and not done
-        measure = f"word {self.ngram}-gram Jaccard"
+        measure = f"word {self.ngram}-gram Jaccard ({WORD_RULE})"
 
         def rows() -> Iterator[pa.RecordBatch]:
             for batch in sorted_batches(con, "SELECT * FROM decided ORDER BY rank, idx"):
@@ -137,7 +138,7 @@ class NearDuplicates(PartitionedStep):
         counts["pairs_rejected"] = counts["pairs_considered"] - counts["pairs_verified"]
         fs, path = fsspec.core.url_to_fs(self.report)
         write_model(fs, path, NearDuplicateReport(
-            measure=f"word {self.ngram}-gram Jaccard", threshold=round(self.threshold, 4), anchors=self.anchors,
+            measure=f"word {self.ngram}-gram Jaccard ({WORD_RULE})", threshold=round(self.threshold, 4), anchors=self.anchors,
             signature_margin=round(signature_margin(self.threshold, self.permutations), 4), **counts))
         return {key: counts[key] for key in ("pairs_considered", "pairs_verified", "drops")}
 

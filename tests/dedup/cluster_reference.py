@@ -22,6 +22,7 @@ from mixture.stages.files import PART as PART_FIELD
 from mixture.stages.files import TaskFile
 from mixture.stages.registry import BAND_TASK_COUNTS, FUZZY_DROPS_DIR, VERIFIED_PAIRS, VERIFY_TASK_COUNTS
 from mixture.store.formats import NearDuplicateReport, write_model
+from mixture.text.shingles import WORD_RULE
 
 FUZZY_DROPS = TaskFile(FUZZY_DROPS_DIR, f"{PART_FIELD}.parquet")  # the old drop files: one per prepared file
 
@@ -60,7 +61,7 @@ class MinhashCluster(PartitionedStep):
                       pairs_rejected=counts["pairs_considered"] - counts["pairs_verified"])
         fs, path = fsspec.core.url_to_fs(self.report)
         write_model(fs, path, NearDuplicateReport(
-            measure=f"word {self.ngram}-gram Jaccard", threshold=round(self.threshold, 4), anchors=self.anchors,
+            measure=f"word {self.ngram}-gram Jaccard ({WORD_RULE})", threshold=round(self.threshold, 4), anchors=self.anchors,
             signature_margin=round(signature_margin(self.threshold, self.permutations), 4), **counts))
         return {key: counts[key] for key in ("pairs_considered", "pairs_verified", "drops")}
 
@@ -91,7 +92,7 @@ class MinhashCluster(PartitionedStep):
                                FROM batch""")
                 con.unregister("batch")
         kept_similar += current >= 0 and not done
-        measure = f"word {self.ngram}-gram Jaccard"
+        measure = f"word {self.ngram}-gram Jaccard ({WORD_RULE})"
 
         def rows() -> Iterator[pa.RecordBatch]:
             for batch in sorted_batches(con, "SELECT * FROM decided ORDER BY rank, idx"):

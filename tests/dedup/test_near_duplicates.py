@@ -32,7 +32,7 @@ from tests.dedup.dedup_reference import assert_same_as_reference
 
 _WORD = re.compile(r"\w+")
 _ASCII_DIGIT = re.compile(r"[0-9]")
-DETAIL = re.compile(r"near duplicate of '(.+)' \((.+?), .*\): word (\d+)-gram Jaccard ([0-9.]+)$")
+DETAIL = re.compile(r"near duplicate of '(.+)' \((.+?), .*\): word (\d+)-gram Jaccard \(lower-cased words, digits read as 0\) ([0-9.]+)$")
 
 
 # -- the similarity, written here independently of the pipeline's word hashes --------------------------------
@@ -146,6 +146,7 @@ def _prepared(path, texts: list[str], permutations: int = 112) -> None:
     pq.write_table(pa.table({
         "id": [f"d{i}" for i in range(n)], "text": texts, "source": ["s"] * n, "category": ["web"] * n,
         "origin": [f"f.jsonl:{i}" for i in range(n)], "exempt": [False] * n, "content_type": ["prose"] * n,
+        "code_language": [""] * n,
         "language": ["en"] * n, "language_score": [1.0] * n,
         "raw_score": [0.5] * n, "n_chars": [len(t) for t in texts], "rank": [0] * n, "idx": list(range(n)),
         "source_order": [0] * n, "exact_hash": list(range(n)), "minhash": [s.astype("<u8").tobytes() for s in sigs],
