@@ -17,7 +17,7 @@ import pyarrow.dataset as ds
 from mixture.demo_corpus.crawl import SOURCE
 from mixture.store.formats import read_store_artifact
 
-DETAIL = re.compile(r"near duplicate of '(.+)' \((.+?), .*\): word (\d+)-gram Jaccard ([0-9.]+)$")
+DETAIL = re.compile(r"near duplicate of '(.+)' \((.+?), .*\): word (\d+)-gram Jaccard ([0-9.]+)(?: \(.*\))?$")
 DUPLICATE_REASONS = ("exact_duplicate", "fuzzy_duplicate")
 
 

@@ -92,13 +92,13 @@ class MinhashCluster(PartitionedStep):
                                FROM batch""")
                 con.unregister("batch")
         kept_similar += current >= 0 and not done
-        measure = f"word {self.ngram}-gram Jaccard ({WORD_RULE})"
+        measure = f"word {self.ngram}-gram Jaccard"
 
         def rows() -> Iterator[pa.RecordBatch]:
             for batch in sorted_batches(con, "SELECT * FROM decided ORDER BY rank, idx"):
                 cols = [batch.column(c).to_pylist() for c in ("kept_id", "kept_source", "kept_file", "kept_record",
                                                                "sim")]
-                detail = [f"near duplicate of {i!r} ({s}, {f}:{r}): {measure} {sim:.3f}" for i, s, f, r, sim in zip(
+                detail = [f"near duplicate of {i!r} ({s}, {f}:{r}): {measure} {sim:.3f} ({WORD_RULE})" for i, s, f, r, sim in zip(
                     *cols, strict=True)]
                 yield pa.RecordBatch.from_arrays(
                     [batch.column("rank"), batch.column("idx"), pa.array(["fuzzy_duplicate"] * batch.num_rows),

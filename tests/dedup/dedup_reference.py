@@ -218,8 +218,8 @@ class _Reference:
             SELECT l.rank, l.idx, k.id, k.source, k.file, k.record, d.sim FROM decided d
             JOIN cand lc ON lc.prio = d.b JOIN docs l ON l.rank = lc.rank AND l.idx = lc.idx
             JOIN cand kc ON kc.prio = d.a JOIN docs k ON k.rank = kc.rank AND k.idx = kc.idx""").fetchall()
-        measure = f"word {self.ngram}-gram Jaccard ({WORD_RULE})"
-        out = [(r, i, "fuzzy_duplicate", f"near duplicate of {id_!r} ({src}, {file}:{rec}): {measure} {sim:.3f}")
+        measure = f"word {self.ngram}-gram Jaccard"
+        out = [(r, i, "fuzzy_duplicate", f"near duplicate of {id_!r} ({src}, {file}:{rec}): {measure} {sim:.3f} ({WORD_RULE})")
                for r, i, id_, src, file, rec, sim in rows]
         return out, int(kept_similar)
 

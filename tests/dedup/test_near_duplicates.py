@@ -32,7 +32,7 @@ from tests.dedup.dedup_reference import assert_same_as_reference
 
 _WORD = re.compile(r"\w+")
 _ASCII_DIGIT = re.compile(r"[0-9]")
-DETAIL = re.compile(r"near duplicate of '(.+)' \((.+?), .*\): word (\d+)-gram Jaccard \(lower-cased words, digits read as 0\) ([0-9.]+)$")
+DETAIL = re.compile(r"near duplicate of '(.+)' \((.+?), .*\): word (\d+)-gram Jaccard ([0-9.]+) \(lower-cased words, digits read as 0\)$")
 
 
 # -- the similarity, written here independently of the pipeline's word hashes --------------------------------
