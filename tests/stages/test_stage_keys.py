@@ -271,3 +271,15 @@ def test_what_changed_is_named_field_by_field_and_file_by_file():
                      f"source {first}: 1 file(s) added: new.jsonl",
                      f"source {second}: 1 file(s) removed: a.jsonl",
                      "processing.decontamination.benchmarks[0].uri: 1 file(s) changed: b.jsonl (size 5 → 6 bytes)"]
+
+
+def test_the_code_version_is_in_every_key():
+    """A change of what prepare writes (0.2.0: the content type's kind and code language, CLD2 without best effort)
+    raises mixture.__version__; a store built by 0.1.0 then has other keys from prepare on, so nothing is reused."""
+    import mixture
+
+    canon = _canonical(_raw(), "/spec")
+    now = {r.name: r.key for r in stage_records(canon, MANIFEST, 2)}
+    old = {r.name: r.key for r in stage_records(canon, MANIFEST, 2, code="0.1.0+store2")}
+    assert stage_keys.code_version().startswith(mixture.__version__ + "+") and mixture.__version__ != "0.1.0"
+    assert set(now) == set(old) and all(now[n] != old[n] for n in now)
