@@ -119,10 +119,11 @@ def test_malformed_records_quarantined_with_reason(built_store):
 
 
 def test_large_document_filtered(built_store):
-    filtered = table(built_store.store / "_dropped" / "filtered", ["id", "detail"])
-    reasons = dict(zip(filtered.column("id").to_pylist(), filtered.column("detail").to_pylist(), strict=True))
+    filtered = table(built_store.store / "_dropped" / "filtered", ["id", "reason", "detail"])
+    rows = {r["id"]: r for r in filtered.to_pylist()}
     for doc in built_store.ground_truth["large_documents"]:
-        assert reasons.get(doc["id"]) == "max_chars"
+        assert rows[doc["id"]]["reason"] == "max_chars"  # the detail gives the length against the limit
+        assert re.fullmatch(r"max_chars: [\d,]+ characters, over the maximum of [\d,]+", rows[doc["id"]]["detail"])
 
 
 def test_token_totals_agree(built_store):

@@ -104,7 +104,9 @@ def test_a_dropped_duplicates_twin_opens_directly_with_the_dropped_documents_own
     sampled = set(accounting.samples(reader, "uniform").id) | set(accounting.samples(reader, "exemplars").id)
     rows = accounting.dropped(reader)
     pairs = [(r, twin(r["reason"], r["detail"])) for r in rows.to_dict("records")]
-    row, kept = next(((r, k) for r, k in pairs if k and k not in sampled), (None, None))
+    # an exact duplicate's twin can itself go later as a near duplicate (a chain through `_dropped/`): take a kept one
+    gone = set(rows.id)
+    row, kept = next(((r, k) for r, k in pairs if k and k not in sampled and k not in gone), (None, None))
     if row is None:
         pytest.skip("every kept twin of the built store is sampled")
     at = run("search", doc=row["id"])
