@@ -19,6 +19,15 @@ from mixture.store import layout
 from mixture.store.schema import DOCUMENTS as DOC_SCHEMA
 
 DOCUMENT_COLUMNS = [f.name for f in DOC_SCHEMA]
+# columns a store built by older code lacks (`code_language`, 0.2.0): read as NULL there
+_LATER_COLUMNS = {"code_language": "VARCHAR"}
+
+
+def _select_list(con: duckdb.DuckDBPyConnection, source: str) -> str:
+    """DOCUMENT_COLUMNS as a select list over `source`, a column added after the shards were written as NULL."""
+    present = {row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()}
+    return ", ".join(c if c in present or c not in _LATER_COLUMNS else f"NULL::{_LATER_COLUMNS[c]} AS {c}"
+                     for c in DOCUMENT_COLUMNS)
 
 
 @dataclass(frozen=True)
@@ -99,8 +108,8 @@ def scan_documents(reader: StoreReader, text: str = "", doc_id: str = "", source
                 if not batch:
                     stopped = "rows"
                     break
-            sql = (f"SELECT {', '.join(DOCUMENT_COLUMNS)} FROM read_parquet({reader.parquet_list_sql(batch)}, "
-                   "hive_partitioning=false, filename=true, file_row_number=true) "
+            source = f"read_parquet({reader.parquet_list_sql(batch)}, hive_partitioning=false, union_by_name=true"
+            sql = (f"SELECT {_select_list(con, source + ')')} FROM {source}, filename=true, file_row_number=true) "
                    f"WHERE {' AND '.join(where)}{row_cut} "
                    f"ORDER BY list_position(?::VARCHAR[], filename), file_row_number LIMIT {int(limit) - found}")
             try:

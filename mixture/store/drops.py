@@ -41,7 +41,7 @@ REASONS: tuple[DropReason, ...] = (
                ("reason", "bad_input_by_reason")),
     DropReason("filtered", "filtered", "filtered",
                "a document a quality gate rejects (length, words, symbol ratio, repeated lines); `detail` names "
-               "the gate", dropped_dir("filtered"), ("prepare",), ("detail", "filtered_by_reason")),
+               "the gate and its measured value against the limit (`<gate>: …`)", dropped_dir("filtered"), ("prepare",), ("detail", "filtered_by_reason")),
     DropReason("exact_duplicate", "exact_duplicate_dropped", "exact duplicate",
                "a document whose normalised text equals a kept document's", dropped_dir("exact_duplicate"),
                ("assign",)),

@@ -44,6 +44,8 @@ KINDS = ("agentic", "code", "default", "markup", "math", "prose", "structured")
 CONTENT_TYPES = KINDS  # the calibration's groups are (kind, language)
 # code-like lines over non-blank lines above which the language scorer is asked
 CODE_SHARE, MARKUP_SHARE, STRUCT_SHARE = 0.2, 0.2, 0.3
+# fewer code-like lines (a file whose head is mostly comments or a data table): code only on strong, clear evidence
+LOW_SHARE, STRONG_EVIDENCE = 0.1, 3.0
 MIN_EVIDENCE = 0.6  # the best language's score per line (code_language.score_languages) to call a text code
 AMBIGUOUS = 1.25  # best < AMBIGUOUS × runner-up: Magika decides (content_type_magika.py)
 
@@ -90,6 +92,15 @@ def _formal(text: str, magika: Callable[[str], str | None] | None) -> ContentTyp
     return ContentType(KIND_OF.get(language, "code"), language)
 
 
+def _clear(text: str) -> ContentType | None:
+    """The language of a text with few code-like lines when the scorer is sure of it (strong and well ahead of
+    the runner-up; Magika is not asked), else None."""
+    language, best, _, second = score_languages(text)
+    if best >= STRONG_EVIDENCE and best >= AMBIGUOUS * second:
+        return ContentType(KIND_OF.get(language, "code"), language)
+    return None
+
+
 def detect_content_type(text: str, magika: Callable[[str], str | None] | None = None) -> ContentType:
     """The kind (KINDS) and code language of a text. Rules go from the most to the least specific (docs/build.md,
     Content type); the language scorer runs only on texts whose lines look like code, markup or data, and
@@ -103,6 +114,10 @@ def detect_content_type(text: str, magika: Callable[[str], str | None] | None = 
         return ContentType("agentic")
     if n >= 3 and (code / n > CODE_SHARE or markup / n > MARKUP_SHARE or structured / n > STRUCT_SHARE):
         found = _formal(text, magika)
+        if found is not None:
+            return found
+    elif n >= 3 and (code + markup + structured) / n > LOW_SHARE:
+        found = _clear(text)
         if found is not None:
             return found
     if math_hits >= 3 and math_hits * 200 >= size / 10:

@@ -10,6 +10,7 @@ from collections import Counter, defaultdict
 import fsspec
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 import mixture
@@ -58,7 +59,8 @@ def _value_counts(column: pa.Array) -> dict:
 
 def _count_rows(fs, paths: list[str], columns: list[str]) -> tuple[int, Counter, Counter]:
     """Rows of `paths`, and the counts of their first column's and second column's values (empty without one),
-    read a batch at a time: memory does not grow with the number of rows (drop files grow with the corpus)."""
+    read a batch at a time: memory does not grow with the number of rows (drop files grow with the corpus). A
+    `detail` column is counted by what precedes its first `: ` (a gate's detail is `<gate>: <measured value>`)."""
     rows, first, second = 0, Counter(), Counter()
     for p in paths:
         with fs.open(p, "rb") as f:
@@ -66,7 +68,10 @@ def _count_rows(fs, paths: list[str], columns: list[str]) -> tuple[int, Counter,
                 rows += batch.num_rows
                 first.update(_value_counts(batch.column(0)))
                 if len(columns) > 1:
-                    second.update(_value_counts(batch.column(1)))
+                    column = batch.column(1)
+                    if columns[1] == "detail":
+                        column = pc.list_element(pc.split_pattern(column, ": ", max_splits=1), 0)
+                    second.update(_value_counts(column))
     return rows, first, second
 
 

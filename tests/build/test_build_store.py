@@ -122,7 +122,7 @@ def test_large_document_filtered(built_store):
     filtered = table(built_store.store / "_dropped" / "filtered", ["id", "reason", "detail"])
     rows = {r["id"]: r for r in filtered.to_pylist()}
     for doc in built_store.ground_truth["large_documents"]:
-        assert rows[doc["id"]]["reason"] == "max_chars"  # the detail gives the length against the limit
+        assert rows[doc["id"]]["reason"] == "filtered"  # the detail names the gate and the length against its limit
         assert re.fullmatch(r"max_chars: [\d,]+ characters, over the maximum of [\d,]+", rows[doc["id"]]["detail"])
 
 
