@@ -101,7 +101,8 @@ def test_each_stage_is_built_from_its_entry(demo_corpus, tmp_path):
              for info in stage_registry.planned(ctx.spec) if info.name != "sample"}  # sample reads dedup's results
     assert {n: s.tasks for n, s in built.items()} == {
         "prepare": 2, "duplicate_ids": 2, "find_duplicates": 2, "minhash_sigs": 2, "minhash_buckets": 14,
-        "minhash_gather": 2, "minhash_verify": 2, "minhash_cluster": 2, "fit": 1, "assign": 2}
+        "minhash_gather": 2, "minhash_verify": 2, "minhash_cluster": 1, "fit": 1, "assign": 2}
+    # minhash_cluster: P_c tasks, one per component_pairs_per_task verified pairs (none verified yet here)
     # a stage run in rounds: its first round
     assert all(s.name == (f"{n}/r000" if n == "minhash_cluster" else n) for n, s in built.items())
     store = ctx.store
