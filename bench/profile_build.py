@@ -97,6 +97,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--tasks", type=int, default=4)
     p.add_argument("--top", type=int, default=5, help="functions listed per stage")
     p.add_argument("--no-publish", action="store_true", help="print, do not write docs/performance.md")
+    p.add_argument("--dump", help="a folder for each stage's profile (pstats files, `python -m pstats FILE`)")
     args = p.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="profile-bench-") as tmp:
         root = Path(tmp)
@@ -114,6 +115,13 @@ def main(argv: list[str] | None = None) -> None:
         before, t = load(), time.perf_counter()
         profiles, cpu, counters = profiled_build(spec_path)
         print(f"built in {time.perf_counter() - t:.1f} s")
+    if args.dump:
+        Path(args.dump).mkdir(parents=True, exist_ok=True)
+        for stage, profs in profiles.items():
+            stats = pstats.Stats(profs[0])
+            for prof in profs[1:]:
+                stats.add(prof)
+            stats.dump_stats(str(Path(args.dump) / f"{stage}.pstats"))
     cmd = "python -m bench.profile_build" + (f" {' '.join(argv)}" if argv else "")
     text = markdown(profiles, cpu, counters, args.top, cmd, before)
     print(text)
