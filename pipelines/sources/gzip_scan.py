@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import BinaryIO, Literal
 
@@ -47,7 +48,7 @@ def scan_gzip(f: BinaryIO) -> StreamScan:
             if chunk[:2] != MAGIC and members == 0:
                 return StreamScan("not_gzip", 0, detail="not a gzip file")
             if chunk[:2] != MAGIC:
-                trailing, member_after = _rest(chunk, f)
+                trailing, member_after = rest_of_file(chunk, f, MAGIC + b"\x08", _decodes)
                 if member_after:  # a damaged header between members: what follows it is lost, not trailing
                     return StreamScan("bad_header", good, 0, members,
                                     detail=f"the bytes after gzip member {members} are no member header, and a "
@@ -85,18 +86,24 @@ def scan_gzip(f: BinaryIO) -> StreamScan:
     return StreamScan("ok", good, 0, members)
 
 
-def _rest(chunk: bytes, f: BinaryIO) -> tuple[int, bool]:
-    """(bytes from `chunk` to the end of `f`, whether a gzip member that decodes starts somewhere in them)."""
+def _decodes(data: bytes) -> bool:
+    with contextlib.suppress(zlib.error):
+        return bool(zlib.decompressobj(wbits=31).decompress(data))
+    return False
+
+
+def rest_of_file(chunk: bytes, f: BinaryIO, magic: bytes, decodes: Callable[[bytes], bool]) -> tuple[int, bool]:
+    """(bytes from `chunk` to the end of `f`, whether a member or frame that decodes starts somewhere in them: at an
+    occurrence of `magic` past the first byte, `decodes` of PIECE bytes from it)."""
     size, found, carry = 0, False, b""
     while chunk:
         size += len(chunk)
         if not found:
             data = carry + chunk
-            at = data.find(MAGIC + b"\x08", 1)
+            at = data.find(magic, 1)
             while at >= 0 and not found:
-                with contextlib.suppress(zlib.error):
-                    found = bool(zlib.decompressobj(wbits=31).decompress(data[at:at + PIECE]))
-                at = data.find(MAGIC + b"\x08", at + 1)
+                found = decodes(data[at:at + PIECE])
+                at = data.find(magic, at + 1)
             carry = data[-PIECE:]
         chunk = f.read(CHUNK)
     return size, found

@@ -9,7 +9,7 @@ from typing import BinaryIO
 
 import zstandard
 
-from mixture.pipelines.sources.gzip_scan import CHUNK, PIECE, StreamScan
+from mixture.pipelines.sources.gzip_scan import CHUNK, PIECE, StreamScan, rest_of_file
 
 MAGIC = b"\x28\xb5\x2f\xfd"  # a zstd frame
 SKIPPABLE = b"\x2a\x4d\x18"  # bytes 1-3 of a skippable frame's magic (0x184D2A5?, little-endian)
@@ -43,7 +43,7 @@ def scan_zstd(f: BinaryIO) -> StreamScan:
             if data[:4] != MAGIC:
                 if frames == 0:
                     return StreamScan("not_zstd", 0, detail="not a zstd file")
-                trailing, frame_after = _rest(data, f)
+                trailing, frame_after = rest_of_file(data, f, MAGIC, _decodes)
                 if frame_after:
                     return StreamScan("bad_header", good, 0, frames,
                                       detail=f"the bytes after zstd frame {frames} are no frame header, and a frame "
@@ -78,18 +78,7 @@ def scan_zstd(f: BinaryIO) -> StreamScan:
     return StreamScan("ok", good, 0, frames)
 
 
-def _rest(data: bytes, f: BinaryIO) -> tuple[int, bool]:
-    """(bytes from `data` to the end of `f`, whether a zstd frame that decodes starts somewhere in them)."""
-    size, found, carry = 0, False, b""
-    while data:
-        size += len(data)
-        if not found:
-            window = carry + data
-            at = window.find(MAGIC, 1)
-            while at >= 0 and not found:
-                with contextlib.suppress(zstandard.ZstdError):
-                    found = bool(zstandard.ZstdDecompressor().decompressobj().decompress(window[at:at + PIECE]))
-                at = window.find(MAGIC, at + 1)
-            carry = window[-PIECE:]
-        data = f.read(CHUNK)
-    return size, found
+def _decodes(data: bytes) -> bool:
+    with contextlib.suppress(zstandard.ZstdError):
+        return bool(zstandard.ZstdDecompressor().decompressobj().decompress(data))
+    return False
