@@ -1,0 +1,128 @@
+"""Cluster labels and per-language calibration on real text nobody here wrote: the Debian multilingual corpus
+(translated man pages and fortunes) at k=8 and k=24 and the demo corpus. Prints each store's labels (stopwords
+and programming keywords counted) and each small (content type, language) group's Q0 and Q4 shares with the map
+it was calibrated with. Figures go into docs/performance.md."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+import yaml
+
+from bench.common import machine, publish
+
+BEGIN, END = "<!-- labels-bench:begin -->", "<!-- labels-bench:end -->"
+
+
+def build_store(root: Path, spec: dict) -> Path:
+    from mixture.pipelines.build import build
+
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "spec.yaml").write_text(yaml.safe_dump(spec))
+    build(str(root / "spec.yaml"), progress=False)
+    return root / "store"
+
+
+def label_rows(store: Path) -> list[dict]:
+    doc = json.loads((store / "store.json").read_text())
+    return [{k: c.get(k) for k in ("id", "label", "name", "confidence", "confidence_tag", "languages")}
+            for c in doc["clusters"]]
+
+
+def banned(label: str) -> list[str]:
+    """The words of `label` that are a stopword in some language or a programming keyword."""
+    import keyword
+
+    import stopwordsiso
+
+    stop = stopwordsiso.stopwords(stopwordsiso.langs())
+    words = [w.strip().lower() for part in label.split(",") for w in part.split()]
+    return [w for w in words if w in stop or keyword.iskeyword(w) or w in {"def", "func", "return", "self", "byte"}]
+
+
+def group_shares(store: Path) -> list[dict]:
+    """Per (content type, language) group: sample docs, the map, kept docs and Q0 / top-bucket shares."""
+    import pyarrow.dataset as ds
+
+    doc = json.loads((store / "store.json").read_text())
+    top = doc["partition"]["quality_levels"] - 1
+    files = sorted(str(p) for p in store.glob("cluster=*/quality=*/*.parquet"))
+    rows = ds.dataset(files, format="parquet").to_table(columns=["content_type", "language", "quality"]).to_pylist()
+    kept, q0, q4 = Counter(), Counter(), Counter()
+    for r in rows:
+        g = f"{r['content_type']}/{r['language']}"
+        kept[g] += 1
+        q0[g] += r["quality"] == 0
+        q4[g] += r["quality"] == top
+    out = []
+    for g in doc["language"]["calibration_groups"]:
+        name = g["group"]
+        out.append({"group": name, "sample_docs": g["sample_docs"], "map": g.get("map", "content_type" if g["fallback"] else "own"),
+                    "kept": kept[name], "q0": q0[name] / max(kept[name], 1), "q4": q4[name] / max(kept[name], 1)})
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--out", help="keep the stores here (default: a temporary folder)")
+    p.add_argument("--demo-scale", type=float, default=0.1)
+    p.add_argument("--json", help="write the figures here as JSON")
+    p.add_argument("--no-publish", action="store_true")
+    args = p.parse_args()
+    from mixture.demo import demo_spec
+    from mixture.demo_corpus import write_demo_corpus
+    from mixture.demo_corpus.debian_text import multilingual_spec, write_multilingual_corpus
+
+    root = Path(args.out or tempfile.mkdtemp(prefix="labels-bench-"))
+    write_multilingual_corpus(root / "debian", seed=0, scale=1.0)
+    write_demo_corpus(str(root / "demo"), seed=0, scale=args.demo_scale, progress=False)
+    runs = {"debian k=8": multilingual_spec(str(root / "debian"), "store"),
+            "debian k=24": multilingual_spec(str(root / "debian"), "store", k=24, min_share=0.01),
+            f"demo {args.demo_scale}": demo_spec(str(root / "demo"), "store")}
+    result = {}
+    for name, spec in runs.items():
+        t = time.perf_counter()
+        store = build_store(root / name.replace(" ", "_"), spec)
+        labels = label_rows(store)
+        result[name] = {"seconds": time.perf_counter() - t, "labels": labels,
+                        "banned": sum(bool(banned(r["label"])) for r in labels),
+                        "high": sum(r["confidence_tag"] == "high" for r in labels),
+                        "groups": group_shares(store)}
+        print(f"== {name}: {len(labels)} labels, {result[name]['banned']} with a stopword or keyword, "
+              f"{result[name]['high']} 'high'")
+        for r in labels:
+            print(f"  {r['id']:2d} {r['confidence_tag']:6s} {r['confidence']:.2f} {r['label']!r} "
+                  f"{r.get('name') or ''} {r.get('languages') or ''} {banned(r['label']) or ''}")
+        for g in result[name]["groups"]:
+            if g["sample_docs"] < 50 and g["kept"]:
+                print(f"  group {g['group']:22s} n={g['sample_docs']:3d} map={g['map']:13s} kept={g['kept']:5d} "
+                      f"Q0={g['q0']:.0%} Q4={g['q4']:.0%}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=1))
+    if not args.no_publish:
+        publish(section(result), BEGIN, END)
+
+
+def section(result: dict) -> str:
+    import subprocess
+
+    load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    lines = [BEGIN, "## Cluster labels and small-group calibration (`python -m bench.labels_bench`)", "",
+             f"Machine: {machine()}; {load}.", "",
+             "| store | labels | with a stopword or keyword | tagged high | small groups ≥ 20 docs | of them > 40 % in Q0 or Q4 |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for name, r in result.items():
+        small = [g for g in r["groups"] if 20 <= g["sample_docs"] < 50 and g["kept"]]
+        bad = [g for g in small if max(g["q0"], g["q4"]) > 0.4]
+        lines.append(f"| {name} | {len(r['labels'])} | {r['banned']} | {r['high']} | {len(small)} | {len(bad)} |")
+    lines += ["", END]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()
