@@ -45,6 +45,11 @@ def banned(label: str) -> list[str]:
     return [w for w in words if w in stop or keyword.iskeyword(w) or w in {"def", "func", "return", "self", "byte"}]
 
 
+def fit_cpu(store: Path) -> float:
+    """CPU seconds of the `fit` stage's task (its usage record)."""
+    return sum(json.loads(p.read_text())["cpu_seconds"] for p in (store / "_build" / "fit" / "usage").glob("*.json"))
+
+
 def group_shares(store: Path) -> list[dict]:
     """Per (content type, language) group: sample docs, the map, kept docs and Q0 / top-bucket shares."""
     import pyarrow.dataset as ds
@@ -72,6 +77,7 @@ def main() -> None:
     p.add_argument("--out", help="keep the stores here (default: a temporary folder)")
     p.add_argument("--demo-scale", type=float, default=0.1)
     p.add_argument("--json", help="write the figures here as JSON")
+    p.add_argument("--before", help="a --json file of an earlier run (older code) to compare with, side by side")
     p.add_argument("--no-publish", action="store_true")
     args = p.parse_args()
     from mixture.demo import demo_spec
@@ -89,7 +95,7 @@ def main() -> None:
         t = time.perf_counter()
         store = build_store(root / name.replace(" ", "_"), spec)
         labels = label_rows(store)
-        result[name] = {"seconds": time.perf_counter() - t, "labels": labels,
+        result[name] = {"seconds": time.perf_counter() - t, "fit_cpu": fit_cpu(store), "labels": labels,
                         "banned": sum(bool(banned(r["label"])) for r in labels),
                         "high": sum(r["confidence_tag"] == "high" for r in labels),
                         "groups": group_shares(store)}
@@ -105,21 +111,36 @@ def main() -> None:
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1))
     if not args.no_publish:
-        publish(section(result), BEGIN, END)
+        before = json.loads(Path(args.before).read_text()) if args.before else None
+        publish(section(result, before), BEGIN, END)
 
 
-def section(result: dict) -> str:
+def _row(name: str, r: dict) -> str:
+    small = [g for g in r["groups"] if 20 <= g["sample_docs"] < 50 and g["kept"]]
+    bad = [g for g in small if max(g["q0"], g["q4"]) > 0.4]
+    worst = max((max(g["q0"], g["q4"]) for g in small), default=0.0)
+    return (f"| {name} | {len(r['labels'])} | {r['banned']} | {r['high']} | {len(small)} | {len(bad)} | "
+            f"{worst:.0%} | {r.get('fit_cpu', 0):.2f} |")
+
+
+def section(result: dict, before: dict | None = None) -> str:
     import subprocess
 
     load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     lines = [BEGIN, "## Cluster labels and small-group calibration (`python -m bench.labels_bench`)", "",
              f"Machine: {machine()}; {load}.", "",
-             "| store | labels | with a stopword or keyword | tagged high | small groups ≥ 20 docs | of them > 40 % in Q0 or Q4 |",
-             "|---|---:|---:|---:|---:|---:|"]
+             "| store | labels | with a stopword or keyword | tagged high | small groups (20–49 docs) | of them > 40 % "
+             "in Q0 or Q4 | largest Q0 or Q4 share of one | fit CPU s |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for name, r in result.items():
-        small = [g for g in r["groups"] if 20 <= g["sample_docs"] < 50 and g["kept"]]
-        bad = [g for g in small if max(g["q0"], g["q4"]) > 0.4]
-        lines.append(f"| {name} | {len(r['labels'])} | {r['banned']} | {r['high']} | {len(small)} | {len(bad)} |")
+        if before and name in before:
+            lines.append(_row(f"{name}, before", before[name]))
+        lines.append(_row(name if not before else f"{name}, this code", r))
+    lines += ["", "Labels (first 12 of each store):", ""]
+    for name, r in result.items():
+        old = {row["id"]: row["label"] for row in (before or {}).get(name, {}).get("labels", [])}
+        lines.append(f"- {name}: " + "; ".join(
+            (f"{old[row['id']]} → " if row["id"] in old else "") + f"**{row['label']}**" for row in r["labels"][:12]))
     lines += ["", END]
     return "\n".join(lines)
 

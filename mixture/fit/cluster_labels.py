@@ -136,7 +136,7 @@ def label_counted_clusters(counted: TermCounts, labels: np.ndarray, k: int, text
     n_cluster = np.bincount(labels[docs], minlength=k).astype(np.float64)
     df_all = np.asarray(binary.sum(axis=0)).ravel()
     word_scores = _scores((member @ binary).toarray(), n_cluster, df_all, n) if terms else np.zeros((k, 0))
-    word_docs = {t: set(binary[:, j].indices.tolist()) for j, t in enumerate(terms)}
+    word_docs = _TermDocs(terms, binary)
     exemplars = _exemplar_rows(labels, distance, k)
     phrase_docs = _phrase_docs(texts, exemplars) if texts else {}
     tok = np.ones(n) if tokens is None else np.asarray(tokens, dtype=np.float64)
@@ -169,6 +169,25 @@ def label_counted_clusters(counted: TermCounts, labels: np.ndarray, k: int, text
             "coverage": round(coverage, 4), "languages": langs[c][0], "language_share": langs[c][1],
         })
     return out
+
+
+class _TermDocs:
+    """{term: the sample documents holding it}, each set made when first asked for (a label needs a few dozen of
+    the vocabulary's terms; all of them would be one Python int per term occurrence of the sample)."""
+
+    def __init__(self, terms: list[str], binary: sp.csc_matrix):
+        self.column = {t: j for j, t in enumerate(terms)}
+        self.binary = binary
+        self.made: dict[str, set[int]] = {}
+
+    def __contains__(self, term: str) -> bool:
+        return term in self.column
+
+    def __getitem__(self, term: str) -> set[int]:
+        if term not in self.made:
+            j = self.column[term]
+            self.made[term] = set(self.binary.indices[self.binary.indptr[j]:self.binary.indptr[j + 1]].tolist())
+        return self.made[term]
 
 
 def _phrase_docs(texts: dict[int, str], exemplars: dict[int, np.ndarray]) -> dict[int, dict[str, set[int]]]:
@@ -209,7 +228,7 @@ def _whole_words(ranked: list[str], katakana: Counter) -> list[str]:
     return out
 
 
-def _docs_of(term: str, word_docs: dict[str, set[int]], phrases: dict[str, set[int]]) -> set[int]:
+def _docs_of(term: str, word_docs: _TermDocs, phrases: dict[str, set[int]]) -> set[int]:
     """The sample documents holding a term: a phrase by the documents holding each of its words (its exemplars
     holding it when a word is not in the vocabulary)."""
     words = term.split()
@@ -218,7 +237,7 @@ def _docs_of(term: str, word_docs: dict[str, set[int]], phrases: dict[str, set[i
     return phrases.get(term, set())
 
 
-def _ranked(scores: np.ndarray, terms: list[str], word_docs: dict[str, set[int]], phrases: dict[str, set[int]],
+def _ranked(scores: np.ndarray, terms: list[str], word_docs: _TermDocs, phrases: dict[str, set[int]],
             exemplars: np.ndarray) -> list[str]:
     """The cluster's terms by distinctiveness, a word replaced by the phrase that holds it in most of the
     exemplars that hold the word (at least PHRASE_SHARE of them), each word once."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import keyword
-from functools import cache
+from functools import cache, lru_cache
 
 # Reserved words and built-in type names of common languages besides Python (whose `keyword` module lists its own):
 # C, C++, Java, C#, JavaScript/TypeScript, Go, Rust, shell, SQL and PHP, from their reference manuals. Only words of
@@ -54,4 +54,9 @@ def allowed(term: str) -> bool:
     """May a label hold `term` (a word, or a phrase of words)? No word of it is a stop word in any language or a
     programming keyword, and it is not grammatical kana."""
     words = term.lower().split()
-    return bool(words) and not any(w in banned() or _grammatical(w) for w in words)
+    return bool(words) and all(map(_word_allowed, words))
+
+
+@lru_cache(maxsize=1 << 16)
+def _word_allowed(word: str) -> bool:
+    return word not in banned() and not _grammatical(word)

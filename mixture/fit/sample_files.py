@@ -130,7 +130,7 @@ def read_sample(sample_folder: str, text: bool = False) -> FitSample:
 
 def read_texts(sample_folder: str, sample: FitSample, wanted: np.ndarray, head: int) -> dict[int, str]:
     """{document: the first `head` characters of its text} of the sample documents `wanted`, read a file at a time
-    (the text column of one file in memory at once)."""
+    (the text column of one file in memory at once); none of a file written without its text."""
     want = np.zeros(len(sample), dtype=bool)
     want[np.asarray(wanted, dtype=np.int64)] = True
     fs, root = fsspec.core.url_to_fs(sample_folder)
@@ -140,7 +140,10 @@ def read_texts(sample_folder: str, sample: FitSample, wanted: np.ndarray, head: 
         if not len(rows):
             continue
         with fs.open(f"{root.rstrip('/')}/{name}", "rb") as f:
-            texts = pq.read_table(f, columns=["text"]).column("text").take(pa.array(rows))
+            pf = pq.ParquetFile(f)
+            if "text" not in pf.schema_arrow.names:  # a sample written without its text: labels without phrases
+                continue
+            texts = pf.read(columns=["text"]).column("text").take(pa.array(rows))
         for r, text in zip(rows.tolist(), texts.to_pylist(), strict=True):
             out[int(docs[r])] = text[:head]
     return out
