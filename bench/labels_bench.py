@@ -77,6 +77,8 @@ def main() -> None:
     p.add_argument("--out", help="keep the stores here (default: a temporary folder)")
     p.add_argument("--demo-scale", type=float, default=0.1)
     p.add_argument("--json", help="write the figures here as JSON")
+    p.add_argument("--stores", default="debian k=8,debian k=24,demo",
+                   help="which stores to build (comma-separated: debian k=8, debian k=24, demo)")
     p.add_argument("--before", help="a --json file of an earlier run (older code) to compare with, side by side")
     p.add_argument("--no-publish", action="store_true")
     args = p.parse_args()
@@ -90,6 +92,8 @@ def main() -> None:
     runs = {"debian k=8": multilingual_spec(str(root / "debian"), "store"),
             "debian k=24": multilingual_spec(str(root / "debian"), "store", k=24, min_share=0.01),
             f"demo {args.demo_scale}": demo_spec(str(root / "demo"), "store")}
+    wanted = [s.strip() for s in args.stores.split(",")]
+    runs = {name: spec for name, spec in runs.items() if any(name.startswith(w) for w in wanted)}
     result = {}
     for name, spec in runs.items():
         t = time.perf_counter()

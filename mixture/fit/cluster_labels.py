@@ -19,6 +19,7 @@ TOP_TERMS, LABEL_TERMS = 8, 3
 HEAD_CHARS = 3_000  # of each exemplar text: its title and phrases
 EXEMPLARS = 200  # sample documents nearest each cluster's centre whose text gives its phrases and name
 PHRASE_SHARE = 0.5  # a phrase stands for its word when at least this share of the word's documents hold the phrase
+COHERENCE_TERMS = 5  # the confidence is the coherence of this many top terms (NPMI@5, as topic models report it)
 HIGH, MEDIUM = 0.5, 0.25  # confidence (mean NPMI of the top terms) of a "high" and a "medium" label
 MIN_CLUSTER_SHARE = 0.05  # a label term is in at least this share of its cluster's sample documents
 LANGUAGE_SHARE = 0.1  # a cluster "holds" a language with at least this share of its sample tokens
@@ -157,10 +158,10 @@ def label_counted_clusters(counted: TermCounts, labels: np.ndarray, k: int, text
         elif label in used:
             label = f"{label} ({c})"
         used.add(label)
-        sets = [_docs_of(t, word_docs, phrase_docs.get(c, {})) for t in label.split(", ")]
+        sets = [_docs_of(t, word_docs, phrase_docs.get(c, {})) for t in top[:COHERENCE_TERMS]]
         confidence = max(0.0, _npmi([s for s in sets if s], n))
         rows = set(np.flatnonzero(labels == c).tolist())
-        held = set().union(*sets) if sets else set()
+        held = set().union(*sets[:n_label]) if top else set()
         coverage = len(rows & held) / len(rows) if rows else 0.0
         out.append({
             "id": c, "label": label, "top_terms": top, "summary": " · ".join(top),

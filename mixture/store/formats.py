@@ -302,7 +302,7 @@ class ClusterLabel(Format):
     top_terms: list[str] = Field(description="its most distinctive words and phrases against the whole sample, no "
                                              "stop word of any language, no programming keyword")
     summary: str = Field(description="the top terms joined")
-    confidence: float = Field(description="coherence of its top terms: the mean NPMI of their pairs over the fit "
+    confidence: float = Field(description="coherence of its 5 top terms: the mean NPMI of their pairs over the fit "
                                           "sample's documents, at least 0 (stores of older code: the share of its "
                                           "sample documents holding one of its top 3 terms)")
     confidence_tag: Literal["high", "medium", "low"] = Field(description="confidence ≥ 0.5, ≥ 0.25, below (older "

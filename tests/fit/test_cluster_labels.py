@@ -49,7 +49,7 @@ def test_confidence_is_coherence_and_not_high_for_unrelated_terms():
     """Terms that always occur together: high. A cluster of documents that share no words: low."""
     rng = np.random.default_rng(0)
     vocab = [f"{a}{b}{c}" for a in "bcdfgklmnp" for b in "aeiou" for c in "rstvz"]
-    together = [f"astronomy telescope galaxy nebula {rng.choice(vocab)}" for _ in range(40)]
+    together = [f"astronomy telescope galaxy nebula {w}" for w in rng.choice(vocab, 40, replace=False)]
     scattered = [" ".join(rng.choice(vocab, 6)) for _ in range(40)]
     rows = _label(together + scattered, [0] * 40 + [1] * 40, 2)
     assert rows[0]["confidence_tag"] == "high" and rows[0]["confidence"] > 0.5

@@ -161,3 +161,31 @@ def test_labels_hold_no_stop_word_or_keyword_and_name_their_languages(multilingu
     assert any(w.startswith("the clusters split by language") for w in art.cluster_balance.warnings)
     assert sum(c.name is not None for c in art.clusters) >= len(labels) // 2  # man pages have NAME lines
     assert {c.confidence_tag for c in art.clusters} != {"high"}
+
+
+def test_small_groups_spread_over_the_buckets_for_any_group_size_threshold(multilingual_store):
+    """The same on the store's real raw scores with a larger `group_min_docs` (150), which leaves many groups of
+    20-149 documents without a map of their own: with their content type's map (the old fallback) some land over
+    40 % at one end; with `map: shape` none does."""
+    import numpy as np
+
+    from mixture.fit.calibration import bucket, calibrate, fit_calibration, fit_group_calibration
+
+    files = sorted(str(p) for p in multilingual_store.store.glob("cluster=*/quality=*/*.parquet"))
+    t = ds.dataset(files, format="parquet").to_table(columns=["content_type", "language", "raw_score"]).to_pydict()
+    raw, types, langs = (np.asarray(t[c]) for c in ("raw_score", "content_type", "language"))
+    edges = list(multilingual_store.artifact.partition.bucket_edges)
+    groups = fit_group_calibration(raw, types, langs, 150)
+    by_type = fit_calibration({ct: raw[types == ct] for ct in set(types.tolist())}, tuple(sorted(set(types.tolist()))))
+    small = [g for g in groups.values() if SMALL <= g["n"] < 150 and g["language"] != "und"]
+    assert len(small) >= 5, sorted((k, g["n"]) for k, g in groups.items())
+
+    def worst_end(knots: list[float], g: dict) -> float:
+        mine = raw[(types == g["content_type"]) & (langs == g["language"])]
+        shares = np.bincount(bucket(calibrate(mine, knots), edges), minlength=len(edges) + 1) / len(mine)
+        return max(shares[0], shares[-1])
+
+    assert all(g["map"] == "shape" for g in small)
+    assert max(worst_end(by_type[g["content_type"]]["knots"], g) for g in small) > 0.4
+    assert {g["content_type"] + "/" + g["language"]: round(worst_end(g["knots"], g), 2) for g in small
+            if worst_end(g["knots"], g) > 0.4} == {}
