@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import tempfile
 import time
 from collections import Counter
@@ -43,6 +44,36 @@ def banned(label: str) -> list[str]:
     stop = stopwordsiso.stopwords(stopwordsiso.langs())
     words = [w.strip().lower() for part in label.split(",") for w in part.split()]
     return [w for w in words if w in stop or keyword.iskeyword(w) or w in {"def", "func", "return", "self", "byte"}]
+
+
+def label_cost(root: Path, k: int = 40) -> dict:
+    """CPU seconds of the fit's steps in this process on the demo and Debian texts together: term counting, the
+    embedding and clustering, and the labels (with their exemplars' text already read)."""
+    import numpy as np
+
+    from mixture.demo_corpus import read
+    from mixture.fit.cluster_labels import EXEMPLARS, HEAD_CHARS, label_counted_clusters
+    from mixture.fit.clusters import fit_clusters, token_estimate
+    from mixture.fit.embed import LexicalEmbedder, TermCounts
+
+    texts = read.texts(root / "demo")
+    for f in sorted((root / "debian").glob("*/part-*.jsonl")):
+        texts += [json.loads(line)["text"] for line in f.open()]
+    t = time.process_time()
+    counted = TermCounts.of(texts)
+    count = time.process_time() - t
+    t = time.process_time()
+    _, x = LexicalEmbedder.fit_counts(counted, 64, 0)
+    model, _ = fit_clusters(x, k, 256, 0.005, 0, token_estimate(texts), 1.0)
+    cluster, _, dist = model.assign(x)
+    fit = time.process_time() - t
+    t = time.process_time()
+    labels = cluster.astype(np.int64)
+    order = np.lexsort((dist, labels))
+    wanted = np.concatenate([order[labels[order] == c][:EXEMPLARS] for c in range(k)])
+    label_counted_clusters(counted, labels, k, {int(r): texts[r][:HEAD_CHARS] for r in wanted}, dist)
+    return {"docs": len(texts), "chars": sum(map(len, texts)), "count": count, "fit": fit,
+            "labels": time.process_time() - t, "k": k}
 
 
 def fit_cpu(store: Path) -> float:
@@ -94,12 +125,13 @@ def main() -> None:
             f"demo {args.demo_scale}": demo_spec(str(root / "demo"), "store")}
     wanted = [s.strip() for s in args.stores.split(",")]
     runs = {name: spec for name, spec in runs.items() if any(name.startswith(w) for w in wanted)}
-    result = {}
+    result: dict = {}
     for name, spec in runs.items():
         t = time.perf_counter()
         store = build_store(root / name.replace(" ", "_"), spec)
         labels = label_rows(store)
         result[name] = {"seconds": time.perf_counter() - t, "fit_cpu": fit_cpu(store), "labels": labels,
+                        "load": os.getloadavg()[0],
                         "banned": sum(bool(banned(r["label"])) for r in labels),
                         "high": sum(r["confidence_tag"] == "high" for r in labels),
                         "groups": group_shares(store)}
@@ -112,11 +144,13 @@ def main() -> None:
             if g["sample_docs"] < 50 and g["kept"]:
                 print(f"  group {g['group']:22s} n={g['sample_docs']:3d} map={g['map']:13s} kept={g['kept']:5d} "
                       f"Q0={g['q0']:.0%} Q4={g['q4']:.0%}")
+    cost = label_cost(root)
+    print(f"label cost: {cost}")
     if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=1))
+        Path(args.json).write_text(json.dumps({**result, "_cost": cost}, indent=1))
     if not args.no_publish:
         before = json.loads(Path(args.before).read_text()) if args.before else None
-        publish(section(result, before), BEGIN, END)
+        publish(section(result, before, cost), BEGIN, END)
 
 
 def _row(name: str, r: dict) -> str:
@@ -127,12 +161,14 @@ def _row(name: str, r: dict) -> str:
             f"{worst:.0%} | {r.get('fit_cpu', 0):.2f} |")
 
 
-def section(result: dict, before: dict | None = None) -> str:
-    import subprocess
-
-    load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+def section(result: dict, before: dict | None = None, cost: dict | None = None) -> str:
+    loads = [r.get("load", 0.0) for r in result.values()]
     lines = [BEGIN, "## Cluster labels and small-group calibration (`python -m bench.labels_bench`)", "",
-             f"Machine: {machine()}; {load}.", "",
+             f"Machine: {machine()}; 1-minute load {min(loads):.1f}–{max(loads):.1f} after the builds.", "",
+             "Rows *before* are a `--json` run of the older code on the same corpus files (the demo corpus depends on "
+             "the installed packages), so its clusters are the same and only their labels and calibration differ. "
+             "Small groups: (content type, language) groups of 20–49 sample documents, under `group_min_docs`; "
+             "*tagged high*: label confidence high (older code: coverage ≥ 0.7; this code: NPMI@5 ≥ 0.5).", "",
              "| store | labels | with a stopword or keyword | tagged high | small groups (20–49 docs) | of them > 40 % "
              "in Q0 or Q4 | largest Q0 or Q4 share of one | fit CPU s |",
              "|---|---:|---:|---:|---:|---:|---:|---:|"]
@@ -140,6 +176,11 @@ def section(result: dict, before: dict | None = None) -> str:
         if before and name in before:
             lines.append(_row(f"{name}, before", before[name]))
         lines.append(_row(name if not before else f"{name}, this code", r))
+    if cost:
+        lines += ["", f"The labels' cost in process, on the demo and Debian texts together ({cost['docs']:,} documents, "
+                  f"{cost['chars'] / 1e6:.1f}M characters, k = {cost['k']}): {cost['labels']:.2f} s CPU, against "
+                  f"{cost['fit']:.2f} s for the embedding, clustering and assignment and {cost['count']:.2f} s for "
+                  "counting the terms (the exemplars' text read aside: at most 200 documents per cluster)."]
     lines += ["", "Labels (first 12 of each store):", ""]
     for name, r in result.items():
         old = {row["id"]: row["label"] for row in (before or {}).get(name, {}).get("labels", [])}

@@ -124,8 +124,9 @@ def label_counted_clusters(counted: TermCounts, labels: np.ndarray, k: int, text
                            distance: np.ndarray | None = None, languages: Sequence[str] | None = None,
                            tokens: np.ndarray | None = None) -> list[dict]:
     """The label of each of k clusters of the sample documents counted in `counted` (`labels`: each document's
-    cluster). `texts`: {document: text} of (at least) the exemplars `exemplar_documents` names, for phrases and
-    names; `distance`: each document's distance to its cluster's centre; `languages`, `tokens`: per document."""
+    cluster). `texts`: {document: text} of (at least) each cluster's exemplars, its EXEMPLARS documents nearest its
+    centre, for phrases and names; `distance`: each document's distance to its cluster's centre (None: a cluster's
+    first documents are its exemplars); `languages`, `tokens`: per document."""
     labels = np.asarray(labels)
     n = counted.n_docs
     selected = counted.select(max_features=50_000, min_df=min_df_for(n))
