@@ -230,7 +230,7 @@ STAGES: tuple[StageDef, ...] = (
              files=StageFiles(outputs=(SAMPLE_DIR,))),
     StageDef("fit", "embedder (merged term counts), clusters, labels, quality calibration",
              "mixture.pipelines.partition.fit:steps", 1, chained=True,
-             reads=("partition.clusters", "partition.quality", "seed"),
+             reads=("partition.clusters", "partition.quality", "seed", "fit_implementation"),
              files=StageFiles(outputs=(layout.MODEL_DIR, FIT_ASSIGNMENTS_DIR))),
     StageDef("assign", "route duplicates; cluster, score and tokenize; write the cells",
              "mixture.pipelines.partition.assign:steps", TASKS, chained=True,
