@@ -125,7 +125,8 @@ def main() -> None:
              f"Machine: {machine()}. Load during the run (`uptime` after it): {uptime}.", "",
              f"Synthetic verified pairs (`minhash_verify`'s format, tests/dedup/synthetic_graphs.py `forest_graph`): "
              f"{n_pairs:,} pairs; one component of {args.giant:,} documents (a random tree and as many random edges "
-             f"more), the rest components of 2–4 documents; {len(want):,} drops. DuckDB memory limit {args.memory} "
+             f"more), the rest components of 2–4 documents; {sum(map(len, want.values())):,} drops. DuckDB memory "
+             f"limit {args.memory} "
              "per task. Each task runs alone in a forked child (wall, CPU = user + system, peak RSS above the parent "
              "from its rusage). The drops and the report of every run are checked equal to the single task's. "
              "Critical path: the slowest task of each round, summed (the stage's time with T cores and no queueing).",
