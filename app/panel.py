@@ -78,6 +78,8 @@ def header_md(domain: dict, languages: pd.DataFrame | None) -> str:
     lines = [f"**{domain['id']} · {terms_md(name.terms)}** — {numbers.tokens(domain['tokens'])} tokens · "
              f"{numbers.count(domain['docs'])} documents · {numbers.pct(domain['share'])} of the corpus"]
     more = [f"{'more terms' if name.generated else 'top terms'}: {terms_md(name.more, ' · ')}"] if name.more else []
+    if domain.get("title"):
+        more.append(f"“{md(domain['title'])}”")
     if domain.get("summary"):
         more.append(md(domain["summary"]))
     tag, conf = domain.get("confidence_tag"), domain.get("confidence")

@@ -14,9 +14,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.dataset as ds
-
 from bench.common import machine, publish
 
 BEGIN, END = "<!-- components-bench:begin -->", "<!-- components-bench:end -->"
@@ -62,28 +59,34 @@ def run_old(near: Path, out: Path, memory: str) -> dict:
     return {"wall": t["wall"], "cpu": t["cpu"], "peak": t["peak"], "critical": t["wall"], "rounds": 1}
 
 
-def run_new(near: Path, out: Path, tasks: int, memory: str) -> dict:
-    """Every round, each task forked in turn; the critical path: the slowest task of each round, summed (T cores)."""
+def run_new(near: Path, out: Path, tasks: int, memory: str, pairs_per_task: int) -> dict:
+    """Every round, each task forked in turn; the critical path: the slowest task of each round, summed (P_c cores).
+    `tasks`: the verification tasks (P); the rounds run ⌈pairs / pairs_per_task⌉ tasks, at most P."""
     from mixture.pipelines.dedup.minhash_cluster import rounds
+    from tests.dedup.synthetic_graphs import FILES
 
     wall = cpu = peak = critical = 0.0
-    n, per_round = 0, {}
+    n, per_round, star_tasks = 0, {}, 0
     t0 = time.perf_counter()
-    for r in rounds(str(near), str(out / "drops"), str(out / "report.json"), tasks, memory_limit=memory, **SETTINGS):
+    for r in rounds(str(near), str(out / "drops"), str(out / "report.json"), tasks, prepared=FILES,
+                    pairs_per_task=pairs_per_task, memory_limit=memory, **SETTINGS):
         times = [forked(r.steps, rank, r.tasks) for rank in range(r.tasks)]
         cpu += sum(t["cpu"] for t in times)
         peak = max(peak, *(t["peak"] for t in times))
         critical += max(t["wall"] for t in times)
         kind = "star" if re.fullmatch(r"r\d+", r.name) else r.name
+        star_tasks = r.tasks if kind == "star" else star_tasks
         per_round[kind] = per_round.get(kind, 0.0) + sum(t["cpu"] for t in times)
         n += 1
     wall = time.perf_counter() - t0
-    return {"wall": wall, "cpu": cpu, "peak": peak, "critical": critical, "rounds": n - 3, "split": per_round}
+    return {"wall": wall, "cpu": cpu, "peak": peak, "critical": critical, "rounds": n - 3, "split": per_round,
+            "tasks": star_tasks}
 
 
-def _drops(folder: Path) -> pa.Table:
-    files = sorted(str(f) for f in folder.rglob("*.parquet"))
-    return ds.dataset(files).to_table().sort_by([("rank", "ascending"), ("idx", "ascending")])
+def _drops(folder: Path) -> dict:
+    from tests.dedup.cluster_reference import drops_by_file
+
+    return drops_by_file(folder)
 
 
 def main() -> None:
@@ -92,7 +95,10 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--pairs", type=int, default=2_000_000)
     p.add_argument("--giant", type=int, default=200_000, help="members of the one giant component")
-    p.add_argument("--tasks", default="1,4,8", help="T values for the rounds")
+    p.add_argument("--tasks", default="1,4,8", help="verification task counts (P) the pairs are written for")
+    p.add_argument("--pairs-per-task", type=int, default=1,
+                   help="execution.component_pairs_per_task: the rounds' tasks P_c = ⌈pairs / this⌉, at most P "
+                        "(default 1: P_c = P)")
     p.add_argument("--memory", default="1024MB", help="DuckDB's memory limit per task")
     p.add_argument("--no-publish", action="store_true")
     args = p.parse_args()
@@ -108,8 +114,9 @@ def main() -> None:
         results["old"] = run_old(root / f"T{tasks[0]}" / "near_dups", root / "old", args.memory)
         want = _drops(root / "old" / "drops")
         for t in tasks:
-            results[f"T={t}"] = run_new(root / f"T{t}" / "near_dups", root / f"new{t}", t, args.memory)
-            assert _drops(root / f"new{t}" / "drops").equals(want), f"T={t}: drops differ from the single task"
+            results[f"P={t}"] = run_new(root / f"T{t}" / "near_dups", root / f"new{t}", t, args.memory,
+                                        args.pairs_per_task)
+            assert _drops(root / f"new{t}" / "drops") == want, f"P={t}: drops differ from the single task"
             assert (root / f"new{t}" / "report.json").read_bytes() == (root / "old" / "report.json").read_bytes()
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -118,7 +125,8 @@ def main() -> None:
              f"Machine: {machine()}. Load during the run (`uptime` after it): {uptime}.", "",
              f"Synthetic verified pairs (`minhash_verify`'s format, tests/dedup/synthetic_graphs.py `forest_graph`): "
              f"{n_pairs:,} pairs; one component of {args.giant:,} documents (a random tree and as many random edges "
-             f"more), the rest components of 2–4 documents; {len(want):,} drops. DuckDB memory limit {args.memory} "
+             f"more), the rest components of 2–4 documents; {sum(map(len, want.values())):,} drops. DuckDB memory "
+             f"limit {args.memory} "
              "per task. Each task runs alone in a forked child (wall, CPU = user + system, peak RSS above the parent "
              "from its rusage). The drops and the report of every run are checked equal to the single task's. "
              "Critical path: the slowest task of each round, summed (the stage's time with T cores and no queueing).",
@@ -127,11 +135,11 @@ def main() -> None:
     for name, r in results.items():
         split = " / ".join(f"{r['split'].get(k, 0):.1f} s" for k in ("star", "route", "greedy", "report")) \
             if "split" in r else "—"
-        label = "old single task" if name == "old" else f"rounds, {name}"
+        label = "old single task" if name == "old" else f"rounds, {name}, P_c = {r['tasks']}"
         lines.append(f"| {label} | {r['rounds'] if name != 'old' else '—'} | {r['cpu']:.1f} s | "
                      f"{r['cpu'] / n_pairs * 1e6:.2f} µs | {r['critical']:.1f} s | {r['peak']:.0f} MiB | {split} |")
     lines += ["", f"Reproduce: `python -m bench.components_bench --pairs {args.pairs} --giant {args.giant} "
-              f"--tasks {args.tasks}`.", END]
+              f"--tasks {args.tasks} --pairs-per-task {args.pairs_per_task}`.", END]
     text = "\n".join(lines)
     print(text)
     if not args.no_publish:

@@ -40,12 +40,8 @@ def stage_objects(store: Path, spec_path: Path) -> dict[str, dict[str, int]]:
     out = {}
     for s in stage_registry.planned(spec):
         kinds = {"pairs": set(), "cells": set(), "tasks": set()}
-        for tf in s.files.tasks:
+        for tf in () if s.rounds else s.files.tasks:  # a stage in rounds: its files are counted as its other ones
             kind = "pairs" if "{part" in tf.name else "cells" if "cluster=" in tf.name else "tasks"
-            if s.rounds:  # its rounds' files, each round's own templates: counted with its other files below
-                continue
-        if s.rounds:
-            kinds["pairs"] = _files(store, stage_registry.FUZZY_DROPS.glob.replace("{rank}", "*")) - seen
             kinds[kind] |= _files(store, tf.glob.replace("{rank}", "*")) - seen
         every = set().union(*kinds.values())
         other = (_files(store, f"_build/{s.name}") | set().union(*(_files(store, f) for f in s.files.outputs))) - seen - every
@@ -66,9 +62,9 @@ def object_rates(counts: dict[int, dict[str, dict[str, int]]]) -> dict[str, cost
     for name in counts[int(ts[0])]:
         stage = stage_registry.get(name) if name != "finalize" else None
         templates = stage.files.tasks if stage and not stage.rounds else ()
-        # a stage in rounds names its files per round: its one file per (partition, task) is the greedy's drops by
-        # prepared file (FUZZY_DROPS); its rounds' shuffle files (one per task and round) are among its other files
-        pairs = sum("{part" in tf.name for tf in templates) + (stage is not None and stage.rounds)
+        # a stage in rounds names its files per round: its shuffle files (one per task and round, the greedy's drops
+        # by prepared file included) are among its other files
+        pairs = sum("{part" in tf.name for tf in templates)
         cells = sum("cluster=" in tf.name for tf in templates)
         shuffles = sum(tf in stage_registry.SHUFFLES for tf in templates)
         slope, fixed = np.polyfit(ts, [counts[int(t)][name]["other"] for t in ts], 1)

@@ -122,7 +122,8 @@ def run_build(folder: Path, spec: dict, workers: int, executor: str = "local") -
         s.update(u if u else {"tasks": 1, "task_cpu": s["cpu"], "longest_task": s["wall"],
                               "peak_rss": s["driver_peak"], "scope": ["driver"]})
     return {**res, "workers": workers, "executor": executor, "load_before": before, "load_after": load(),
-            "counters": artifact["counters"], "mix": growth_report.mix(artifact)}
+            "counters": artifact["counters"], "mix": growth_report.mix(artifact),
+            "pairs_verified": (artifact.get("near_duplicates") or {}).get("pairs_verified", 0)}
 
 
 # --------------------------------------------------------------------------------------------- the baseline

@@ -4,6 +4,7 @@ docs/performance.md and the projection to the reference 25.6T-token pool in docs
 from __future__ import annotations
 
 import math
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,14 +51,16 @@ def exponent_interval(xs: list[float], ys: list[float]) -> tuple[float, float, f
 
 def merge_rounds(stages: list[dict]) -> list[dict]:
     """A stage run in rounds (`<stage>/<round>` as the build times them) as one stage: wall and CPU summed, the
-    largest peak; other stages as they are, in order."""
+    largest peak, its star rounds counted (`rounds`: those named rNNN); other stages as they are, in order."""
     out: dict[str, dict] = {}
     for st in stages:
-        name = st["stage"].split("/", 1)[0]
+        name, _, round_ = st["stage"].partition("/")
+        star = int(bool(re.fullmatch(r"r\d+", round_)))
         if name not in out:
-            out[name] = {**st, "stage": name}
+            out[name] = {**st, "stage": name, **({"rounds": star} if round_ else {})}
             continue
         merged = out[name]
+        merged["rounds"] = merged.get("rounds", 0) + star
         for key in ("wall", "cpu", "task_cpu"):
             if key in st:
                 merged[key] = merged.get(key, 0.0) + st[key]
@@ -435,9 +438,11 @@ class Report:
                                     ("tasks", self.largest["tasks"]) if name == "finalize" else
                                     ("tokens", self.largest["input_tokens"]))
             st = self.stage(build, name)
+            rounds = (costs.RoundsRate(rounds=st["rounds"], pairs=build.get("pairs_verified", 0))
+                      if "rounds" in st else None)
             stages.append(costs.StageRate(stage=name, cpu_seconds=st["cpu"], scaled_by=scaled_by, reference=reference,
                                           exponent=self.exponents(name)[1], peak_rss=int(st.get("peak_rss") or 0),
-                                          objects=(objects or {}).get(name, costs.ObjectRate())))
+                                          objects=(objects or {}).get(name, costs.ObjectRate()), rounds=rounds))
         t = self.throughput(1)
         measured = (f"{self.r.get('cmd', 'python -m bench.growth_bench')} (load average {self.r.get('load_start', '?')} "
                     f"at its start, {self.r.get('load_end', '?')} at its end)")

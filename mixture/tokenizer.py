@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import base64
+import gzip
 import hashlib
+import importlib.util
+import operator
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import lru_cache
+from pathlib import Path
 from typing import Protocol
 
 from mixture.store.formats import TokenizerRef
@@ -188,10 +193,8 @@ class BpeCounter:
 
     def __init__(self, encoding: str):
         # the crate's own counter: the package's Encoding adds checks to every call
-        from bpe_openai import _bindings
-
         self.name = f"tiktoken:{encoding}"
-        self._bpe = _bindings.tokenizer_for_encoding(BPE_ENCODINGS[encoding])
+        self._bpe = _bpe_bindings().tokenizer_for_encoding(BPE_ENCODINGS[encoding])
 
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
         return self._each(self._bpe.encode, texts)
@@ -210,22 +213,52 @@ class BpeCounter:
         return out
 
 
+def _bpe_package() -> Path | None:
+    """The folder of the installed `bpe_openai` package, found without importing it: its `__init__` parses the rank
+    tables of every encoding it ships in Python (~1 s per process), which neither the counter nor the check needs."""
+    spec = importlib.util.find_spec("bpe_openai")
+    return Path(spec.submodule_search_locations[0]) if spec and spec.submodule_search_locations else None
+
+
+@lru_cache(maxsize=1)
+def _bpe_bindings():
+    """`bpe_openai._bindings`, the crate's extension module, loaded on its own (see `_bpe_package`)."""
+    [path] = sorted(_bpe_package().glob("_bindings*.so"))[:1]
+    spec = importlib.util.spec_from_file_location("bpe_openai._bindings", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _rank_lines(ranks: dict[bytes, int]) -> bytes:
+    """A token table in tiktoken's file format: a line `base64(token) rank` per token, in rank order."""
+    return b"".join(base64.b64encode(token) + b" %d\n" % rank
+                    for token, rank in sorted(ranks.items(), key=operator.itemgetter(1)))
+
+
 @lru_cache(maxsize=4)
 def bpe_ranks_equal(encoding: str) -> bool:
     """Does `bpe-openai` hold tiktoken's token ranks for `encoding` (every token's bytes at the same id)? False when
-    the package is missing, ships other ranks or tiktoken's own file is not on this machine: tiktoken counts then."""
-    if encoding not in BPE_ENCODINGS:
-        return False
-    try:
-        import bpe_openai
-    except ImportError:
+    the package is missing, ships other ranks or tiktoken's own file is not on this machine: tiktoken counts then.
+    The package's table file is compared with tiktoken's table written out in the same format (~0.1 s), token by
+    token when the two files are laid out differently."""
+    package = _bpe_package() if encoding in BPE_ENCODINGS else None
+    table = package / "data" / f"{BPE_ENCODINGS[encoding]}.tiktoken.gz" if package else None
+    if table is None or not table.is_file() or not list(package.glob("_bindings*.so")):
         return False
     try:
         ranks = offline_encoding(encoding)._mergeable_ranks
     except TokenizerUnavailable:  # no reference to check against: never used unchecked
         return False
-    theirs = bpe_openai.get_encoding(BPE_ENCODINGS[encoding]).token_byte_values()
-    return len(theirs) >= len(ranks) and all(theirs[rank] == token for token, rank in ranks.items())
+    theirs = gzip.decompress(table.read_bytes())
+    if theirs == _rank_lines(ranks):
+        return True
+    parsed = {}
+    for line in theirs.splitlines():
+        if line.strip():
+            token, rank = line.split()
+            parsed[int(rank)] = base64.b64decode(token)
+    return all(parsed.get(rank) == token for token, rank in ranks.items())
 
 
 class HFCounter:

@@ -126,7 +126,8 @@ def estimate(spec_path: str, *, tasks: int | None = None, cores: int = 1000, bud
     work = costs.Workload(input_tokens=sum(s.est_tokens for s in samples), tasks=n_tasks, stage_tasks=stage_tasks,
                           fit_sample=spec.partition.clusters.sample_docs,
                           cells=spec.partition.clusters.k * spec.partition.quality.levels,
-                          partitions=stage_registry.dedup_partitions(spec, n_tasks))
+                          partitions=stage_registry.dedup_partitions(spec, n_tasks),
+                          component_pairs_per_task=spec.execution.component_pairs_per_task)
     kept = rates.model_copy(update={"stages": tuple(r for r in rates.stages if r.stage in stage_tasks)})
     per_job = {name: spec.execution.for_stage(name).tasks_per_job for name in stage_tasks}
     return Estimate(spec_path, n_tasks, cores, samples, costs.project(kept, work, cores), kept, per_job)

@@ -19,6 +19,8 @@ domains = composition.domains_frame(cells, info, labels)
 ids = [int(i) for i in domains["id"]]
 
 st.header(composition.headline(info))
+if note := composition.language_note(info):
+    st.warning(note)
 st.caption(f"store `{code(uri)}` · spec {md(info.spec.name)} · tokenizer {md(info.tokenizer)} · "
            f"built {md(info.created)}")
 

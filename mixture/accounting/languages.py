@@ -35,6 +35,7 @@ def language_mix(reader: StoreReader, by: By = None) -> pd.DataFrame:
 
 def calibration_groups(reader: StoreReader) -> pd.DataFrame:
     """One row per (content type, language) group of the fit sample: group, content_type, language, sample_docs,
-    fallback (true: too few sample documents, calibrated with its content type's map), raw_cutoffs."""
-    cols = ["group", "content_type", "language", "sample_docs", "fallback", "raw_cutoffs"]
+    fallback (true: too few sample documents for an empirical map of its own), map (own, shape: its own median and
+    spread with a pooled shape, content_type: its type's map), raw_cutoffs."""
+    cols = ["group", "content_type", "language", "sample_docs", "fallback", "map", "raw_cutoffs"]
     return pd.DataFrame([g.model_dump() for g in reader.store_info.language.calibration_groups], columns=cols)

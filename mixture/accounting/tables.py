@@ -125,7 +125,8 @@ def published_cell_table(reader: StoreReader) -> pd.DataFrame:
 
 @cached_on_reader
 def cluster_table(reader: StoreReader) -> pd.DataFrame:
-    """store.json clusters (id, label, top_terms, summary, confidence, confidence_tag, docs, tokens)."""
+    """store.json clusters (id, label, top_terms, summary, confidence, confidence_tag, name, coverage, languages,
+    language_share, docs, tokens)."""
     return pd.DataFrame([c.model_dump() for c in reader.store_info.clusters])
 
 

@@ -36,6 +36,13 @@ def total_text(tokens: float | int) -> str:
     return numbers.tokens(tokens, TOTAL_DIGITS)
 
 
+def language_note(info: StoreArtifact) -> str | None:
+    """The build's warning when the clusters split by language (mixture.fit.balance.language_split), else None."""
+    from mixture.fit.balance import language_split
+
+    return language_split(info.clusters)
+
+
 def headline(info: StoreArtifact) -> str:
     """'23.11T tokens across 40 semantic domains and 5 calibrated quality buckets'."""
     return (f"{total_text(total_tokens(info))} tokens across {n_domains(info)} semantic domains "
@@ -81,7 +88,7 @@ def cells_frame(cells: pd.DataFrame, info: StoreArtifact, labels: Labels | None 
 def domains_frame(cells: pd.DataFrame, info: StoreArtifact, labels: Labels | None = None) -> pd.DataFrame:
     """One row per domain of `cells_frame(...)`: id, label (plain text) and name (its DomainLabel: the label's
     terms and the other top terms), summary (only one that is more than the top terms joined), top terms,
-    confidence, docs, tokens, share of the corpus (a domain with cells but no store.json cluster entry gets a
+    confidence, title (a title of its exemplars, or empty), docs, tokens, share of the corpus (a domain with cells but no store.json cluster entry gets a
     placeholder label)."""
     agg = cells.groupby("cluster").agg(tokens=("tokens", "sum"), docs=("docs", "sum")).reset_index()
     meta = {c.id: c for c in info.clusters}
@@ -98,6 +105,7 @@ def domains_frame(cells: pd.DataFrame, info: StoreArtifact, labels: Labels | Non
             "summary": "" if summary.strip() in ("", " · ".join(terms), ", ".join(terms)) else summary,
             "top_terms": terms,
             "confidence": m.confidence if m else None, "confidence_tag": m.confidence_tag if m else None,
+            "title": (m.name or "") if m else "",
             "docs": int(r.docs), "tokens": int(r.tokens), "share": (r.tokens / total) if total else 0.0,
         })
     return pd.DataFrame(rows)
@@ -274,12 +282,19 @@ def language_line(mix: pd.DataFrame, top: int = 6) -> str:
     return " · ".join(shown)
 
 
+def group_map_text(group_map: str | None, fallback: bool) -> str:
+    """How a calibration group's documents are calibrated, in words (`map` absent: a store of older code)."""
+    group_map = group_map or ("content_type" if fallback else "own")
+    return {"own": "own", "shape": "own centre and spread, pooled shape (few documents)",
+            "content_type": "content type's (too few)"}[group_map]
+
+
 def group_cutoffs_frame(groups: pd.DataFrame, edges: list[float]) -> pd.DataFrame:
     """The (content type, language) calibration groups (accounting `calibration_groups`): sample documents,
     whether the group has its own calibration, and its raw scores at the bucket edges."""
     cols = [f"Q{i}→Q{i + 1}" for i in range(len(edges))]
     rows = [{"group": g.group, "sample docs": int(g.sample_docs),
-             "calibration": "content type's (too few)" if g.fallback else "own",
+             "calibration": group_map_text(g.map, g.fallback),
              **{c: round(float(v), 3) for c, v in zip(cols, g.raw_cutoffs, strict=False)}}
             for g in groups.itertuples()]
     return pd.DataFrame(rows, columns=["group", "sample docs", "calibration", *cols]).set_index("group")

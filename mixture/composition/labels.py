@@ -73,12 +73,14 @@ def dedup_terms(terms: Iterable[str]) -> list[str]:
 
 
 def generated_label(label: str, top_terms: list[str]) -> bool:
-    """True when `label` is what the fit writes from the top terms ('Self, Assertequal, Def', possibly more terms
-    or a ' (7)' suffix), or empty: then a readable label is made from the terms instead."""
+    """True when `label` is what the fit writes from the top terms ('sparse matrix, numpy, scipy'; older fits
+    title-cased them: 'Self, Assertequal, Def'), possibly more terms or a ' (7)' suffix, or empty: then a readable
+    label is made from the terms instead."""
     base = re.sub(r"\s\(\d+\)$", "", (label or "").strip())
     if not base or re.fullmatch(r"[Cc]luster \d+", base):
         return True
-    return any(base == ", ".join(t.title() for t in top_terms[:n]) for n in range(1, len(top_terms) + 1))
+    return any(base in (", ".join(top_terms[:n]), ", ".join(t.title() for t in top_terms[:n]))
+               for n in range(1, len(top_terms) + 1))
 
 
 def _is_camel(word: str) -> bool:

@@ -1,5 +1,5 @@
 """Spherical k-means with a fine K on a sample weighted by tokens, coarsened to k clusters that each hold between a
-minimum and a maximum share of the tokens, labelled by c-TF-IDF."""
+minimum and a maximum share of the tokens."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import scipy.sparse as sp
 from sklearn.cluster import KMeans, kmeans_plusplus
 from sklearn.preprocessing import normalize
 
-from mixture.fit.embed import TermCounts, min_df_for
+from mixture.fit.embed import TermCounts
 
 
 class ClusteringError(ValueError):
@@ -226,55 +226,8 @@ def fit_clusters(x: np.ndarray, k: int, fine_k: int, min_share: float, seed: int
     return model, lookup[fine_labels]
 
 
-def label_clusters(texts: list[str], labels: np.ndarray, k: int, top_n: int = 8) -> list[dict]:
-    """c-TF-IDF top terms per cluster -> distinct human-readable labels, a summary and a label confidence."""
-    return label_counted_clusters(TermCounts.of(texts), labels, k, top_n)
+def label_clusters(texts: list[str], labels: np.ndarray, k: int) -> list[dict]:
+    """The clusters' labels (mixture.fit.cluster_labels) from their documents' texts."""
+    from mixture.fit.cluster_labels import label_counted_clusters
 
-
-def _top(scores: np.ndarray, n: int) -> np.ndarray:
-    """Indices of the n highest positive scores, highest first, ties in index order (as a stable sort)."""
-    positive = np.flatnonzero(scores > 0)
-    return positive[np.argsort(-scores[positive], kind="stable")][:n]
-
-
-def label_counted_clusters(counted: TermCounts, labels: np.ndarray, k: int, top_n: int = 8) -> list[dict]:
-    """`label_clusters` of texts already counted: `counted` is TermCounts.of(texts)."""
-    selected = counted.select(max_features=50_000, min_df=min_df_for(counted.n_docs))
-    counts, terms = selected.counts, selected.terms
-    labels = np.asarray(labels)
-    docs = np.flatnonzero((labels >= 0) & (labels < k))
-    member = sp.csr_matrix((np.ones(len(docs)), (labels[docs], docs)), shape=(k, counts.shape[0]))
-    per_cluster = (member @ counts).toarray()  # (k, terms) float64 sums of each cluster's counts
-    words = per_cluster.sum(axis=1, keepdims=True)
-    tf = per_cluster / np.maximum(words, 1)
-    avg_words = words.mean()
-    ctfidf = tf * np.log1p(avg_words / np.maximum(per_cluster.sum(axis=0), 1))
-    used: set[str] = set()
-    out = []
-    binary = counts > 0
-    for c in range(k):
-        best = _top(ctfidf[c], top_n + 6)
-        ranked = [terms[i] for i in best]
-        top = ranked[:top_n]
-        n_label = 3
-        label = ", ".join(t.title() for t in ranked[:n_label]) or f"Cluster {c}"
-        while label in used and n_label < len(ranked):
-            n_label += 1
-            label = ", ".join(t.title() for t in ranked[:n_label])
-        if label in used:
-            label = f"{label} ({c})"
-        used.add(label)
-        rows = np.flatnonzero(labels == c)
-        idx = best[:3]
-        conf = float(np.asarray(binary[rows][:, idx].sum(axis=1)).ravel().astype(bool).mean()) if len(rows) and len(idx) else 0.0
-        out.append(
-            {
-                "id": c,
-                "label": label,
-                "top_terms": top,
-                "summary": " · ".join(top),
-                "confidence": round(conf, 4),
-                "confidence_tag": "high" if conf >= 0.7 else "medium" if conf >= 0.4 else "low",
-            }
-        )
-    return out
+    return label_counted_clusters(TermCounts.of(texts), labels, k, dict(enumerate(texts)))

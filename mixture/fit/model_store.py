@@ -8,10 +8,11 @@ import fsspec
 import numpy as np
 
 from mixture.fit.calibration import fit_calibration, fit_group_calibration, raw_cutoffs
-from mixture.fit.clusters import ClusterModel, fit_clusters, label_counted_clusters, token_estimate
+from mixture.fit.cluster_labels import EXEMPLARS, HEAD_CHARS, label_counted_clusters
+from mixture.fit.clusters import ClusterModel, fit_clusters, token_estimate
 from mixture.fit.embed import LexicalEmbedder, SentenceEmbedder, embedder_of, min_df_for
 from mixture.fit.one_thread import one_thread
-from mixture.fit.sample_files import read_sample
+from mixture.fit.sample_files import read_sample, read_texts
 from mixture.store.formats import ClusterLabel, FitInfo
 from mixture.store.io import write_parquet_atomic
 from mixture.store.model_files import (
@@ -112,7 +113,7 @@ def _fit_and_save(sample_folder: str, model_dir: str, params: dict, assignments_
     model, _ = fit_clusters(x, params["k"], fine_k, params["min_share"], seed, tokens, max_share)
     assigned = model.assign(x)
     labels = assigned[0].astype(np.int64)  # the clusters `assign` gives the sample documents
-    info = label_counted_clusters(counted, labels, params["k"])
+    info = _labels(sample_folder, read, counted, labels, assigned[2], tokens, params["k"])
     if assignments_folder and isinstance(embedder, LexicalEmbedder):
         _write_sample_assignments(assignments_folder, sample, names, assigned)
     raw = np.asarray(sample["raw_score"])
@@ -124,8 +125,7 @@ def _fit_and_save(sample_folder: str, model_dir: str, params: dict, assignments_
     if params.get("per_language"):
         groups = fit_group_calibration(raw, types, np.asarray(sample["language"]), params["group_min_docs"])
         for g in groups.values():
-            g["raw_cutoffs"] = raw_cutoffs(g["knots"] if not g["fallback"] else calibration[g["content_type"]]["knots"],
-                                           params["edges"])
+            g["raw_cutoffs"] = raw_cutoffs(g.get("knots") or calibration[g["content_type"]]["knots"], params["edges"])
     shares = np.bincount(labels, minlength=params["k"]) / len(labels)
     token_shares = np.bincount(labels, weights=tokens, minlength=params["k"]) / max(tokens.sum(), 1)
     for c, row in enumerate(info):
@@ -153,6 +153,20 @@ def _fit_and_save(sample_folder: str, model_dir: str, params: dict, assignments_
     )
     write_model_files(model_dir, files)
     return FrozenModel.of(files, embedder)
+
+
+def _labels(sample_folder: str, read, counted, labels: np.ndarray, distance: np.ndarray, tokens: np.ndarray,
+            k: int) -> list[dict]:
+    """The clusters' labels (mixture.fit.cluster_labels), their exemplars' text read from the sample."""
+    order = np.lexsort((distance, labels))
+    starts = np.searchsorted(labels[order], np.arange(k))
+    ends = np.searchsorted(labels[order], np.arange(k), side="right")
+    wanted = np.concatenate([order[a:min(b, a + EXEMPLARS)] for a, b in zip(starts, ends, strict=True)])
+    if "text" in read.rows:
+        texts = {int(r): read.rows["text"][r][:HEAD_CHARS] for r in wanted.tolist()}
+    else:
+        texts = read_texts(sample_folder, read, wanted, HEAD_CHARS)
+    return label_counted_clusters(counted, labels, k, texts, distance, read.rows.get("language"), tokens)
 
 
 def load_model(model_dir: str) -> FrozenModel:

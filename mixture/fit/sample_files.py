@@ -126,3 +126,24 @@ def read_sample(sample_folder: str, text: bool = False) -> FitSample:
     picked = order.tolist()
     columns = {name: [values[i] for i in picked] for name, values in table.drop_columns([FILL]).to_pydict().items()}
     return FitSample(columns, [p.rsplit("/", 1)[-1] for p in paths], parts, docs)
+
+
+def read_texts(sample_folder: str, sample: FitSample, wanted: np.ndarray, head: int) -> dict[int, str]:
+    """{document: the first `head` characters of its text} of the sample documents `wanted`, read a file at a time
+    (the text column of one file in memory at once); none of a file written without its text."""
+    want = np.zeros(len(sample), dtype=bool)
+    want[np.asarray(wanted, dtype=np.int64)] = True
+    fs, root = fsspec.core.url_to_fs(sample_folder)
+    out: dict[int, str] = {}
+    for name, docs in zip(sample.names, sample.docs, strict=True):
+        rows = np.flatnonzero((docs >= 0) & want[np.maximum(docs, 0)])
+        if not len(rows):
+            continue
+        with fs.open(f"{root.rstrip('/')}/{name}", "rb") as f:
+            pf = pq.ParquetFile(f)
+            if "text" not in pf.schema_arrow.names:  # a sample written without its text: labels without phrases
+                continue
+            texts = pf.read(columns=["text"]).column("text").take(pa.array(rows))
+        for r, text in zip(rows.tolist(), texts.to_pylist(), strict=True):
+            out[int(docs[r])] = text[:head]
+    return out

@@ -91,6 +91,7 @@ class Domain:
     top_terms: list[str]
     confidence: float | None
     confidence_tag: str | None
+    title: str  # a title of its exemplar documents holding its top words (empty: none)
     tokens: int
     docs: int
     share: float  # of the corpus
@@ -155,6 +156,7 @@ class Page:
     plan: PlanSummary | None = None
     samples_per_cell: int = 0
     texts: dict[str, str] = field(default_factory=dict)  # with full texts: file beside the page -> its text
+    notes: list[str] = field(default_factory=list)  # what a reader must know first: the clusters split by language
 
 
 def published_name(uri: str) -> str:
@@ -255,7 +257,7 @@ def _cutoffs(info: StoreArtifact, groups: pd.DataFrame, levels: int) -> tuple[li
     by_type = [CutoffRow(ctype, pad(cut), info.calibration_docs.get(ctype))
                for ctype, cut in sorted(info.raw_score_cutoffs.items())]
     by_group = [CutoffRow(str(g.group), pad(g.raw_cutoffs), int(g.sample_docs),
-                          "its content type's calibration (too few documents)" if g.fallback else "")
+                          "" if g.map in (None, "own") and not g.fallback else composition.group_map_text(g.map, g.fallback))
                 for g in groups.itertuples()]
     return by_type, by_group
 
@@ -312,7 +314,8 @@ def build_page(reader: StoreReader, plan: Plan | None = None, plan_source: str =
             id=did, number=f"{did:0{cluster_width(k)}d}", label=str(d["label"]), label_terms=list(d["name"].terms),
             more_terms=list(d["name"].more), label_generated=d["name"].generated, summary=str(d["summary"]),
             top_terms=list(d["top_terms"]), confidence=_num(d.get("confidence")),
-            confidence_tag=d.get("confidence_tag") or None, tokens=int(d["tokens"]), docs=int(d["docs"]),
+            confidence_tag=d.get("confidence_tag") or None, title=str(d.get("title") or ""),
+            tokens=int(d["tokens"]), docs=int(d["docs"]),
             share=float(d["share"]), languages=composition.language_line(lang) if len(lang) else "",
             cells=out_cells))
 
@@ -320,6 +323,7 @@ def build_page(reader: StoreReader, plan: Plan | None = None, plan_source: str =
     by_type, by_group = _cutoffs(info, accounting.calibration_groups(reader), len(names))
     return Page(
         title=f"{info.spec.name}: cluster overview", headline=composition.headline(info),
+        notes=[n for n in [composition.language_note(info)] if n],
         store=published_name(reader.uri), spec_name=info.spec.name,
         tokenizer=info.tokenizer, created=info.created, code_version=info.code_version,
         generator=f"mixture {__version__}",

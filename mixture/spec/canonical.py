@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mixture.fit.implementation import fit_implementation
 from mixture.spec.resolve import References
 from mixture.tokenizer import implementation
 
@@ -23,6 +24,7 @@ def canonical_spec(refs: References) -> dict[str, Any]:
     del content["processing"]["max_loss"]
     content["tokenizer"] = refs.tokenizer.spec_form
     content["tokenizer_implementation"] = implementation(refs.tokenizer)  # what counts: the keys cover it
+    content["fit_implementation"] = fit_implementation()  # label and calibration methods: fit's key covers them
     # processing.language.model stays as written: resolving it would change the key of every store built with it
     if refs.quality_model:
         content["partition"]["quality"]["fasttext_model"] = refs.quality_model

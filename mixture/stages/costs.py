@@ -11,11 +11,14 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mixture.stages.registry import component_partitions
+
 RATES_FILE = "rates.json"  # packaged beside this module: the rates of the last published growth benchmark
 SAFETY = 2.0  # a Slurm time limit: twice the projected longest task, at least MIN_LIMIT_HOURS
 MIN_LIMIT_HOURS = 1.0
 MEMORY_HEADROOM = 1.5  # a memory request: the measured peak per task × this, in whole GiB
 GIB = 2**30
+ROUNDS_PER_DOUBLING = 2.0  # star rounds added per doubling of the input (RoundsRate)
 
 
 class ObjectRate(BaseModel):
@@ -42,6 +45,23 @@ class ObjectRate(BaseModel):
         return round(2 * self.shuffles * tasks * (partitions or tasks))
 
 
+class RoundsRate(BaseModel):
+    """A stage run in rounds over the verified near-duplicate pairs (`minhash_cluster`), at the reference size: its
+    star rounds and the pairs. At scale its tasks are P_c (stages.registry.component_partitions of the pairs, taken
+    as growing with the tokens) and its rounds grow by ROUNDS_PER_DOUBLING per doubling of the input (large-star/
+    small-star halve a component's depth about every round pair): each round writes a shuffle file and a count per
+    task and reads P_c² ranges; the greedy's drops are one shuffle file per task, read by the T `assign` tasks."""
+
+    model_config = ConfigDict(frozen=True)
+
+    rounds: int = Field(ge=1, description="star rounds at the reference size")
+    pairs: int = Field(ge=0, description="verified near-duplicate pairs at the reference size")
+
+    def at(self, ratio: float) -> int:
+        """Star rounds at `ratio` × the reference input."""
+        return self.rounds + math.ceil(ROUNDS_PER_DOUBLING * math.log2(max(1.0, ratio)))
+
+
 class StageRate(BaseModel):
     """One stage as the growth benchmark measured it: its CPU at the reference size and how it grows."""
 
@@ -55,6 +75,8 @@ class StageRate(BaseModel):
     exponent: float | None = Field(description="CPU growth exponent over the sizes (never applied below 1)")
     peak_rss: int = Field(ge=0, description="peak resident bytes of its largest task at the reference size")
     objects: ObjectRate = Field(ObjectRate(), description="files it writes as a function of the tasks and cells")
+    rounds: RoundsRate | None = Field(None, description="a stage run in rounds: its rounds and pairs (its objects "
+                                                        "and tasks then follow them)")
 
 
 class Rates(BaseModel):
@@ -82,6 +104,7 @@ class Workload:
     fit_sample: int
     cells: int = 200
     partitions: int | None = None  # dedup's P (execution.partitions); None: the tasks
+    component_pairs_per_task: int = 20_000_000  # execution.component_pairs_per_task: P_c of a stage in rounds
 
 
 @dataclass(frozen=True)
@@ -117,12 +140,21 @@ def project(rates: Rates, work: Workload, cores: int) -> list[StageCost]:
         e = 1.0 if r.exponent is None or r.scaled_by == "sample" else max(r.exponent, 1.0)
         core_s = r.cpu_seconds * ratio**e
         tasks = work.stage_tasks.get(r.stage, 1)
+        objects = r.objects.count(work.tasks, work.cells, work.partitions)
+        reads = r.objects.reads(work.tasks, work.partitions)
+        scaled = f"{r.scaled_by} ×{ratio:,.0f}" + (f" ^{e:.2f}" if e != 1 else "")
+        if r.rounds is not None:
+            tasks = component_partitions(round(r.rounds.pairs * ratio), work.partitions or work.tasks,
+                                         work.component_pairs_per_task)
+            n = r.rounds.at(ratio)
+            # per task: each round's edges and counts, the routed pairs, the drops and the greedy's counts; reads:
+            # rounds 1 … n-1, the routing and the greedy read P_c² ranges each, `assign`'s T tasks P_c each
+            objects, reads = (2 * n + 3) * tasks + 1, 2 * ((n + 1) * tasks * tasks + work.tasks * tasks)
+            scaled += f", {n} rounds of {tasks:,} tasks"
         out.append(StageCost(
             stage=r.stage, tasks=tasks, core_hours=core_s / 3600, linear_core_hours=r.cpu_seconds * ratio / 3600,
             wall_hours=core_s / min(cores, tasks) / 3600, task_hours=core_s / tasks / 3600, peak_rss=r.peak_rss,
-            objects=r.objects.count(work.tasks, work.cells, work.partitions),
-            reads=r.objects.reads(work.tasks, work.partitions),
-            scaled=f"{r.scaled_by} ×{ratio:,.0f}" + (f" ^{e:.2f}" if e != 1 else "")))
+            objects=objects, reads=reads, scaled=scaled))
     return out
 
 

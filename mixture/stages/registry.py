@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from mixture.stages.files import PART, RANK, StageFiles, TaskFile
+from mixture.stages.files import RANK, StageFiles, TaskFile
 from mixture.store import drops, layout
 
 if TYPE_CHECKING:
@@ -91,6 +91,14 @@ def dedup_partitions(spec: Spec, tasks: int) -> int:
     return spec.execution.partitions or tasks
 
 
+def component_partitions(pairs: int, partitions: int, pairs_per_task: int) -> int:
+    """P_c, the tasks of `minhash_cluster`'s rounds (and the partitions of their shuffles): ⌈verified pairs /
+    `execution.component_pairs_per_task`⌉, at least 1 and at most P. Each round's P_c readers make P_c² range
+    reads of the files its P_c writers wrote, so the count follows the graph's size: at P (= T) a round of a small
+    graph would be T² reads of nearly empty ranges, repeated every round."""
+    return max(1, min(partitions, -(-pairs // pairs_per_task)))
+
+
 def bucket_slices(bands: int, tasks: int) -> int:
     """Slices of each band in `minhash_buckets` (ranges of the first band hash, a task each): ⌈tasks / bands⌉, at
     least 1, so the stage has about as many tasks as the build's per-file stages (`tasks`, execution.tasks)."""
@@ -149,19 +157,21 @@ VERIFIED_PAIRS = TaskFile(NEAR, f"verified/{RANK}.parquet")
 VERIFY_TASK_COUNTS = TaskFile(NEAR, f"verify_counts/{RANK}.parquet")
 # minhash_cluster (rounds, pipelines/dedup/components.py): the verified-pair graph's edges after each round, by
 # partition of their first node, and each task's count of edges the round replaced; the verified pairs routed to
-# the partition of their component; then the near duplicates by prepared file, each task's counts and the report
+# the partition of their component; then the near duplicates by prepared file, each task's counts and the report.
+# Its tasks (the component partitions, P_c) follow the verified pairs, not T: `component_partitions`
 COMPONENTS = f"{NEAR}/components"
 ROUTED_PAIRS = TaskFile(NEAR, f"components/routed/{RANK}.parquet")  # a shuffle file: a range per partition (P)
 SHUFFLES = (*SHUFFLES, ROUTED_PAIRS)  # and each round's star_edges(round)
 CLUSTER_COUNTS = TaskFile(NEAR, f"components/counts/{RANK}.parquet")
 FUZZY_DROPS_DIR = f"{WORK}/fuzzy_drops"
-FUZZY_DROPS = TaskFile(FUZZY_DROPS_DIR, f"{PART}/{RANK}.parquet")
+FUZZY_DROPS = TaskFile(FUZZY_DROPS_DIR, f"{RANK}.parquet")  # a shuffle file: a range per prepared file (T)
+SHUFFLES = (*SHUFFLES, FUZZY_DROPS)
 NEAR_DUPLICATES_REPORT = f"{WORK}/near_duplicates.json"
 
 
 def star_edges(round_: int) -> TaskFile:
     """The graph's edges after round `round_` of `minhash_cluster`, by partition of their first node: a shuffle file
-    per task, a range per partition (P)."""
+    per task, a range per component partition (P_c)."""
     return TaskFile(NEAR, f"components/r{round_:03d}/{RANK}.parquet")
 
 
@@ -220,7 +230,7 @@ STAGES: tuple[StageDef, ...] = (
              files=StageFiles(outputs=(SAMPLE_DIR,))),
     StageDef("fit", "embedder (merged term counts), clusters, labels, quality calibration",
              "mixture.pipelines.partition.fit:steps", 1, chained=True,
-             reads=("partition.clusters", "partition.quality", "seed"),
+             reads=("partition.clusters", "partition.quality", "seed", "fit_implementation"),
              files=StageFiles(outputs=(layout.MODEL_DIR, FIT_ASSIGNMENTS_DIR))),
     StageDef("assign", "route duplicates; cluster, score and tokenize; write the cells",
              "mixture.pipelines.partition.assign:steps", TASKS, chained=True,

@@ -294,14 +294,25 @@ class PartitionInfo(Format):
 
 
 class ClusterLabel(Format):
-    """One topic cluster's label as the fit made it (`_model/clusters.json`): c-TF-IDF top terms."""
+    """One topic cluster's label as the fit made it (`_model/clusters.json`): its most distinctive terms
+    (docs/build.md, Cluster labels)."""
 
     id: int = Field(ge=0, description="cluster id 0..k-1")
-    label: str = Field(description="human-readable label")
-    top_terms: list[str] = Field(description="c-TF-IDF top terms")
+    label: str = Field(description="human-readable label: its first top terms, unique across clusters")
+    top_terms: list[str] = Field(description="its most distinctive words and phrases against the whole sample, no "
+                                             "stop word of any language, no programming keyword")
     summary: str = Field(description="the top terms joined")
-    confidence: float = Field(description="share of the cluster's sample documents holding one of its top 3 terms")
-    confidence_tag: Literal["high", "medium", "low"] = Field(description="confidence ≥ 0.7, ≥ 0.4, below")
+    confidence: float = Field(description="coherence of its 5 top terms: the mean NPMI of their pairs over the fit "
+                                          "sample's documents, at least 0 (stores of older code: the share of its "
+                                          "sample documents holding one of its top 3 terms)")
+    confidence_tag: Literal["high", "medium", "low"] = Field(description="confidence ≥ 0.5, ≥ 0.25, below (older "
+                                                                         "code: ≥ 0.7, ≥ 0.4)")
+    name: str | None = Field(None, description="a title or heading of its exemplar documents that holds its top "
+                                               "words; absent when none has one")
+    coverage: float | None = Field(None, description="share of its sample documents holding one of its label terms")
+    languages: list[str] | None = Field(None, description="languages holding at least 10 % of its sample tokens, "
+                                                          "most first")
+    language_share: float | None = Field(None, description="the share of its sample tokens in its first language")
     sample_share: float = Field(description="share of the fit sample's documents in the cluster")
     sample_token_share: float = Field(description="share of the fit sample's tokens in the cluster")
 
@@ -425,7 +436,12 @@ class CalibrationGroup(Format):
     content_type: str = Field(description="content type")
     language: str = Field(description="language code")
     sample_docs: int = Field(ge=0, description="documents of the group in the fit sample")
-    fallback: bool = Field(description="true: fewer than group_min_docs, calibrated with its content type's map")
+    fallback: bool = Field(description="true: fewer than group_min_docs, no empirical map of its own (see map)")
+    map: Literal["own", "shape", "content_type"] | None = Field(
+        None, description="the map its documents are calibrated with: own (its empirical quantiles), shape (its own "
+        "median and interquartile range, the shape pooled over shape_groups), content_type (its content type's map, "
+        "fewer than 8 documents). Absent in stores of older code: own unless fallback, then content_type")
+    shape_groups: list[str] | None = Field(None, description="map shape: the groups its shape was pooled over")
     raw_cutoffs: list[float] = Field(description="raw scores at the calibrated bucket edges for this group")
 
 

@@ -30,20 +30,33 @@ class TypeCalibration(Format):
     raw_cutoffs: list[float] = Field(description="raw scores at the calibrated bucket edges")
 
 
+GroupMap = Literal["own", "shape", "content_type"]
+
+
 class GroupCalibration(Format):
     """One (content type, language) group's quantile map (`calibration_groups.json`, by `content_type/language`)."""
 
     content_type: str = Field(description="content type")
     language: str = Field(description="language code")
     n: int = Field(ge=0, description="its sample documents")
-    fallback: bool = Field(description="fewer than group_min_docs: calibrated with its content type's map")
-    knots: list[float] | None = Field(None, description="its own raw-score quantiles (absent for a fallback group)")
+    fallback: bool = Field(description="fewer than group_min_docs: no empirical map of its own (see `map`)")
+    map: GroupMap | None = Field(
+        None, description="own: its empirical quantiles; shape: its own median and spread, the shape pooled over "
+        "`shape_groups`; content_type: its content type's map. Absent in stores of older code: own unless fallback")
+    shape_groups: list[str] | None = Field(None, description="map shape: the groups its shape was pooled over")
+    centre: float | None = Field(None, description="map shape: the median of its raw scores")
+    spread: float | None = Field(None, description="map shape: the interquartile range of its raw scores")
+    knots: list[float] | None = Field(None, description="its raw-score quantiles (absent for map content_type)")
     raw_cutoffs: list[float] = Field(description="raw scores at the calibrated bucket edges for this group")
 
     @model_validator(mode="after")
-    def _knots_unless_fallback(self) -> GroupCalibration:
-        if (self.knots is None) != self.fallback:
-            raise ValueError("a group has knots of its own exactly when it is not a fallback")
+    def _knots_unless_type_map(self) -> GroupCalibration:
+        if self.map is None:  # written by older code: a fallback group used its type's map
+            self.map = "content_type" if self.fallback else "own"
+        if (self.knots is None) != (self.map == "content_type"):
+            raise ValueError("a group has knots of its own exactly when it is not calibrated with its type's map")
+        if self.fallback == (self.map == "own"):
+            raise ValueError("a group has an empirical map of its own exactly when it is not a fallback")
         return self
 
 

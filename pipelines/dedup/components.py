@@ -30,6 +30,15 @@ EDGE_COMPRESSION = "lz4"  # the rounds' edges: integers written and read once, w
 MAX_ROUNDS = 200  # large-star/small-star needs O(log² n) rounds at worst; far more means something is broken
 
 
+def verify_files(folder: str, part: int, partitions: int, sources: int) -> list[str]:
+    """The `minhash_verify` files (of its `sources` tasks, P) that may hold pairs whose later document lies in
+    component partition `part` of `partitions` (P_c): a document's partition is the prefix of its hash scaled to the
+    count (`prefix_partition`), so P_c partition q' overlaps P partitions ⌊q'·P/P_c⌋ … ⌈(q'+1)·P/P_c⌉ − 1; the
+    reader keeps its own documents' pairs (`mixture_partition(b, P_c) = q'`)."""
+    first, last = part * sources // partitions, -(-(part + 1) * sources // partitions) - 1
+    return [VERIFIED_PAIRS.path(folder, q) for q in range(first, min(last, sources - 1) + 1)]
+
+
 def _partition_of(nodes: pa.Array, partitions: pa.Array) -> pa.Array:
     return pa.array(prefix_partition(mix64(nodes.to_numpy()), partitions[0].as_py() if len(partitions) else 1))
 
@@ -48,10 +57,10 @@ def with_partition_function(con) -> None:
 
 
 class StarRound(PartitionedStep):
-    """Round r of the components, task q: the edges of the nodes of partition q, each node u with its neighbours.
-    Even rounds are small-star (u and each smaller neighbour joined to the least of them: only the edges to smaller
-    neighbours are read, round 0 reads the verified pairs of `minhash_verify` task q, a later document with each
-    earlier one), odd rounds large-star (each larger neighbour of u joined to the least of u and its neighbours,
+    """Round r of the components, task q of P_c (`partitions`): the edges of the nodes of partition q, each node u
+    with its neighbours. Even rounds are small-star (u and each smaller neighbour joined to the least of them: only
+    the edges to smaller neighbours are read, round 0 reads the verified pairs of its documents from the files of
+    the `sources` (P) `minhash_verify` tasks, a later document with each earlier one), odd rounds large-star (each larger neighbour of u joined to the least of u and its neighbours,
     which needs both directions: a small-star round writes each edge to the partitions of both its nodes). Every
     round keeps each component connected and none joins two, nor writes more edges than it read; once a large-star
     round replaces no edge and finds no node with two smaller neighbours (`settled`), each component is a star
@@ -59,18 +68,19 @@ class StarRound(PartitionedStep):
 
     name = "🎯 MinHash components round"
 
-    def __init__(self, folder: str, round_: int, partitions: int, memory_limit: str | None = None):
+    def __init__(self, folder: str, round_: int, partitions: int, sources: int, memory_limit: str | None = None):
         super().__init__(memory_limit)
-        self.folder, self.round, self.partitions = folder, round_, partitions
+        self.folder, self.round, self.partitions, self.sources = folder, round_, partitions, sources
 
-    def inputs(self, rank: int) -> list[tuple[str, str, pa.Schema]]:
+    def inputs(self, rank: int) -> list[tuple]:
         if self.round == 0:
-            return [("verified", VERIFIED_PAIRS.path(self.folder, rank), VERIFIED)]
+            return [("verified", verify_files(self.folder, rank, self.partitions, self.sources), VERIFIED)]
         return [("edges_in", star_edges(self.round - 1).every(self.folder), EDGES, rank)]
 
     def process(self, con, rank: int) -> dict[str, int]:
         with_partition_function(con)
-        source = "SELECT b AS u, a AS v FROM verified" if self.round == 0 else "SELECT u, v FROM edges_in"
+        source = (f"SELECT b AS u, a AS v FROM verified WHERE mixture_partition(b, {self.partitions}) = {rank}"
+                  if self.round == 0 else "SELECT u, v FROM edges_in")
         if self.round % 2 == 0:  # small-star: u and its smaller neighbours to the least of them
             con.execute(f"CREATE TABLE e AS SELECT DISTINCT u, v FROM ({source}) WHERE v < u")
             con.execute("CREATE TABLE m AS SELECT u, min(v) AS m, count(*) AS smaller FROM e GROUP BY u")
@@ -112,27 +122,28 @@ def settled(folder: str, round_: int) -> bool:
 
 
 class RouteToComponents(PartitionedStep):
-    """After the last round (`last`), task q: each verified pair of `minhash_verify` task q, its later document's
-    component (the least document of its star, the node it is joined to) hashed to a partition; the pair goes
-    there with its evidence (ROUTED_PAIRS), so that one task holds every pair of a component."""
+    """After the last round (`last`), task q of P_c: each verified pair whose later document lies in partition q, its
+    later document's component (the least document of its star, the node it is joined to) hashed to a partition;
+    the pair goes there with its evidence (ROUTED_PAIRS), so that one task holds every pair of a component."""
 
     name = "🎯 MinHash route pairs to components"
 
-    def __init__(self, folder: str, last: int, partitions: int, memory_limit: str | None = None):
+    def __init__(self, folder: str, last: int, partitions: int, sources: int, memory_limit: str | None = None):
         super().__init__(memory_limit)
-        self.folder, self.last, self.partitions = folder, last, partitions
+        self.folder, self.last, self.partitions, self.sources = folder, last, partitions, sources
 
-    def inputs(self, rank: int) -> list[tuple[str, str, pa.Schema]]:
-        return [("verified", VERIFIED_PAIRS.path(self.folder, rank), VERIFIED),
+    def inputs(self, rank: int) -> list[tuple]:
+        return [("verified", verify_files(self.folder, rank, self.partitions, self.sources), VERIFIED),
                 ("edges_in", star_edges(self.last).every(self.folder), EDGES, rank)]
 
     def process(self, con, rank: int) -> dict[str, int]:
         with_partition_function(con)
         con.execute("CREATE TABLE label AS SELECT u, min(v) AS comp FROM edges_in WHERE v < u GROUP BY u")
-        con.execute("CREATE TABLE pairs AS SELECT p.*, l.comp FROM verified p LEFT JOIN label l ON l.u = p.b")
+        con.execute(f"""CREATE TABLE pairs AS SELECT p.*, l.comp FROM verified p LEFT JOIN label l ON l.u = p.b
+                        WHERE mixture_partition(p.b, {self.partitions}) = {rank}""")
         lost = scalar(con, "SELECT count(*) FROM pairs WHERE comp IS NULL")
         if lost:  # a later document outside the graph of its own partition: the rounds' files do not match
-            raise RuntimeError(f"{lost} verified pairs of {VERIFIED_PAIRS.path(self.folder, rank)} have no component "
+            raise RuntimeError(f"{lost} verified pairs of partition {rank} of {self.partitions} have no component "
                                f"in partition {rank} of {star_edges(self.last).every(self.folder)}; remove the store's "
                                "_build/minhash_cluster/ and build again")
         columns = ", ".join(f"x.{c}" for c in VERIFIED.names)

@@ -30,6 +30,7 @@ from mixture.pipelines.dedup.shuffle import (
 )
 from mixture.pipelines.runtime.duckdb_connection import scalar
 from mixture.pipelines.schemas import DROPS
+from mixture.spec.models import Execution
 from mixture.stages.registry import (
     BAND_TASK_COUNTS,
     CLUSTER_COUNTS,
@@ -38,6 +39,7 @@ from mixture.stages.registry import (
     NEAR_DUPLICATES_REPORT,
     ROUTED_PAIRS,
     VERIFY_TASK_COUNTS,
+    component_partitions,
     star_changes,
     star_edges,
 )
@@ -55,13 +57,14 @@ class MinhashCluster(PartitionedStep):
     detail names that document (the most similar one) and the similarity. A document's fate depends only on its
     component, so each partition decides its own as one pass over all of them would. Holds one byte per document
     of its pairs; the pairs stream from DuckDB sorted (spilled past `memory_limit`). Writes the drops by prepared
-    file (FUZZY_DROPS in `output`) and the task's counts (CLUSTER_COUNTS in `folder`)."""
+    file (FUZZY_DROPS in `output`: a shuffle file of `prepared` partitions, T, one per prepared file, read by
+    `assign`'s task of that file) and the task's counts (CLUSTER_COUNTS in `folder`)."""
 
     name = "🎯 MinHash near duplicates"
 
-    def __init__(self, folder: str, output: str, *, ngram: int, memory_limit: str | None = None):
+    def __init__(self, folder: str, output: str, *, prepared: int, ngram: int, memory_limit: str | None = None):
         super().__init__(memory_limit)
-        self.folder, self.output, self.ngram = folder, output, ngram
+        self.folder, self.output, self.prepared, self.ngram = folder, output, prepared, ngram
 
     def inputs(self, rank: int) -> list[tuple[str, str, pa.Schema]]:
         return [("raw_verified", ROUTED_PAIRS.every(self.folder), VERIFIED, rank)]
@@ -114,7 +117,7 @@ class MinhashCluster(PartitionedStep):
                     [batch.column("rank"), batch.column("idx"), pa.array(["fuzzy_duplicate"] * batch.num_rows),
                      pa.array(detail, pa.string()), batch.column("rank")], names=[*DROPS.names, PART])
 
-        written = write_partitions(rows(), lambda r: FUZZY_DROPS.path(self.output, rank, r))
+        written = write_partitions(rows(), FUZZY_DROPS.path(self.output, rank), self.prepared)
         return sum(written.values()), int(kept_similar)
 
 
@@ -143,23 +146,28 @@ class NearDuplicates(PartitionedStep):
         return {key: counts[key] for key in ("pairs_considered", "pairs_verified", "drops")}
 
 
-def rounds(folder: str, output: str, report: str, tasks: int, *, threshold: float, ngram: int, permutations: int,
-           anchors: int = ANCHORS, memory_limit: str | None = None) -> Iterator[Round]:
-    """The stage's rounds over the verified pairs in `folder`, `tasks` = minhash_verify's (P): star rounds until
+def rounds(folder: str, output: str, report: str, tasks: int, *, prepared: int, threshold: float, ngram: int,
+           permutations: int, anchors: int = ANCHORS, pairs_per_task: int = Execution.model_fields["component_pairs_per_task"].default,
+           memory_limit: str | None = None) -> Iterator[Round]:
+    """The stage's rounds over the verified pairs in `folder` (of `tasks` minhash_verify tasks, P; `prepared`
+    prepared files, T), each run as P_c tasks (`component_partitions` of the pairs verified): star rounds until
     the components are stars (`settled`, read once each round ran), the pairs routed to their components'
     partitions, the greedy keep per partition, the report."""
+    pairs = summed_counts(VERIFY_TASK_COUNTS.every(folder), VERIFY_COUNTS)["pairs_verified"]
+    parts = component_partitions(pairs, tasks, pairs_per_task)
     r = 0
     while True:
-        yield Round(f"r{r:03d}", [StarRound(folder, r, tasks, memory_limit)], tasks, (star_edges(r), star_changes(r)))
+        yield Round(f"r{r:03d}", [StarRound(folder, r, parts, tasks, memory_limit)], parts,
+                    (star_edges(r), star_changes(r)))
         if settled(folder, r):
             break
         r += 1
         if r >= MAX_ROUNDS:
             raise RuntimeError(f"the components of the verified pairs in {folder} did not settle in {MAX_ROUNDS} "
                                f"rounds (edges replaced in the last: {round_changes(folder, r - 1)})")
-    yield Round("route", [RouteToComponents(folder, r, tasks, memory_limit)], tasks, (ROUTED_PAIRS,))
-    yield Round("greedy", [MinhashCluster(folder, output, ngram=ngram, memory_limit=memory_limit)], tasks,
-                (FUZZY_DROPS, CLUSTER_COUNTS))
+    yield Round("route", [RouteToComponents(folder, r, parts, tasks, memory_limit)], parts, (ROUTED_PAIRS,))
+    yield Round("greedy", [MinhashCluster(folder, output, prepared=prepared, ngram=ngram, memory_limit=memory_limit)],
+                parts, (FUZZY_DROPS, CLUSTER_COUNTS))
     yield Round("report", [NearDuplicates(folder, report, threshold=threshold, ngram=ngram, permutations=permutations,
                                           anchors=anchors)], 1)
 
@@ -168,4 +176,5 @@ def steps(ctx: BuildContext) -> Iterator[Round]:
     fz = ctx.spec.processing.dedup.fuzzy
     settings = {"threshold": fz.similarity_threshold, "ngram": fz.ngram, "permutations": fz.permutations}
     yield from rounds(ctx.at(NEAR), ctx.at(FUZZY_DROPS.folder), ctx.at(NEAR_DUPLICATES_REPORT), ctx.partitions,
+                      prepared=ctx.tasks, pairs_per_task=ctx.execution("minhash_cluster").component_pairs_per_task,
                       memory_limit=ctx.memory_limit("minhash_cluster"), **settings)

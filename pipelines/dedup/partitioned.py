@@ -30,7 +30,7 @@ class PartitionedStep(PipelineStep):
     def inputs(self, rank: int) -> list[tuple]:
         """(view, glob, schema[, partition]) of each input of task `rank`: with a partition, the glob names a
         shuffle's files (one per writer) and the view is that partition of each (shuffle.fetch_partition, fetched
-        to a local folder of the task); without, every file the glob matches."""
+        to a local folder of the task); without, every file the glob (or each glob of a list) matches."""
         return []
 
     @abstractmethod
@@ -44,7 +44,11 @@ class PartitionedStep(PipelineStep):
         with tempfile.TemporaryDirectory(prefix="mixture-shuffle-") as scratch, \
                 duckdb_connection(self.memory_limit) as con:
             for view, files, schema, *part in self.inputs(rank):
-                register(con, view, fetch_partition(files, part[0], scratch, world_size) if part else matching_files(files), schema)
+                if part:
+                    found = fetch_partition(files, part[0], scratch, world_size)
+                else:
+                    found = [f for glob in ([files] if isinstance(files, str) else files) for f in matching_files(glob)]
+                register(con, view, found, schema)
             stats = self.process(con, rank)
         for key, value in stats.items():
             self.stat_update(key, value=value)

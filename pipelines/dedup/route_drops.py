@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import json
 
-import fsspec
-import pyarrow.parquet as pq
 from datatrove.data import DocumentsPipeline
 from datatrove.pipeline.base import PipelineStep
 from datatrove.pipeline.writers.disk_base import DiskWriter
 
-from mixture.pipelines.dedup.shuffle import matching_files, read_partition
+from mixture.pipelines.dedup.shuffle import read_partition
 from mixture.pipelines.schemas import DROPS
 from mixture.stages.registry import EXACT_DROPS, FUZZY_DROPS, ID_DROPS
 
@@ -20,12 +18,10 @@ def load_drops(drop_lists: str, rank: int, fuzzy_drops: str | None) -> dict[int,
     """{document index: (reason, detail)} of the prepared file of task `rank`: what the `duplicate_ids` and
     `find_duplicates` tasks listed for it (ID_DROPS, EXACT_DROPS in `drop_lists`), plus the near duplicates
     `minhash_cluster`'s tasks listed when fuzzy dedup ran (FUZZY_DROPS in `fuzzy_drops`; same schema, DROPS)."""
-    tables = [read_partition(lists.every(drop_lists), rank, DROPS) for lists in (ID_DROPS, EXACT_DROPS)]
-    paths = matching_files(FUZZY_DROPS.every(fuzzy_drops, rank)) if fuzzy_drops else []
-    for path in paths:
-        fs, root = fsspec.core.url_to_fs(path)
-        with fs.open(root, "rb") as f:
-            tables.append(pq.read_table(f, schema=DROPS))
+    shuffles = [ID_DROPS.every(drop_lists), EXACT_DROPS.every(drop_lists)]
+    if fuzzy_drops:
+        shuffles.append(FUZZY_DROPS.every(fuzzy_drops))
+    tables = [read_partition(files, rank, DROPS) for files in shuffles]
     drops: dict[int, tuple[str, str | None]] = {}
     for table in tables:
         for r in table.to_pylist():

@@ -35,7 +35,8 @@ def language_info(spec: Spec, model: FrozenModel, cell_languages: Counter) -> La
         by_quality[(quality, language, what)] += n
     q, lang = spec.partition.quality, spec.processing.language
     groups = [CalibrationGroup(group=name, content_type=g.content_type, language=g.language, sample_docs=g.n,
-                               fallback=g.fallback, raw_cutoffs=g.raw_cutoffs)
+                               fallback=g.fallback, map=g.map, shape_groups=g.shape_groups,
+                               raw_cutoffs=g.raw_cutoffs)
               for name, g in sorted(model.group_calibration.items())]
     return LanguageInfo(model=lang.model, min_score=lang.min_score, languages=_rows(overall, LanguageCount),
                         by_cluster=_rows(by_cluster, ClusterLanguageCount, "cluster"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import BinaryIO, Literal
 
@@ -14,13 +15,13 @@ MAGIC = b"\x1f\x8b"
 
 
 @dataclass
-class GzipScan:
-    """What one pass over a gzip file found. `good_bytes`: decompressed bytes of the members that checked (the
+class StreamScan:
+    """What one pass over a compressed file (gzip here, zstd in zstd_scan) found. `good_bytes`: decompressed bytes of the members that checked (the
     records within them can be kept); `bad_lines`: line ends decompressed after them (in a corrupt member, or before
     the file ends inside one); `trailing`: bytes after the last member that are not gzip (zero padding is fine)."""
 
 
-    status: Literal["ok", "corrupt", "truncated", "trailing", "bad_header", "not_gzip"]
+    status: Literal["ok", "corrupt", "truncated", "trailing", "bad_header", "not_gzip", "not_zstd"]
     good_bytes: int
     bad_lines: int = 0
     members: int = 0
@@ -29,7 +30,7 @@ class GzipScan:
     last: bool = False  # corrupt: the bad member is the file's last (nothing after it is lost)
 
 
-def scan_gzip(f: BinaryIO) -> GzipScan:
+def scan_gzip(f: BinaryIO) -> StreamScan:
     """One pass over the compressed bytes of `f` (decompressed output counted, never kept)."""
     d, good, pending, lines, members = None, 0, 0, 0, 0
     rest = b""
@@ -45,14 +46,14 @@ def scan_gzip(f: BinaryIO) -> GzipScan:
             if len(chunk) < 2:
                 chunk += f.read(CHUNK)
             if chunk[:2] != MAGIC and members == 0:
-                return GzipScan("not_gzip", 0, detail="not a gzip file")
+                return StreamScan("not_gzip", 0, detail="not a gzip file")
             if chunk[:2] != MAGIC:
-                trailing, member_after = _rest(chunk, f)
+                trailing, member_after = rest_of_file(chunk, f, MAGIC + b"\x08", _decodes)
                 if member_after:  # a damaged header between members: what follows it is lost, not trailing
-                    return GzipScan("bad_header", good, 0, members,
+                    return StreamScan("bad_header", good, 0, members,
                                     detail=f"the bytes after gzip member {members} are no member header, and a "
                                            "member follows them")
-                return GzipScan("trailing", good, 0, members, trailing,
+                return StreamScan("trailing", good, 0, members, trailing,
                                 f"{trailing:,} bytes after gzip member {members} are not gzip data")
             d = zlib.decompressobj(wbits=31)
         after = b""
@@ -71,32 +72,38 @@ def scan_gzip(f: BinaryIO) -> GzipScan:
                     break
         except zlib.error as exc:
             last = b >= len(chunk) and not f.read(1)
-            return GzipScan("corrupt", good, lines, members, last=last,
+            return StreamScan("corrupt", good, lines, members, last=last,
                             detail=f"gzip member {members + 1} is corrupt ({exc})")
         if d.eof:
             members += 1
             good, pending, lines = good + pending, 0, 0
             rest, d = after, None
     if d is not None:
-        return GzipScan("truncated", good, lines, members,
+        return StreamScan("truncated", good, lines, members,
                         detail=f"the file ends inside gzip member {members + 1}")
     if members == 0:
-        return GzipScan("corrupt", 0, 0, 0, detail="no gzip member")
-    return GzipScan("ok", good, 0, members)
+        return StreamScan("corrupt", 0, 0, 0, detail="no gzip member")
+    return StreamScan("ok", good, 0, members)
 
 
-def _rest(chunk: bytes, f: BinaryIO) -> tuple[int, bool]:
-    """(bytes from `chunk` to the end of `f`, whether a gzip member that decodes starts somewhere in them)."""
+def _decodes(data: bytes) -> bool:
+    with contextlib.suppress(zlib.error):
+        return bool(zlib.decompressobj(wbits=31).decompress(data))
+    return False
+
+
+def rest_of_file(chunk: bytes, f: BinaryIO, magic: bytes, decodes: Callable[[bytes], bool]) -> tuple[int, bool]:
+    """(bytes from `chunk` to the end of `f`, whether a member or frame that decodes starts somewhere in them: at an
+    occurrence of `magic` past the first byte, `decodes` of PIECE bytes from it)."""
     size, found, carry = 0, False, b""
     while chunk:
         size += len(chunk)
         if not found:
             data = carry + chunk
-            at = data.find(MAGIC + b"\x08", 1)
+            at = data.find(magic, 1)
             while at >= 0 and not found:
-                with contextlib.suppress(zlib.error):
-                    found = bool(zlib.decompressobj(wbits=31).decompress(data[at:at + PIECE]))
-                at = data.find(MAGIC + b"\x08", at + 1)
+                found = decodes(data[at:at + PIECE])
+                at = data.find(magic, at + 1)
             carry = data[-PIECE:]
         chunk = f.read(CHUNK)
     return size, found

@@ -1,6 +1,7 @@
 """Reads a JSON Lines file (`jsonl`, `jsonl.gz`, `jsonl.zst`, and the JSONL files of `hf`): every line becomes a
 Document or a quarantine record; a broken compressed stream quarantines the file with the records lost after it
-(a gzip file is checked first: a corrupt member's records are not kept, trailing bytes lose no record)."""
+(a gzip or zstd file is checked first: a corrupt member's or frame's records are not kept, trailing bytes lose no
+record)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import orjson
 import zstandard
 from datatrove.data import DocumentsPipeline
 
-from mixture.pipelines.sources.gzip_scan import GzipScan, scan_gzip
+from mixture.pipelines.sources.gzip_scan import StreamScan, scan_gzip
 from mixture.pipelines.sources.records import (
     SourceFiles,
     bad_record,
@@ -22,6 +23,7 @@ from mixture.pipelines.sources.records import (
     lost_after_break,
     to_document,
 )
+from mixture.pipelines.sources.zstd_scan import scan_zstd
 
 
 class TruncatedStream(EOFError):
@@ -29,17 +31,19 @@ class TruncatedStream(EOFError):
 
 
 class CorruptMember(ValueError):
-    """A gzip member whose CRC or deflate data is wrong (`gzip_scan`): its records are not kept."""
+    """A gzip member whose CRC or deflate data is wrong (`gzip_scan`), or a zstd frame whose data or checksum is
+    (`zstd_scan`): its records are not kept."""
 
 
-def _scan(path: str) -> GzipScan | None:
-    """A gzip file checked before its records are read (None for another file, or one that cannot be opened: the
-    read reports that)."""
-    if not path.endswith(".gz"):
+def _scan(path: str) -> StreamScan | None:
+    """A gzip or zstd file checked before its records are read (None for another file, or one that cannot be opened:
+    the read reports that)."""
+    scan = scan_gzip if path.endswith(".gz") else scan_zstd if path.endswith(".zst") else None
+    if scan is None:
         return None
     try:
         with fsspec.open(path, "rb") as f:
-            return scan_gzip(f)
+            return scan(f)
     except Exception:  # noqa: BLE001 - the read that follows names the error
         return None
 
@@ -55,21 +59,27 @@ class _ZstdRaw(io.RawIOBase):
         super().__init__()
         self.raw, self.dctx, self.obj = raw_file, zstandard.ZstdDecompressor(), None
         self.buf, self.pos, self.at_end = b"", 0, False
+        self.error: zstandard.ZstdError | None = None  # raised once what was decoded before it is read
 
     def readable(self) -> bool:
         return True
 
     def _feed(self, data: bytes) -> None:
         out = []
-        while data:
-            if self.obj is None or self.obj.eof:
-                self.obj = self.dctx.decompressobj()
-            out.append(self.obj.decompress(data))
-            data = self.obj.unused_data if self.obj.eof else b""
+        try:
+            while data:
+                if self.obj is None or self.obj.eof:
+                    self.obj = self.dctx.decompressobj()
+                out.append(self.obj.decompress(data))
+                data = self.obj.unused_data if self.obj.eof else b""
+        except zstandard.ZstdError as exc:  # the frames decoded before the bad bytes in this chunk are still read
+            self.error = exc
         self.buf, self.pos = self.buf[self.pos :] + b"".join(out), 0
 
     def readinto(self, b) -> int:
         while self.pos >= len(self.buf):
+            if self.error is not None:
+                raise self.error
             if self.at_end:
                 return 0
             chunk = self.raw.read(self.CHUNK)
@@ -161,12 +171,13 @@ def read_jsonl(src: SourceFiles, rel: str) -> DocumentsPipeline:
     if broke:
         reason, exc, consumed = broke
         if reason == "trailing_data":
-            lost: tuple[int | None, str] = (0, f"exact: every gzip member checked; {scan.trailing:,} bytes after the "
-                                                "last one are not gzip data, no record is in them")
+            kind = "zstd frame" if path.endswith(".zst") else "gzip member"
+            lost: tuple[int | None, str] = (0, f"exact: every {kind} checked; {scan.trailing:,} bytes after the "
+                                                f"last one are not {kind.split()[0]} data, no record is in them")
         elif reason == "corrupt_file":
-            after = "" if scan.last else "; the members after it are not read"
-            lost = (scan.bad_lines, f"estimate: the lines decompressed from the corrupt member before its check "
-                                    f"failed{after}")
+            after = "" if scan.last else f"; the {'frames' if path.endswith('.zst') else 'members'} after it are not read"
+            lost = (scan.bad_lines, f"estimate: the lines decompressed from the corrupt "
+                                    f"{'frame' if path.endswith('.zst') else 'member'} before its check failed{after}")
         else:
             lost = _lost(src, rel, raw_file, idx + 1, consumed)
         yield broken_file(src, rel, idx + 1, reason, exc, *lost)

@@ -191,6 +191,21 @@ def test_clusters(built_store):
     assert all(c["confidence_tag"] in ("high", "medium", "low") for c in art["clusters"])
 
 
+def test_demo_labels_hold_no_stop_word_or_keyword(built_store):
+    """The demo's labels were "Self, Assertequal, Def", "Obj, Return, Dataframe", "Assert, Dtype, Pytest", 35 of
+    40 tagged high: now no word of a label is a stop word of any language or a programming keyword, and the
+    confidence (coherence) is not high for every cluster."""
+    from mixture.fit.label_terms import code_keywords, stop_words
+
+    banned = stop_words() | code_keywords()
+    clusters = built_store.artifact.clusters
+    words = [w.lower() for c in clusters for term in c.label.split(", ") for w in term.split()]
+    assert words and [w for w in words if w in banned] == []
+    assert all(all(w not in banned for t in c.top_terms for w in t.split()) for c in clusters)
+    assert {c.confidence_tag for c in clusters} != {"high"}
+    assert all(c.coverage is not None and c.languages for c in clusters)
+
+
 def test_samples_per_cell(built_store):
     art = built_store.artifact.model_dump(mode="json")
     uniform = pq.read_table(built_store.store / "_samples" / "uniform.parquet").to_pandas()

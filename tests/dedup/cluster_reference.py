@@ -23,6 +23,7 @@ from mixture.stages.files import TaskFile
 from mixture.stages.registry import BAND_TASK_COUNTS, FUZZY_DROPS_DIR, VERIFIED_PAIRS, VERIFY_TASK_COUNTS
 from mixture.store.formats import NearDuplicateReport, write_model
 from mixture.text.shingles import WORD_RULE
+from tests.dedup.synthetic_graphs import FILES
 
 FUZZY_DROPS = TaskFile(FUZZY_DROPS_DIR, f"{PART_FIELD}.parquet")  # the old drop files: one per prepared file
 
@@ -124,27 +125,33 @@ def run_rounds(rounds: Iterable[Round]) -> int:
     return n
 
 
-def resolve(folder: str, output: str, report: str, tasks: int, **settings) -> int:
-    """The rounds of `minhash_cluster` (T = `tasks`, minhash_verify's) over the verified pairs in `folder`: the
-    drops by prepared file and task in `output`, the report at `report`; returns the number of rounds."""
+def resolve(folder: str, output: str, report: str, tasks: int, prepared: int = FILES, pairs_per_task: int = 1,
+            **settings) -> int:
+    """The rounds of `minhash_cluster` (P = `tasks`, minhash_verify's; `prepared` files) over the verified pairs in
+    `folder`, as ⌈pairs / `pairs_per_task`⌉ tasks (at most P; 1 pair: P tasks): the drops in `output`, the
+    report at `report`; returns the number of rounds."""
     from mixture.pipelines.dedup.minhash_cluster import rounds
 
-    return run_rounds(rounds(folder, output, report, tasks, **settings))
+    return run_rounds(rounds(folder, output, report, tasks, prepared=prepared, pairs_per_task=pairs_per_task,
+                             **settings))
 
 
-def drops_by_file(folder: Path) -> dict[str, list[dict]]:
-    """{prepared file: its drop rows sorted by document} of a drop folder, old (`<file>.parquet`) or new
-    (`<file>/<task>.parquet`) layout."""
+def drops_by_file(folder: Path) -> dict[int, list[dict]]:
+    """{prepared file: its drop rows sorted by document} of a drop folder: the old single task's files (one per
+    prepared file) or the rounds' shuffle files (one per task, a range per prepared file)."""
     import pyarrow.parquet as pq
 
-    out: dict[str, list[dict]] = {}
+    from mixture.pipelines.dedup.shuffle import read_shuffle_file, shuffle_partitions
+
+    out: dict[int, list[dict]] = {}
     for f in sorted(folder.rglob("*.parquet")):
-        key = f.stem if f.parent == folder else f.parent.name
-        out.setdefault(key, []).extend(pq.read_table(f).to_pylist())
-    return {k: sorted(v, key=lambda r: r["idx"]) for k, v in out.items()}
+        table = read_shuffle_file(str(f), DROPS) if shuffle_partitions(str(f)) else pq.read_table(f)
+        for row in table.to_pylist():
+            out.setdefault(row["rank"], []).append(row)
+    return {k: sorted(v, key=lambda r: r["idx"]) for k, v in sorted(out.items())}
 
 
-def assert_same_as_single_task(near: Path, tasks: int, out: Path, **settings) -> dict:
+def assert_same_as_single_task(near: Path, tasks: int, out: Path, pairs_per_task: int = 1, **settings) -> dict:
     """The rounds of `minhash_cluster` at T = `tasks` over the verified pairs in `near` (a `near_dups` folder) list
     the drops (rank, index, detail, by prepared file) and write the report of the old single task over the same
     pairs; returns the report."""
@@ -153,7 +160,7 @@ def assert_same_as_single_task(near: Path, tasks: int, out: Path, **settings) ->
     reference, new = out / "reference", out / f"rounds-{tasks}"
     list(MinhashCluster(str(near), str(reference / "drops"), str(reference / "report.json"), **settings)
          .run(None, 0, 1) or ())
-    resolve(str(near), str(new / "drops"), str(new / "report.json"), tasks, **settings)
+    resolve(str(near), str(new / "drops"), str(new / "report.json"), tasks, pairs_per_task=pairs_per_task, **settings)
     want = read_model(NearDuplicateReport, str(reference / "report.json"))
     assert drops_by_file(new / "drops") == drops_by_file(reference / "drops")
     assert read_model(NearDuplicateReport, str(new / "report.json")) == want

@@ -245,7 +245,7 @@ def exact_drop_rows(work: Path) -> list[tuple]:
 
 
 def fuzzy_drop_rows(work: Path) -> list[tuple]:
-    return drop_rows(sorted(work.glob("fuzzy_drops/*/*.parquet")))
+    return drop_rows(sorted(work.glob("fuzzy_drops/*.parquet")))
 
 
 def assert_same_as_reference(work: Path, threshold: float, ngram: int, permutations: int) -> None:

@@ -10,9 +10,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from mixture.pipelines.dedup.minhash_verify import VERIFIED
-from mixture.pipelines.dedup.shuffle import mix64, prefix_partition
-from mixture.stages.registry import VERIFIED_PAIRS
+from mixture.pipelines.dedup.minhash_verify import VERIFIED, VERIFY_COUNTS
+from mixture.pipelines.dedup.shuffle import mix64, prefix_partition, write_counts
+from mixture.stages.registry import VERIFIED_PAIRS, VERIFY_TASK_COUNTS
 
 FILES = 5  # prepared files the synthetic documents are spread over
 
@@ -83,6 +83,9 @@ def write_verified(folder: Path, edges: np.ndarray, tasks: int, seed: int = 0) -
         path = Path(VERIFIED_PAIRS.path(str(folder), q))
         path.parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(table, path)
+        write_counts(VERIFY_TASK_COUNTS.path(str(folder), q), VERIFY_COUNTS,
+                     {**dict.fromkeys(VERIFY_COUNTS.names, 0), "pairs_considered": int(hi - lo),
+                      "pairs_compared": int(hi - lo), "pairs_verified": int(hi - lo)})
     return len(a)
 
 

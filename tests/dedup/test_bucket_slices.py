@@ -29,7 +29,7 @@ from mixture.spec.load import load_spec
 from mixture.stages.registry import bucket_slices, get
 from mixture.store.formats import NearDuplicateReport, read_model, read_store_artifact
 from tests.conftest import small_spec
-from tests.dedup.cluster_reference import resolve
+from tests.dedup.cluster_reference import drops_by_file, resolve
 from tests.dedup.dedup_reference import assert_same_as_reference
 from tests.executors.fingerprint import store_fingerprint
 
@@ -85,14 +85,15 @@ def rerun_near_duplicates(work: Path, out: Path, slices: int, partitions: int) -
              .run(None, f, files) or ())
     for q in range(partitions):
         list(MinhashVerify(str(out / "near_dups"), **settings).run(None, q, partitions) or ())
-    resolve(str(out / "near_dups"), str(out / "fuzzy_drops"), str(out / "report.json"), partitions, **settings)
+    resolve(str(out / "near_dups"), str(out / "fuzzy_drops"), str(out / "report.json"), partitions, prepared=files,
+            **settings)
     bands = [pq.read_table(f).to_pylist()[0] for f in sorted((out / "near_dups" / "bands").glob("*.parquet"))]
     assert len(bands) == n and len(list((out / "mh_buckets").glob("*_00.dups"))) == n
     pairs = {q: _partition(out / "near_dups" / "pairs", q, PAIRS) for q in range(partitions)}
     members = {q: _partition(out / "near_dups" / "members", q, MEMBERS) for q in range(partitions)}
     return {"pairs": pairs, "members": members,
             "counts": {k: sum(b[k] for b in bands) for k in BAND_COUNTS.names},
-            "verified": _rows(out / "near_dups" / "verified"), "drops": _rows(out / "fuzzy_drops"),
+            "verified": _rows(out / "near_dups" / "verified"), "drops": drops_by_file(out / "fuzzy_drops"),
             "report": read_model(NearDuplicateReport, str(out / "report.json"))}
 
 

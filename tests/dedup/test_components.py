@@ -68,3 +68,20 @@ def test_rounds_find_the_connected_components(tmp_path, tasks):
                 assert component_of[a] == component_of[b]
                 partitions_of.setdefault(component_of[a], set()).add(q)
     assert len(partitions_of) == len(set(label.tolist())) and all(len(p) == 1 for p in partitions_of.values())
+
+
+@pytest.mark.parametrize(("tasks", "components"), [(3, 1), (7, 3)])
+def test_fewer_component_tasks_than_verify_tasks(tmp_path, tasks, components):
+    """The rounds run as P_c = ⌈pairs / component_pairs_per_task⌉ tasks (here 1 of 3, 3 of 7): each reads the
+    verified pairs of its documents from the files of the P verify tasks its partition overlaps; the drops and
+    the report are the single task's."""
+    from mixture.stages.registry import component_partitions
+
+    near = tmp_path / "near_dups"
+    pairs = write_verified(near, mixed_graph(seed=11), tasks, seed=11)
+    per_task = -(-pairs // components)
+    assert component_partitions(pairs, tasks, per_task) == components
+    report = assert_same_as_single_task(near, tasks, tmp_path, pairs_per_task=per_task, **SETTINGS)
+    assert report["drops"] > 1_000
+    assert len(list((near / "components" / "r000").glob("*.parquet"))) == components
+    assert component_partitions(0, 8, 10) == 1 and component_partitions(10**9, 8, 10) == 8

@@ -27,7 +27,7 @@ from mixture.pipelines.dedup.minhash_buckets import (
 )
 from mixture.pipelines.dedup.minhash_verify import MinhashVerify
 from mixture.store.formats import NearDuplicateReport, read_model, read_store_artifact
-from tests.dedup.cluster_reference import resolve
+from tests.dedup.cluster_reference import drops_by_file, resolve
 from tests.dedup.dedup_reference import assert_same_as_reference
 
 _WORD = re.compile(r"\w+")
@@ -175,7 +175,7 @@ def run_near_duplicates(work, bands: int, partitions: int, threshold: float = 0.
         list(MinhashVerify(str(work / "near_dups"), threshold=threshold, ngram=5,
                            permutations=permutations).run(None, q, partitions) or ())
     resolve(str(work / "near_dups"), str(work / "fuzzy_drops"), str(work / "report.json"), partitions,
-            threshold=threshold, ngram=5, permutations=permutations, anchors=anchors)
+            prepared=len(prepared), threshold=threshold, ngram=5, permutations=permutations, anchors=anchors)
 
 
 def _resolve(tmp_path, texts: list[str], buckets: list[list[int]], threshold: float = 0.719, partitions: int = 3
@@ -189,8 +189,7 @@ def _resolve(tmp_path, texts: list[str], buckets: list[list[int]], threshold: fl
         pairs = [[0, members[i - 1], 0, members[i]] for i in range(1, len(members))]
         (tmp_path / "mh_buckets" / f"{band:05d}_00.dups").write_bytes(np.array(pairs, dtype="<u4").tobytes())
     run_near_duplicates(tmp_path, len(buckets), partitions, threshold)
-    files = sorted((tmp_path / "fuzzy_drops").glob("*/*.parquet"))
-    drops = [r for f in files for r in pq.read_table(f).to_pylist()]
+    drops = [r for rows in drops_by_file(tmp_path / "fuzzy_drops").values() for r in rows]
     return ({f"d{r['idx']}": r["detail"] for r in drops},
             read_model(NearDuplicateReport, str(tmp_path / "report.json")))
 

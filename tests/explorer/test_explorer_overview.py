@@ -203,3 +203,29 @@ def test_a_link_to_an_unknown_domain_or_cell_says_so(app_env, params, message):
     at = run(**params)
     assert len(at.warning) == 1 and at.warning[0].value.startswith(f"The link's {message}")
     assert open_domains(at) == []
+
+
+def test_a_store_whose_clusters_split_by_language_is_said_so_first(monkeypatch, store, tmp_path):
+    """The build's warning that cluster weights are language weights heads the page (the synthetic store's clusters
+    made each one language's); the synthetic store itself has no such warning."""
+    import json
+    import shutil
+
+    at = run_on(monkeypatch, store)
+    assert not [w for w in at.warning if "split by language" in w.value]
+    copy = tmp_path / "store"
+    shutil.copytree(store, copy)
+    doc = json.loads((copy / "store.json").read_text())
+    for i, c in enumerate(doc["clusters"]):
+        c["languages"], c["language_share"], c["name"] = [["de", "fr"][i % 2]], 0.95, f"Titel {i}"
+    (copy / "store.json").write_text(json.dumps(doc))
+    at = run_on(monkeypatch, copy)
+    assert [w.value for w in at.warning if w.value.startswith("the clusters split by language")]
+
+
+def run_on(monkeypatch, store):
+    monkeypatch.setenv("MIXTURE_STORE", str(store))
+    monkeypatch.delenv("MIXTURE_PLAN", raising=False)
+    monkeypatch.delenv("MIXTURE_STORE_B", raising=False)
+    monkeypatch.setenv("MIXTURE_SHARE", "0")
+    return run()

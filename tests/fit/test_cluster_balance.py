@@ -225,7 +225,8 @@ def test_multilingual_clusters_share_tokens(multilingual_store):
     assert len(shares) == ML_K
     assert shares.max() <= ML_MAX_SHARE  # it was 34 % (French, Japanese and English man pages) before
     assert art.cluster_balance.largest_token_share == pytest.approx(shares.max(), abs=1e-6)
-    assert art.cluster_balance.warnings == []
+    # Debian's man pages split by language (the lexical embedder puts translations apart): the build says so
+    assert [w[:31] for w in art.cluster_balance.warnings] == ["the clusters split by language:"]
     assert shares.min() >= art.partition.min_share
 
 
@@ -235,8 +236,11 @@ def test_multilingual_labels_are_readable(multilingual_store):
     assert len(set(names)) == ML_K and not any(n.startswith("Cluster ") for n in names)
     for row in labels:
         # terms are words, or pairs of Han/kana letters: no phrase-long "word" of a script written without spaces
-        assert all(len(term) <= 20 for term in row["top_terms"]), row
-        assert all(len(term) <= 2 for term in row["top_terms"] if re.search(r"[\u3040-\u30ff\u4e00-\u9fff]", term)), row
+        assert all(len(word) <= 20 for term in row["top_terms"] for word in term.split()), row
+        assert all(len(term) <= 2 for term in row["top_terms"]
+                   if re.search(r"[\u3040-\u30ff\u4e00-\u9fff]", term) and not re.fullmatch(r"[\u30a0-\u30ff]+", term)), row
+        # a katakana pair is shown as the katakana word of the cluster's text it is part of (ファイル, not ァイ)
+        assert all(len(term) <= 12 for term in row["top_terms"] if re.fullmatch(r"[\u30a0-\u30ff]+", term)), row
     assert any(re.search(r"[\u4e00-\u9fff]", n) for n in names)  # the Chinese text has a cluster of its own
 
 

@@ -265,3 +265,29 @@ def test_the_default_page_reads_no_file(hostile_page):
     html = hostile_page.page.read_text(encoding="utf-8")
     assert "connect-src" not in html and 'class="more full"' not in html
     assert not (hostile_page.page.parent / "texts").exists()
+
+
+def test_page_says_when_clusters_split_by_language_and_shows_cluster_names(built_store, tmp_path):
+    """A store whose clusters are each one language's: the page says first that cluster weights are then language
+    weights (the build's warning), and each domain shows the name the fit took from its exemplars' titles."""
+    import shutil
+
+    from mixture.composition import figures
+
+    copy = tmp_path / "store"
+    shutil.copytree(built_store.store, copy)
+    doc = json.loads((copy / "store.json").read_text())
+    for i, c in enumerate(doc["clusters"]):
+        c["languages"], c["language_share"] = [["de", "fr", "ja"][i % 3]], 0.97
+        c["name"] = f"Handbuch des Themas {i}"
+    (copy / "store.json").write_text(json.dumps(doc))
+    out = tmp_path / "page"
+    code, text = cli("overview", str(copy), "--out", str(out))
+    assert code == 0, text
+    html = (out / "index.html").read_text()
+    assert figures.language_note(StoreReader(str(copy)).store_info).startswith("the clusters split by language")
+    assert 'role="note">the clusters split by language' in html
+    assert "“Handbuch des Themas 0”" in html
+    plain = (tmp_path / "plain")
+    code, text = cli("overview", str(built_store.store), "--out", str(plain))
+    assert code == 0 and 'role="note"' not in (plain / "index.html").read_text()

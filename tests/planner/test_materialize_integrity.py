@@ -77,3 +77,20 @@ def test_a_changed_mixture_shard_is_refused_by_load_mixture_and_realised(tmp_pat
     assert res.exit_code == 1 and "not as the manifest recorded" in " ".join(res.output.split())
     corrupt = realised_ledger(out, read_plan(str(plan)))["corrupt"]
     assert len(corrupt) == 1 and f"phase=a/{shard.name}: xxh64" in corrupt[0]
+
+
+def test_materialize_and_overview_into_a_folder_that_cannot_be_written_say_so(tmp_path: Path, synthetic_store: Path):
+    """An --out that cannot be made (here under a regular file; a read-only folder fails the same way): one line
+    naming the place and what to do, exit 1, no traceback."""
+    plan = make_plan(tmp_path, synthetic_store)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    runner = CliRunner()
+    res = runner.invoke(app, ["materialize", str(plan), "--out", str(blocker / "mix"), "--shard-bytes", "8KB"])
+    text = " ".join(res.output.split())
+    assert res.exit_code == 1 and "cannot write the mixture" in text and "a-file" in text, res.output
+    assert "Traceback" not in text and res.exception is None or isinstance(res.exception, SystemExit)
+    res = runner.invoke(app, ["overview", str(synthetic_store), "--out", str(blocker / "site")])
+    text = " ".join(res.output.split())
+    assert res.exit_code == 1 and "cannot write the overview" in text and "a-file" in text, res.output
+    assert isinstance(res.exception, SystemExit)

@@ -34,7 +34,7 @@ TRIGGERS = [
     ("minhash_verify", "_build/minhash_verify"),
     ("minhash_cluster", "_build/minhash_cluster"),
     ("minhash_cluster-round", "_build/work/near_dups/components/r001/*.parquet"),
-    ("minhash_cluster-greedy", "_build/work/fuzzy_drops/*/*.parquet"),
+    ("minhash_cluster-greedy", "_build/work/fuzzy_drops/*.parquet"),
     ("sample", "_build/sample"),
     ("fit", "_build/fit"),
     ("assign", "_build/assign"),

@@ -50,6 +50,22 @@ def test_objects_and_slurm_requests():
     assert costs.price([c], costs.Prices(core_hour=0.5))["total"] == 0.5
 
 
+def test_a_stage_in_rounds_runs_as_tasks_of_its_pairs_with_rounds_that_grow_with_the_input():
+    near = costs.StageRate(stage="a", cpu_seconds=36, scaled_by="tokens", reference=1_000, exponent=1.0, peak_rss=0,
+                           rounds=costs.RoundsRate(rounds=5, pairs=300))
+    work = costs.Workload(input_tokens=8_000, tasks=64, stage_tasks={"a": 64}, fit_sample=100,
+                          component_pairs_per_task=100)
+    [c] = costs.project(_rates(near), work, cores=1000)
+    assert c.tasks == 24  # 300 × 8 pairs / 100 per task, not T
+    n = 5 + 6  # 2 more rounds per doubling: 3 doublings
+    assert c.objects == (2 * n + 3) * 24 + 1
+    assert c.reads == 2 * ((n + 1) * 24 * 24 + 64 * 24)  # rounds, routing and greedy P_c² each; assign's T × P_c
+    assert c.wall_hours == pytest.approx(36 * 8 / 3600 / 24)
+    [one] = costs.project(_rates(near), costs.Workload(input_tokens=1_000, tasks=64, stage_tasks={},
+                                                       fit_sample=100), cores=1000)
+    assert one.tasks == 1 and one.objects == 2 * 5 + 3 + 1  # a small graph: one task per round, whatever T
+
+
 def test_the_docs_projection_is_the_cost_model_of_the_growth_rates():
     report = growth_report.Report(json.loads(DATA.read_text()))
     rates = report.rates()

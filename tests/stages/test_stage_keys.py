@@ -127,6 +127,23 @@ def changed(edit, manifest: InputManifest = MANIFEST) -> list[str]:
     return [n for n in NAMES if n in after and before.get(n) != after[n]]
 
 
+@pytest.mark.parametrize("what", ["LABELS_VERSION", "CALIBRATION_VERSION", "stopwords"])
+def test_the_fit_methods_and_the_stop_word_lists_change_fit_and_what_follows(monkeypatch, what):
+    """A new label or calibration method, or another stopwordsiso release, redoes fit and assign, nothing before."""
+    from mixture.fit import implementation
+
+    before = keys(_raw())
+    if what == "stopwords":
+        monkeypatch.setattr(implementation, "version", lambda name: "0.0.0-other")
+    else:
+        monkeypatch.setattr(implementation, what, getattr(implementation, what) + 1)
+    after = keys(_raw())
+    assert [n for n in NAMES if before[n] != after[n]] == [n for n in NAMES if NAMES.index(n) >= NAMES.index("fit")
+                                                           and n in before]
+    assert _canonical(_raw(), "/spec")["fit_implementation"]["stopwords"] == (
+        "stopwordsiso 0.0.0-other" if what == "stopwords" else "stopwordsiso 0.7.1")
+
+
 def _set(path: str, value):
     def edit(raw: dict) -> None:
         *head, last = path.split(".")

@@ -101,7 +101,8 @@ def test_each_stage_is_built_from_its_entry(demo_corpus, tmp_path):
              for info in stage_registry.planned(ctx.spec) if info.name != "sample"}  # sample reads dedup's results
     assert {n: s.tasks for n, s in built.items()} == {
         "prepare": 2, "duplicate_ids": 2, "find_duplicates": 2, "minhash_sigs": 2, "minhash_buckets": 14,
-        "minhash_gather": 2, "minhash_verify": 2, "minhash_cluster": 2, "fit": 1, "assign": 2}
+        "minhash_gather": 2, "minhash_verify": 2, "minhash_cluster": 1, "fit": 1, "assign": 2}
+    # minhash_cluster: P_c tasks, one per component_pairs_per_task verified pairs (none verified yet here)
     # a stage run in rounds: its first round
     assert all(s.name == (f"{n}/r000" if n == "minhash_cluster" else n) for n, s in built.items())
     store = ctx.store
@@ -187,14 +188,14 @@ def test_a_build_runs_a_stage_added_to_the_registry(tmp_path, demo_corpus, built
 
 def test_the_docs_list_the_registry():
     """docs/build.md's stage table: the registry's stages in order, with their task counts (T: execution.tasks, P:
-    dedup's partitions)."""
+    dedup's partitions, P_c: a stage in rounds' component partitions)."""
     lines = (REPO / "docs" / "build.md").read_text().splitlines()
     start = lines.index("| stage | tasks | steps |") + 2
     table = lines[start:lines.index("", start)]
     documented = [(name.strip().strip("`"), tasks.strip()) for name, tasks in (row.split("|")[1:3] for row in table)]
     assert documented.pop() == ("finalize", "driver")
 
-    def shown(s: StageDef) -> str:
-        return {TASKS: "T", PARTITIONS: "P"}.get(s.tasks, str(s.tasks).rsplit(".", 1)[-1])
+    def shown(s: StageDef) -> str:  # a stage in rounds: P_c tasks, from its pairs (at most its registry count, P)
+        return "P_c" if s.rounds else {TASKS: "T", PARTITIONS: "P"}.get(s.tasks, str(s.tasks).rsplit(".", 1)[-1])
 
     assert documented == [(s.name, shown(s)) for s in stage_registry.STAGES]

