@@ -62,10 +62,14 @@ def register(app: typer.Typer) -> None:
         except FormatError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(1) from None
-        except OSError as exc:  # a read-only folder, a full disk, a bucket that refuses the write
-            where = exc.filename or out
-            typer.echo(f"error: cannot write the overview to {out}: {exc.strerror or exc} ({where}). Give --out a "
-                       "folder or bucket you can write to.", err=True)
+        except OSError as exc:  # a read-only folder, a full disk, a bucket that refuses the write; or a store read
+            where = str(exc.filename or out)
+            if where.startswith(out.rstrip("/")):
+                typer.echo(f"error: cannot write the overview to {out}: {exc.strerror or exc} ({where}). Give --out a "
+                           "folder or bucket you can write to.", err=True)
+            else:
+                typer.echo(f"error: cannot read {where}: {exc.strerror or exc}. Check the store with "
+                           f"`mixture audit {store}`.", err=True)
             raise typer.Exit(1) from None
         texts = f", {written.texts:,} text files beside it" if full_texts else ""
         typer.echo(f"wrote {written.url} ({written.bytes / 1e6:.2f} MB{texts} in "

@@ -293,7 +293,7 @@ class Execution(Strict):
     executor: Literal["local", "ray", "slurm"] = "local"
     tasks: int = Field(4, ge=1, description="parallel tasks per stage (files are split among them)")
     partitions: int | None = Field(None, ge=1, description="dedup's hash partitions: the tasks of duplicate_ids, find_duplicates and minhash_verify (default: tasks; fewer cut the shuffles' range reads, T x P)")
-    component_pairs_per_task: int = Field(20_000_000, ge=1, description="verified near-duplicate pairs per task of minhash_cluster's rounds (connected components): their task count is the pairs over this, at least 1 and at most partitions; each round reads tasks² ranges")
+    component_pairs_per_task: int = Field(stage_registry.COMPONENT_PAIRS_PER_TASK, ge=1, description="verified near-duplicate pairs per task of minhash_cluster's rounds (connected components): their task count is the pairs over this, at least 1 and at most partitions; each round reads tasks² ranges")
     workers: int = Field(-1, description="tasks running at once (-1: all cores; ray/slurm: no limit)")
     address: str | None = Field(None, description="ray: cluster address to attach to (default: RAY_ADDRESS, else start a local cluster)")
     partition: str | None = Field(None, description="slurm partition (default: the cluster's default partition)")

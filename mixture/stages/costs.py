@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mixture.stages.registry import component_partitions
+from mixture.stages.registry import COMPONENT_PAIRS_PER_TASK, component_partitions
 
 RATES_FILE = "rates.json"  # packaged beside this module: the rates of the last published growth benchmark
 SAFETY = 2.0  # a Slurm time limit: twice the projected longest task, at least MIN_LIMIT_HOURS
@@ -104,7 +104,7 @@ class Workload:
     fit_sample: int
     cells: int = 200
     partitions: int | None = None  # dedup's P (execution.partitions); None: the tasks
-    component_pairs_per_task: int = 20_000_000  # execution.component_pairs_per_task: P_c of a stage in rounds
+    component_pairs_per_task: int = COMPONENT_PAIRS_PER_TASK  # execution.component_pairs_per_task: P_c in rounds
 
 
 @dataclass(frozen=True)

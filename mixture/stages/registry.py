@@ -91,6 +91,9 @@ def dedup_partitions(spec: Spec, tasks: int) -> int:
     return spec.execution.partitions or tasks
 
 
+COMPONENT_PAIRS_PER_TASK = 20_000_000  # execution.component_pairs_per_task's default
+
+
 def component_partitions(pairs: int, partitions: int, pairs_per_task: int) -> int:
     """P_c, the tasks of `minhash_cluster`'s rounds (and the partitions of their shuffles): ⌈verified pairs /
     `execution.component_pairs_per_task`⌉, at least 1 and at most P. Each round's P_c readers make P_c² range

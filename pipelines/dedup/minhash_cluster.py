@@ -30,10 +30,10 @@ from mixture.pipelines.dedup.shuffle import (
 )
 from mixture.pipelines.runtime.duckdb_connection import scalar
 from mixture.pipelines.schemas import DROPS
-from mixture.spec.models import Execution
 from mixture.stages.registry import (
     BAND_TASK_COUNTS,
     CLUSTER_COUNTS,
+    COMPONENT_PAIRS_PER_TASK,
     FUZZY_DROPS,
     NEAR,
     NEAR_DUPLICATES_REPORT,
@@ -147,7 +147,7 @@ class NearDuplicates(PartitionedStep):
 
 
 def rounds(folder: str, output: str, report: str, tasks: int, *, prepared: int, threshold: float, ngram: int,
-           permutations: int, anchors: int = ANCHORS, pairs_per_task: int = Execution.model_fields["component_pairs_per_task"].default,
+           permutations: int, anchors: int = ANCHORS, pairs_per_task: int = COMPONENT_PAIRS_PER_TASK,
            memory_limit: str | None = None) -> Iterator[Round]:
     """The stage's rounds over the verified pairs in `folder` (of `tasks` minhash_verify tasks, P; `prepared`
     prepared files, T), each run as P_c tasks (`component_partitions` of the pairs verified): star rounds until

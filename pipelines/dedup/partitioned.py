@@ -10,7 +10,7 @@ from abc import abstractmethod
 from datatrove.data import DocumentsPipeline
 from datatrove.pipeline.base import PipelineStep
 
-from mixture.pipelines.dedup.shuffle import fetch_partition, matching_files, register
+from mixture.pipelines.dedup.shuffle import existing_files, fetch_partition, matching_files, register
 from mixture.pipelines.runtime.duckdb_connection import duckdb_connection
 
 
@@ -30,7 +30,7 @@ class PartitionedStep(PipelineStep):
     def inputs(self, rank: int) -> list[tuple]:
         """(view, glob, schema[, partition]) of each input of task `rank`: with a partition, the glob names a
         shuffle's files (one per writer) and the view is that partition of each (shuffle.fetch_partition, fetched
-        to a local folder of the task); without, every file the glob (or each glob of a list) matches."""
+        to a local folder of the task); without, every file the glob matches, or those of a list of paths that exist."""
         return []
 
     @abstractmethod
@@ -47,7 +47,7 @@ class PartitionedStep(PipelineStep):
                 if part:
                     found = fetch_partition(files, part[0], scratch, world_size)
                 else:
-                    found = [f for glob in ([files] if isinstance(files, str) else files) for f in matching_files(glob)]
+                    found = matching_files(files) if isinstance(files, str) else existing_files(files)
                 register(con, view, found, schema)
             stats = self.process(con, rank)
         for key, value in stats.items():
