@@ -7,19 +7,26 @@ import math
 import re
 from collections import Counter
 
-HEAD = 6000  # characters read
+HEAD = 4000  # characters read: on Debian code 6,000 gave the same answers for 15 % more CPU, 3,000 lost 1 %
 # language -> the kind of text it makes (content_type.KINDS); the rest are "code"
 KIND_OF = {"html": "markup", "xml": "markup", "latex": "markup", "json": "structured", "yaml": "structured"}
 LANGUAGES = ("go", "rust", "c", "cpp", "java", "javascript", "typescript", "shell", "sql", "perl", "ruby", "php",
              "python", "html", "xml", "latex", "yaml", "json")
 
-# One pass of one regex cuts the head into tokens: words, operators, line starts that mark a language, tags.
-_TOKEN = re.compile(
+# Two passes cut the head into tokens. A line's start is read first: a `key: value` line (YAML) or a JSON key, Go's
+# grouped declaration, or a marker that counts only there (`#include`, `//`, `fi`, `}` …); the matched start is cut
+# away (a data line whole). One findall cuts the rest into words, operators and tags, and Counter counts them in C,
+# so the Python loop runs over distinct tokens, not over every match.
+_LINE_START = re.compile(
     r"""(?m)^[^\S\n]*(?:(?P<yaml>-[^\S\n]+)?(?P<key>[A-Za-z_][\w.-]*):(?:[^\S\n][^\n]*)?$|(?P<jkey>"[^"\n]{1,80}"[^\S\n]*:)"""
     r"""|(?P<gogroup>(?:var|const|import|type)[^\S\n]*\($)|(?P<start>\#(?=[^\S\n]|$)|--$|\#!|\#include|\#define|\#if|\#endif|\#\[|//|/\*|\*/|=head\d|=cut|=item|=pod|---$|\}$|end$|fi$|done$"""
-    r"""|esac$|then$|else$|do$))"""
-    r"""|(?P<doc>\"\"\")|(?P<tag></?[A-Za-z][\w:.-]*|<\?(?:php|xml)|<!DOCTYPE|\?>)"""
-    r"""|(?P<my>my(?=[^\S\n]+[$@%(]))|(?P<word>[A-Za-z_$@%][\w$]*)|(?P<op><<(?=['"~A-Z_])|::|:=|->|=>|(?<![=!])[=!]==(?!=)|=~|\$\(|\$\{|\|\||&&|\);|\{|\};|;$)""",
+    r"""|esac$|then$|else$|do$))""",
+)
+# `my` then a blank and a sigil is Perl's declaration: matched with its blank ("my "), unlike the English word
+_REST = re.compile(
+    r"""\"\"\"|</?[A-Za-z][\w:.-]*|<\?(?:php|xml)|<!DOCTYPE|\?>|my[^\S\n](?=[^\S\n]*[$@%(])|[A-Za-z_$@%][\w$]*"""
+    r"""|<<(?=['"~A-Z_])|::|:=|->|=>|(?<![=!])[=!]==(?!=)|=~|\$\(|\$\{|\|\||&&|\);|\{|\};|;$""",
+    re.MULTILINE,
 )
 HTML_TAGS = {"html", "head", "body", "div", "span", "p", "a", "table", "tr", "td", "th", "ul", "ol", "li", "script",
              "meta", "link", "title", "h1", "h2", "h3", "h4", "br", "img", "pre", "code", "em", "strong", "b", "i",
@@ -102,33 +109,40 @@ _SENTENCE = re.compile(r"[.?!,;]\s|[.?!]$")
 _HTML, _XML = LANGUAGES.index("html"), LANGUAGES.index("xml")
 
 
+def _line_start(m: re.Match, out: Counter) -> str:
+    """Counts a line's start token (see _LINE_START); the start is cut away."""
+    kind = m.lastgroup
+    if kind == "key":
+        value = m.group(0)[m.end("key") - m.start() + 1:].strip()
+        if not _SENTENCE.search(value):  # `Name: a sentence.` is a dialogue line, not data
+            out["ylist" if m.group("yaml") else "ykey"] += 1
+    elif kind == "yaml":  # a list item whose key was captured too
+        out["ylist"] += 1
+    elif kind == "gogroup":  # Go's `const (` … `)` block
+        out["go ("] += 1
+    elif kind == "jkey":
+        out["jkey"] += 1
+    else:
+        out[m.group(kind)] += 1
+    return ""
+
+
 def _tokens(head: str) -> Counter:
     out: Counter = Counter()
-    for m in _TOKEN.finditer(head):
-        kind = m.lastgroup
-        if kind == "key":
-            value = m.group(0)[m.end("key") - m.start() + 1:].strip()
-            if not _SENTENCE.search(value):  # `Name: a sentence.` is a dialogue line, not data
-                out["ylist" if m.group("yaml") else "ykey"] += 1
-        elif kind == "yaml":  # a list item whose key was captured too
-            out["ylist"] += 1
-        elif kind == "tag":
-            tag = m.group("tag")
-            name = tag.lstrip("</").lower()
-            if tag.startswith("</"):
-                out["</"] += 1
-            if tag in ("<?php", "<?xml", "<!DOCTYPE", "?>", "<html"):
-                out[tag] += 1
+    rest = _LINE_START.sub(lambda m: _line_start(m, out), head)
+    for tok, n in Counter(_REST.findall(rest)).items():
+        first = tok[0]
+        if first == "<" and tok != "<<" or tok == "?>":
+            if tok.startswith("</"):
+                out["</"] += n
+            if tok in ("<?php", "<?xml", "<!DOCTYPE", "?>", "<html"):
+                out[tok] += n
             else:
-                out["htmltag" if name in HTML_TAGS else "xmltag"] += 1
-        elif kind == "gogroup":  # Go's `const (` … `)` block
-            out["go ("] += 1
-        elif kind == "my":  # Perl's `my $x`, not the English word
-            out["my $"] += 1
-        elif kind == "jkey":
-            out["jkey"] += 1
+                out["htmltag" if tok.lstrip("</").lower() in HTML_TAGS else "xmltag"] += n
+        elif first == "m" and tok[-1].isspace():  # Perl's `my $x`, not the English word
+            out["my $"] += n
         else:
-            out[m.group(kind)] += 1
+            out[tok] += n
     return out
 
 
@@ -142,7 +156,7 @@ def score_languages(text: str) -> tuple[str, float, str, float]:
     """(best language, its score per non-blank line, the runner-up, its score per line) over the first HEAD
     characters; a token's weight counts as log(1 + its count), so one repeated keyword does not decide."""
     head = _DOCSTRING.sub('""" """', _COMMENT.sub(r"\1", text[:HEAD]))
-    lines = max(1, sum(1 for line in head.split("\n") if line.strip()))
+    lines = max(1, len(list(filter(str.strip, head.split("\n")))))
     scores = [0.0] * len(LANGUAGES)
     tokens = _tokens(head)
     for tok, n in tokens.items():

@@ -64,3 +64,18 @@ def test_shell_and_perl_variables_are_not_math():
     tex = ("Let $x$ be a real number and $f(x) = x^2$ its square. Then $f$ is convex, and $\\int_0^1 f = 1/3$. "
            "We write $\\alpha$ for the angle; the sum $\\sum_{i} a_i$ converges. ") * 3
     assert detect_content_type(tex).kind == "math"
+
+
+def test_the_scorer_reads_line_starts_words_tags_and_perl_declarations():
+    from mixture.text.code_language import _tokens
+
+    perl = "#!/usr/bin/perl\nuse strict;\nmy $name = shift;\nprint \"my friend\\n\";\n"
+    found = _tokens(perl)
+    assert found["#!"] == 1 and found["my $"] == 1 and found["my"] == 1 and found["use"] == 1
+    data = "name: demo\n- item: one\nsays: Hello there. How are you?\n"
+    found = _tokens(data)  # a data line is read whole: its words are not tokens; a dialogue line is not data
+    assert found["ykey"] == 1 and found["ylist"] == 1 and not found["demo"] and not found["says"]
+    c = "#include <stdio.h>\n/* a comment */\nint main(void) {\n  return 0;\n}\n</div>\n"
+    found = _tokens(c)
+    assert found["#include"] == 1 and found["/*"] == 1 and found["}"] == 1 and found["{"] == 1
+    assert found["xmltag"] == 1 and found["htmltag"] == 1 and found["</"] == 1 and not found["stdio"]
