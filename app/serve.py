@@ -1,16 +1,17 @@
-"""The explorer behind its token (`mixture explore … --token`): the Streamlit app of main.py as an ASGI app whose
-every endpoint but the health check sits behind `gate.TokenGate`."""
+"""What `mixture explore` serves: the Streamlit app of main.py as an ASGI app whose page paths lead to its root
+(`page_paths.PagePaths`) and, with a token set, whose every endpoint but the health check sits behind
+`gate.TokenGate`."""
 
 from __future__ import annotations
-
-import os
 
 import streamlit as st
 from starlette.middleware import Middleware
 
-from mixture.explorer import MAIN, config, gate
+from mixture.explorer import MAIN, config, gate, page_paths
 
-secret = os.environ.get(config.TOKEN_ENV) or ""
-if not secret:
-    raise SystemExit(f"error: serve.py runs the explorer behind its token: set ${config.TOKEN_ENV}.")
-app = st.App(str(MAIN), middleware=[Middleware(gate.TokenGate, secret=secret)])
+prefix = "/" + (st.get_option("server.baseUrlPath") or "").strip("/")  # routes hold it: '/mixture/store'
+secret = config.token()
+middleware = [Middleware(page_paths.PagePaths, prefix=prefix)]
+if secret:  # outermost: nothing answers before the token is given
+    middleware.insert(0, Middleware(gate.TokenGate, secret=secret, prefix=prefix))
+app = st.App(str(MAIN), middleware=middleware)

@@ -186,7 +186,7 @@ def test_a_token_means_sharing_and_the_start_up_line_says_which_mode(store, monk
     assert result.exit_code == 2 and "--no-share" in result.output and config.TOKEN_ENV in result.output
     monkeypatch.setenv(config.SHARE_ENV, "0")
     assert config.sharing()  # a token set without sharing mode turns it on (127.0.0.2 with a token: shared)
-    assert streamlit_command(str(store), None, 8599, "127.0.0.2", True, gated=True)[4] == str(SERVE)
+    assert streamlit_command(str(store), None, 8599, "127.0.0.2", True)[4] == str(SERVE)
     local = mode_line(False, False, None, "127.0.0.1", 1, 0, 10, 5)
     assert local.startswith("local mode (127.0.0.1 is a loopback address): free store and plan path boxes")
     shared = mode_line(True, True, None, "127.0.0.2", 2, 1, 10, 5)
