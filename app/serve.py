@@ -1,6 +1,5 @@
-"""What `mixture explore` serves: the Streamlit app of main.py as an ASGI app whose page paths lead to its root
-(`page_paths.PagePaths`) and, with a token set, whose every endpoint but the health check sits behind
-`gate.TokenGate`."""
+"""What `mixture explore` serves: main.py as an ASGI app, its page paths led to its root (`page_paths`), behind the
+token when one is set, the endpoints no page needs off when sharing without one (`gate`)."""
 
 from __future__ import annotations
 
@@ -14,4 +13,6 @@ secret = config.token()
 middleware = [Middleware(page_paths.PagePaths, prefix=prefix)]
 if secret:  # outermost: nothing answers before the token is given
     middleware.insert(0, Middleware(gate.TokenGate, secret=secret, prefix=prefix))
+elif config.sharing():
+    middleware.insert(0, Middleware(gate.Closed, prefix=prefix))
 app = st.App(str(MAIN), middleware=middleware)
