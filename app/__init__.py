@@ -3,4 +3,4 @@
 from pathlib import Path
 
 MAIN = Path(__file__).resolve().parent / "main.py"  # the script `streamlit run` executes
-SERVE = Path(__file__).resolve().parent / "serve.py"  # main.py behind the token: what runs when one is set
+SERVE = Path(__file__).resolve().parent / "serve.py"  # main.py as `mixture explore` serves it (gate, page paths)

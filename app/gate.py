@@ -14,6 +14,7 @@ from urllib.parse import parse_qs, quote
 COOKIE = "mixture_explorer_session"
 TOKEN_PATH = "/_mixture/token"  # where the form posts the token
 OPEN_PATHS = ("/_stcore/health", "/_stcore/script-health-check")  # what answers without the token
+OFF_WHEN_SHARED = ("/_stcore/metrics",)  # no page needs it: off when sharing without a token (behind it with one)
 MAX_FORM_BYTES = 8_192
 
 Scope = MutableMapping[str, Any]
@@ -121,6 +122,21 @@ class TokenGate:
                                 (b"set-cookie", cookie.encode("latin-1")), (b"cache-control", b"no-store"),
                                 (b"content-length", b"0")]})
         await send({"type": "http.response.body", "body": b""})
+
+
+class Closed:
+    """A sharing explorer without a token: the endpoints no page needs (`OFF_WHEN_SHARED`) answer 404, everything
+    else is passed on."""
+
+    def __init__(self, app: ASGIApp, prefix: str = "") -> None:
+        self.app = app
+        self.paths = tuple(prefix.rstrip("/") + p for p in OFF_WHEN_SHARED)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope.get("path", "").rstrip("/") in self.paths:
+            await _respond(send, 404, b"off in sharing mode\n", "text/plain; charset=utf-8")
+            return
+        await self.app(scope, receive, send)
 
 
 async def _respond(send: Send, status: int, body: bytes, content_type: str) -> None:

@@ -51,7 +51,8 @@ def bar_md(shares: list[float], names: list[str]) -> str:
 
 def grid_md(cells: pd.DataFrame, names: list[str], plan: PlanView | None) -> str:
     """The quality grid as a Markdown table, one column per bucket: share of the domain, enrichment, tokens,
-    documents; with a plan each phase's weight and the cell's epochs (over the cap in red)."""
+    documents; with a plan each phase's weight and the cell's epochs (over the cap in red), '–' for a cell the plan
+    does not list (as on the static page)."""
     cells = cells.sort_values("quality")
     head = [f"Q{q} {md(names[q]) if q < len(names) else ''}".strip() for q in cells.quality]
     rows = [("share of domain", [f"**{numbers.pct(v)}**" for v in cells.share_in_domain]),
@@ -59,7 +60,7 @@ def grid_md(cells: pd.DataFrame, names: list[str], plan: PlanView | None) -> str
             ("tokens", [numbers.tokens(v) for v in cells.tokens]),
             ("documents", [numbers.count(v) for v in cells.docs])]
     if plan is not None:
-        rows += [(f"weight {md(p.name)}", [numbers.weight(p.weights.get(c, 0.0)) for c in cells.cell])
+        rows += [(f"weight {md(p.name)}", [numbers.weight(p.weights.get(c)) for c in cells.cell])
                  for p in plan.phases]
         epochs = []
         for c in cells.cell:

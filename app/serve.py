@@ -1,16 +1,18 @@
-"""The explorer behind its token (`mixture explore … --token`): the Streamlit app of main.py as an ASGI app whose
-every endpoint but the health check sits behind `gate.TokenGate`."""
+"""What `mixture explore` serves: main.py as an ASGI app, its page paths led to its root (`page_paths`), behind the
+token when one is set, the endpoints no page needs off when sharing without one (`gate`)."""
 
 from __future__ import annotations
-
-import os
 
 import streamlit as st
 from starlette.middleware import Middleware
 
-from mixture.explorer import MAIN, config, gate
+from mixture.explorer import MAIN, config, gate, page_paths
 
-secret = os.environ.get(config.TOKEN_ENV) or ""
-if not secret:
-    raise SystemExit(f"error: serve.py runs the explorer behind its token: set ${config.TOKEN_ENV}.")
-app = st.App(str(MAIN), middleware=[Middleware(gate.TokenGate, secret=secret)])
+prefix = "/" + (st.get_option("server.baseUrlPath") or "").strip("/")  # routes hold it: '/mixture/store'
+secret = config.token()
+middleware = [Middleware(page_paths.PagePaths, prefix=prefix)]
+if secret:  # outermost: nothing answers before the token is given
+    middleware.insert(0, Middleware(gate.TokenGate, secret=secret, prefix=prefix))
+elif config.sharing():
+    middleware.insert(0, Middleware(gate.Closed, prefix=prefix))
+app = st.App(str(MAIN), middleware=middleware)

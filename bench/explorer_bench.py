@@ -24,11 +24,12 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.common import machine, publish  # noqa: E402
-from mixture.explorer import MAIN  # noqa: E402
+from mixture.explorer import MAIN, SERVE  # noqa: E402
 from mixture.store.formats import read_store_artifact  # noqa: E402
 from tests.explorer.synthstore import build_store  # noqa: E402
 
-APP = str(MAIN)
+APP = str(MAIN)  # what AppTest runs
+SERVED = str(SERVE)  # what the browser runs are served, as by `mixture explore`
 START, END = "<!-- explorer-bench:start -->", "<!-- explorer-bench:end -->"
 
 
@@ -111,7 +112,7 @@ def _serve(store: Path, python: str, app: str) -> tuple[subprocess.Popen, str]:
             time.sleep(0.2)
 
 
-def open_all(store: Path, repeats: int = 3, python: str = sys.executable, app: str = APP) -> dict:
+def open_all(store: Path, repeats: int = 3, python: str = sys.executable, app: str = SERVED) -> dict:
     """Seconds "Open all" and "Close all" take in headless chromium at 1280 × 900 (each the median of `repeats`
     clicks on a warm server), with what an open-all page draws (code blocks, panels' Markdown blocks)."""
     from playwright.sync_api import sync_playwright
@@ -152,7 +153,7 @@ _INTERACTIVE = """() => !document.querySelector('[data-testid="stStatusWidget"]'
   document.querySelectorAll('.st-key-domain_index button').length > 0"""
 
 
-def first_load(store: Path, repeats: int = 5, python: str = sys.executable, app: str = APP) -> dict:
+def first_load(store: Path, repeats: int = 5, python: str = sys.executable, app: str = SERVED) -> dict:
     """Seconds from opening the overview in a new browser session (a warm server) to its headline, and from the
     headline to the page being interactive (cards, search box and domain index drawn, Streamlit's run over, no
     stale element), in headless chromium at 1280 × 900; `repeats` sessions after a first, uncounted one."""
@@ -222,7 +223,7 @@ def main() -> None:
     parser.add_argument("--first-load", action="store_true", help="only the first load on --store, printed")
     parser.add_argument("--store", help="the store for --browser-only / --first-load (e.g. demo/store)")
     parser.add_argument("--python", default=sys.executable, help="the Python that runs streamlit (another checkout's)")
-    parser.add_argument("--app", default=APP, help="the explorer's main.py to run")
+    parser.add_argument("--app", default=SERVED, help="the explorer script to serve (serve.py or main.py)")
     args = parser.parse_args()
     if args.first_load:
         r = first_load(Path(args.store), args.repeats, args.python, args.app)

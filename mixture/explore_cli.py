@@ -13,7 +13,6 @@ import typer
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from mixture.explorer import MAIN as APP_MAIN
 from mixture.explorer import SERVE as APP_SERVE
 from mixture.explorer import config
 from mixture.spec.yaml_bounded import load_yaml
@@ -67,11 +66,11 @@ def _check_plan(plan: Path) -> None:
 def streamlit_command(store: str, plan: Path | None, port: int, host: str, share: bool = False,
                       stores: list[str] | None = None, plans: list[Path] | None = None,
                       scan_rows: int = config.DEFAULT_SCAN_ROWS,
-                      scan_seconds: float = config.DEFAULT_SCAN_SECONDS, gated: bool = False) -> list[str]:
+                      scan_seconds: float = config.DEFAULT_SCAN_SECONDS) -> list[str]:
     """The `streamlit run` command line the explore command executes: `plan` and `store` first, then the other
-    `stores` / `plans` a sharing explorer offers; `gated` (a token is set): the app behind its token
-    (`serve.py`: every endpoint but the health check asks for it)."""
-    cmd = [sys.executable, "-m", "streamlit", "run", str(APP_SERVE if gated else APP_MAIN), "--server.port", str(port),
+    `stores` / `plans` a sharing explorer offers. It runs `serve.py` (main.py whose page paths lead to its root,
+    behind its token when the environment holds one)."""
+    cmd = [sys.executable, "-m", "streamlit", "run", str(APP_SERVE), "--server.port", str(port),
            "--server.address", host, "--server.headless", "true", "--browser.gatherUsageStats", "false"]
     if share:  # visitors get no developer menu and no tracebacks (they name the server's files)
         cmd += ["--client.toolbarMode", "viewer", "--client.showErrorDetails", "none"]
@@ -154,7 +153,7 @@ def register(app: typer.Typer) -> None:
         else:
             env.pop("MIXTURE_PLAN", None)
         cmd = streamlit_command(store, every_plan[0] if every_plan else None, port, host, sharing, every_store,
-                                every_plan, scan_rows, scan_seconds, gated=bool(token))
+                                every_plan, scan_rows, scan_seconds)
         typer.echo(f"explorer on http://{host}:{port}/  (Ctrl-C to stop)")
         typer.echo(mode_line(sharing, bool(token), share, host, len(every_store), len(every_plan), scan_rows,
                              scan_seconds))

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import streamlit as st
 
+from mixture.composition import numbers
 from mixture.explorer import charts, config, diffing, queries, ui
-from mixture.explorer.fmt import code
+from mixture.explorer.fmt import code, display
 from mixture.explorer.plan_view import PlanError, load_plan
 
 st.header("Diff")
 mode = st.segmented_control("Compare", ["two stores", "two plans"], default="two stores", key="diff_mode",
                             required=True)
+
+
+WRITE = {"tokens": numbers.tokens, "docs": numbers.count, "exposure": numbers.epochs}  # any other: a phase's weight
 
 
 def show(df, value: str) -> None:
@@ -22,10 +26,9 @@ def show(df, value: str) -> None:
     if not plotted.empty:
         st.altair_chart(charts.diverging_heatmap(plotted, "delta", title=f"{value}: B − A"),
                         width="stretch")
-    counts_cols = [f"{value} A", f"{value} B", "delta"] if value in ("tokens", "docs") else []
-    st.dataframe(df.drop(columns=["cluster", "quality"]), hide_index=True, width="stretch",
-                 column_config={"delta %": st.column_config.NumberColumn(format="%.2f"),
-                                **{c: st.column_config.NumberColumn(format="localized") for c in counts_cols}})
+    write = WRITE.get(value, numbers.weight)
+    st.dataframe(display(df.drop(columns=["cluster", "quality"]), **{f"{value} A": write, f"{value} B": write},
+                         delta=write, **{"delta %": lambda v: numbers.pct(v / 100)}), hide_index=True, width="stretch")
 
 
 def pick(col, label: str, options: list[str], default: str, param: str, key: str) -> str:

@@ -168,9 +168,13 @@ def test_diff_page_two_stores(app_env, store_b, artifact):
     assert metrics["cells added"] == str(len(set(b_cells) - set(a_cells)))
     assert metrics["cells removed"] == str(len(set(a_cells) - set(b_cells)))
     assert metrics["cells changed"] == str(sum(1 for c in a_cells if c in b_cells and a_cells[c] != b_cells[c]))
-    table = shown(at.dataframe[0]).set_index("cell")
+    table = at.dataframe[0].value.set_index("cell")  # numbers: the table sorts by value
+    text = shown(at.dataframe[0]).set_index("cell")  # written as every page writes tokens (no 334476)
+    assert table["tokens A"].dtype.kind in "iuf" and table["delta"].dtype.kind in "iuf"
     for c in b_cells:
         assert table.loc[c, "delta"] == b_cells[c] - a_cells.get(c, 0)
+        assert text.loc[c, "tokens B"] == numbers.tokens(b_cells[c])
+        assert text.loc[c, "delta"] == numbers.tokens(b_cells[c] - a_cells.get(c, 0))
     heat = chart_frames(at)[0][0]
     assert heat.delta.sum() == sum(b_cells.values()) - sum(a_cells.values())
 
@@ -192,8 +196,10 @@ def test_diff_page_two_plans(app_env, plan_file, tmp_path):
     at = run("diff")
     at.segmented_control(key="diff_mode").set_value("two plans").run()
     at.text_input(key="diff_plan_b").input(str(p2)).run()
-    table = shown(at.dataframe[0]).set_index("cell")
-    assert table.loc["c00q0", "delta"] == pytest.approx(3.0 - plan.cell_map()["c00q0"].exposure)
+    table = at.dataframe[0].value.set_index("cell")
+    delta = 3.0 - plan.cell_map()["c00q0"].exposure
+    assert table.loc["c00q0", "delta"] == pytest.approx(delta)
+    assert shown(at.dataframe[0]).set_index("cell").loc["c00q0", "delta"] == numbers.epochs(delta)
     assert table.loc["c04q4", "status"] == "removed"
     assert {m.label: m.value for m in at.metric}["cells changed"] == "1"
 

@@ -186,10 +186,38 @@ def test_a_token_means_sharing_and_the_start_up_line_says_which_mode(store, monk
     assert result.exit_code == 2 and "--no-share" in result.output and config.TOKEN_ENV in result.output
     monkeypatch.setenv(config.SHARE_ENV, "0")
     assert config.sharing()  # a token set without sharing mode turns it on (127.0.0.2 with a token: shared)
-    assert streamlit_command(str(store), None, 8599, "127.0.0.2", True, gated=True)[4] == str(SERVE)
+    assert streamlit_command(str(store), None, 8599, "127.0.0.2", True)[4] == str(SERVE)
     local = mode_line(False, False, None, "127.0.0.1", 1, 0, 10, 5)
     assert local.startswith("local mode (127.0.0.1 is a loopback address): free store and plan path boxes")
     shared = mode_line(True, True, None, "127.0.0.2", 2, 1, 10, 5)
     assert shared.startswith("sharing mode (a token is set): 2 store(s) and 1 plan(s) offered")
     assert "every page and endpoint but the health check asks for the token" in shared
     assert "no token: anyone who reaches the port" in mode_line(True, False, True, "0.0.0.0", 1, 0, 10, 5)
+
+
+@pytest.mark.parametrize(("args", "token", "line", "mode"), [
+    (["--host", "127.0.0.2"], "a-token", "sharing mode (a token is set): 1 store(s)", "--share"),
+    (["--host", "127.0.0.2"], "", "local mode (127.0.0.2 is a loopback address): free store", "--no-share"),
+    (["--host", "127.0.0.2", "--share"], "", "sharing mode (--share): 1 store(s)", "--share"),
+    (["--host", "0.0.0.0"], "", "sharing mode (0.0.0.0 is not loopback)", "--share"),
+    (["--host", "127.0.0.2", "--token", "a-token"], "", "sharing mode (a token is set)", "--share")])
+def test_the_start_up_line_names_the_mode_the_server_runs(store, monkeypatch, args, token, line, mode):
+    """What `mixture explore` prints is what it starts: a token on another loopback address shares, behind the token."""
+    from typer.testing import CliRunner
+
+    from mixture import explore_cli
+    from mixture.cli import app as cli_app
+    from mixture.explorer import config
+
+    started = {}
+    monkeypatch.setattr(explore_cli, "run_server", lambda cmd, env: started.update(cmd=cmd, env=env) or 0)
+    if token:
+        monkeypatch.setenv(config.TOKEN_ENV, token)
+    else:
+        monkeypatch.delenv(config.TOKEN_ENV, raising=False)
+    result = CliRunner().invoke(cli_app, ["explore", str(store), *args])
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines()[1].startswith(line), result.output
+    assert mode in started["cmd"][started["cmd"].index("--"):]
+    assert (started["env"].get(config.TOKEN_ENV) == "a-token") == ("token" in line)
+    assert "a-token" not in started["cmd"]  # the token travels in the environment, never on the command line

@@ -94,7 +94,7 @@ def test_explore_command_checks_inputs(tmp_path, store, plan_file):
     result = runner.invoke(cli_app, ["explore", str(store), "--plan", str(bad)])
     assert result.exit_code == 2 and "expected a plan written by `mixture plan`" in result.output
     cmd = streamlit_command(str(store), plan_file, 8599, "127.0.0.1")
-    assert cmd[1:4] == ["-m", "streamlit", "run"] and cmd[4].endswith("app/main.py")
+    assert cmd[1:4] == ["-m", "streamlit", "run"] and cmd[4].endswith("app/serve.py")
     assert cmd[cmd.index("--server.port") + 1] == "8599"
     assert cmd[cmd.index("--client.toolbarMode") + 1] == "minimal"  # no "Deploy" button
     assert cmd[cmd.index("--store") + 1] == str(store) and cmd[cmd.index("--plan") + 1] == str(plan_file)
@@ -182,3 +182,27 @@ def test_token_heatmap_legend_labels_each_tick_as_the_pages_write_tokens():
     for v in legend["values"]:
         assert f"datum.value == {v!r} ? {json.dumps(numbers.tokens(v))}" in expr
     assert [numbers.tokens(v) for v in legend["values"]] == ["10.0K", "100K", "1.00M"]
+
+
+@pytest.mark.parametrize(("path", "query", "prefix", "target"), [
+    ("/store", "", "", "/?page=store"),
+    ("/search", "doc=a%20b&q=x+y", "", "/?page=search&doc=a%20b&q=x+y"),  # the query kept byte for byte
+    ("/diff/", "", "", "/?page=diff"),
+    ("/store", "page=mixture", "", "/?page=mixture"),  # a page the query names wins, as in main.py
+    ("/mixture/live", "", "/mixture", "/mixture?page=live"),  # under a base URL path
+    ("/mixture", "", "/mixture", None),  # the root under a base URL path, not the Mixture page
+    ("/", "", "", None), ("/_stcore/health", "", "", None), ("/store/_stcore/health", "", "", None),
+    ("/static/js/x.js", "", "", None), ("/overview", "", "", None), ("/Store", "", "", None)])
+def test_a_page_path_leads_to_the_apps_root(path, query, prefix, target):
+    from mixture.explorer.page_paths import root_target
+
+    assert root_target(path, query, prefix) == target
+
+
+def test_page_paths_are_main_pys_pages():
+    import re
+
+    from mixture.explorer import MAIN
+    from mixture.explorer.page_paths import PAGE_PATHS
+
+    assert tuple(re.findall(r'url_path="(\w+)"', MAIN.read_text())) == PAGE_PATHS

@@ -324,8 +324,65 @@ def test_static_page_and_explorer_search_alike(built_page, built_store, open_pag
         reasons |= {r for why in figures.match_domains(index, query).values() for r in why}
     assert reasons == set(figures.SEARCH_FIELDS.values())  # each reason shown at least once
     assert int(doc.cluster) in figures.match_domains(index, str(doc.id))
+    assert all(figures.match_domains(index, q) for q in queries[:-1])  # each query finds something ('sympy' too)
     assert figures.match_domains(index, "zzqx-no-such-word") == {}
     o.check_clean()
+
+
+def _static_figures(o: Opened) -> dict:
+    """What the static page shows of every figure the explorer shows too."""
+    page = o.page
+    return {
+        "headline": page.inner_text("#headline"),
+        "cards": dict(page.eval_on_selector_all(".card:not(.drop)", "els => els.map(e => "
+                                                "[e.querySelector('.label').textContent, e.querySelector('.value').textContent])")),
+        "index": {int(d): (share, tok) for d, share, tok in page.eval_on_selector_all(
+            "#index li", "els => els.map(e => [e.dataset.domain, e.querySelector('.share').textContent, "
+                         "e.querySelector('.tok').textContent])")},
+        "cutoffs": {r[0]: r[1:-1] for r in page.eval_on_selector_all(
+            "#cutoffs > .scroll table.cutoffs tbody tr", "els => els.map(e => Array.from(e.cells).map(c => c.textContent))")},
+        "grids": {int(d): {r[0]: r[1:] for r in rows} for d, rows in page.eval_on_selector_all(
+            "details.domain", "els => els.map(e => [e.dataset.domain, Array.from(e.querySelectorAll("
+                              "'table.grid tbody tr')).map(r => Array.from(r.cells).map(c => c.textContent))])")},
+    }
+
+
+def _explorer_figures(at) -> dict:
+    """The same figures as the explorer's overview shows them (every panel opened)."""
+    from tests.explorer.apptest_util import grid, panel, plain, shown
+
+    def text(value: str) -> str:  # the Markdown grid's bold and red marks, as the browser reads them
+        return re.sub(r"^:red\[(.*) over cap\]$", r"\1", value.replace("**", "").strip())
+
+    entries = [plain(b.label).split(" · ") for b in at.button if b.key and b.key.startswith("idx_")]
+    cutoffs = shown(at.table[0])
+    figures = {"headline": at.header[0].value, "cards": {m.label: m.value for m in at.metric},
+               "index": {int(e[0]): (e[-2], e[-1]) for e in entries},
+               "cutoffs": {str(t): [str(v) for v in row] for t, row in zip(at.table[0].value.index, cutoffs.values,
+                                                                           strict=True)}}
+    next(b for b in at.button if b.label == "Open all").click().run(timeout=300)
+    figures["grids"] = {d: {row: [text(v) for v in values] for row, values in grid(panel(at, d)).items()
+                            if row != "buckets"} for d in figures["index"]}
+    return figures
+
+
+def test_static_page_and_explorer_show_the_same_figures(built_page, built_store, open_page, monkeypatch):
+    """Headline, cards, the index's shares and tokens, the raw-score cutoffs and every domain's quality grid (shares,
+    tokens, documents, enrichment, the plan's weights and epochs) read the same on both, written by the same
+    functions (mixture.composition)."""
+    from mixture.planner.formats import read_plan
+    from tests.explorer.apptest_util import run
+
+    monkeypatch.setenv("MIXTURE_STORE", str(built_store.store))
+    monkeypatch.setenv("MIXTURE_PLAN", str(built_page.plan))
+    monkeypatch.setenv("MIXTURE_SHARE", "0")
+    explorer = _explorer_figures(run(timeout=120))
+    static = _static_figures(open_page(built_page.page))
+    assert len(static["grids"]) == len(built_store.artifact.clusters)
+    phases = read_plan(str(built_page.plan)).phases
+    assert static["cutoffs"] and all(len(g) == 4 + len(phases) + 1 for g in static["grids"].values())  # + epochs
+    for name in ("headline", "cards", "index", "cutoffs", "grids"):
+        assert explorer[name] == static[name], name
 
 
 @pytest.fixture(scope="module")

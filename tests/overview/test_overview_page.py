@@ -106,6 +106,25 @@ def test_cells_carry_the_plans_weights_and_epochs(built_store, built_plan):
             assert c.enrichment == pytest.approx(c.share_in_domain / bucket)
 
 
+def test_stacked_bar_writes_its_shares_on_the_segments(built_page, built_store):
+    """Each domain's Q0–Q4 bar shows 'Q2 41%' on every segment wide enough to hold it (12 % of the domain or more)
+    and names every segment in its tooltip: the values are not in tooltips only."""
+    html = built_page.page.read_text(encoding="utf-8")
+    page = build_page(StoreReader(str(built_store.store)))
+    labelled = 0
+    for d in page.domains:
+        panel = html[html.index(f'<details class="domain" id="{d.anchor}"'):]
+        bar = panel[:panel.index("</div>", panel.index('<div class="stack"'))]
+        segments = re.findall(r'<span class="q\d+" style="width:[\d.]+%" title="([^"]*)">([^<]*)</span>', bar)
+        shown = [c for c in d.cells if c.share_in_domain > 0]
+        assert [t for t, _ in segments] == [f"Q{c.quality} {c.quality_name}: {numbers.pct(c.share_in_domain)}"
+                                            for c in shown]
+        assert [w for _, w in segments] == [f"Q{c.quality} {numbers.pct(c.share_in_domain, 0)}"
+                                            if c.share_in_domain >= 0.12 else "" for c in shown]
+        labelled += sum(1 for _, w in segments if w)
+    assert labelled >= len(page.domains)  # every domain has a bucket of 12 % or more
+
+
 def test_page_names_no_local_path(built_page):
     """A page meant for a public bucket names the store and the plan by name, never by the writer's file system."""
     html = built_page.page.read_text(encoding="utf-8")
