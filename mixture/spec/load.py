@@ -17,6 +17,7 @@ from mixture.spec.models import Spec
 from mixture.spec.resolve import References
 from mixture.spec.source_formats import source_format
 from mixture.spec.yaml_bounded import load_yaml, short_repr
+from mixture.store.formats import SHOWN_PROBLEMS
 
 
 @dataclass
@@ -37,8 +38,11 @@ class SpecError(Exception):
     problems: list[SpecProblem] = field(default_factory=list)
 
     def __str__(self) -> str:
-        head = f"{self.file}: {len(self.problems)} problem{'s' if len(self.problems) != 1 else ''} in the spec"
-        return "\n".join([head, *("  - " + p.render(self.file) for p in self.problems)])
+        head = f"{self.file}: {len(self.problems):,} problem{'s' if len(self.problems) != 1 else ''} in the spec"
+        shown = ["  - " + p.render(self.file) for p in self.problems[:SHOWN_PROBLEMS]]
+        if len(self.problems) > SHOWN_PROBLEMS:
+            shown.append(f"  … and {len(self.problems) - SHOWN_PROBLEMS:,} more")
+        return "\n".join([head, *shown])
 
 
 def field_path(loc: tuple[Any, ...]) -> str:

@@ -104,3 +104,19 @@ def test_a_materialized_mixture_inside_a_source_folder_is_skipped(tmp_path: Path
     listing = match_files(str(data), (".jsonl", ".parquet", ".json"))
     assert [f for f, _ in listing.files] == ["a.jsonl"]
     assert sorted(listing.skipped.folders) == [f"{data}/mix", f"{data}/work"]
+
+
+def test_big_values_and_many_problems_give_a_short_message(tmp_path: Path):
+    """Values of megabytes and 50,000 unknown fields: each value shown in a few hundred characters at most, the first
+    problems listed and how many more (the whole list was megabytes of terminal output)."""
+    spec = tmp_path / "big.yaml"
+    fields = ", ".join(f"k{i}: {i}" for i in range(50_000))
+    spec.write_text(f"name: {'x' * 3_000_000}\nsources:\n  - {{name: [{', '.join(['1'] * 20_000)}], uri: /nowhere, "
+                    f"format: jsonl, {fields}}}\n")
+    code, out = validate(spec)
+    assert code == 2 and "50,0" in out and "more" in out and "Traceback" not in out, out[:2000]
+    assert len(out) < 8_000
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"kind": "mixture-plan"} | {f"k{i}": "y" * 1000 for i in range(50_000)}))
+    res = CliRunner().invoke(app, ["export", str(plan), "--format", "olmo"])
+    assert res.exit_code == 2 and "more problems" in res.output and len(res.output) < 8_000, res.output[-2000:]
