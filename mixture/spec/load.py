@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from mixture.spec import preflight
 from mixture.spec.locations import store_overlap
 from mixture.spec.models import Spec
+from mixture.spec.regular_files import irregular
 from mixture.spec.resolve import References
 from mixture.spec.source_formats import source_format
 from mixture.spec.yaml_bounded import load_yaml, short_repr
@@ -88,8 +89,9 @@ def _check_resources(refs: References) -> list[SpecProblem]:
             found, msg = [], f"cannot list {uri!r}: {exc}"
         else:
             msg = f"benchmark file not found at {uri!r}"
-        if not found:
-            problems.append(SpecProblem(f"processing.decontamination.benchmarks[{i}].uri", msg))
+        odd = [why for f in found if (why := irregular(f))]
+        if not found or odd:
+            problems.append(SpecProblem(f"processing.decontamination.benchmarks[{i}].uri", odd[0] if odd else msg))
         elif spec.processing.decontamination.enabled:
             problems += _benchmark_problems(spec, i, uri)
     problems += _store_overlaps(refs)
