@@ -20,7 +20,7 @@ from fsspec.core import url_to_fs
 import mixture
 from mixture.accounting import StoreNotReady, StoreReader
 from mixture.accounting.document_rows import document_index
-from mixture.accounting.verify import ledger_entries, mixture_shard_problems
+from mixture.accounting.verify import CorruptShard, ledger_entries, mixture_shard_problems
 from mixture.pipelines.locks import folder_lock
 from mixture.pipelines.materialize.draws import (  # noqa: F401  (re-exported: the draw's building blocks)
     DRAWS_SCHEMA,
@@ -332,7 +332,10 @@ def draw(t: Target, reader: StoreReader, tasks: int, progress: Progress | None) 
     """Decide every draw from the used cells' sizes and write the draw plan to _materialize/work/ (key.json last)."""
     start_over(t)
     used = t.plan.used_cells()
-    index = document_index(reader, [(c.cluster, c.quality) for c in used])
+    try:
+        index = document_index(reader, [(c.cluster, c.quality) for c in used])
+    except CorruptShard as exc:
+        raise MaterializeError(str(exc)) from None
     if used and not index.files:
         raise MaterializeError(f"{reader.uri}: no documents to read in the {len(used)} cells the plan draws from")
     drawn = plan_draws(t.plan, index, t.seed, t.shard_bytes, progress)

@@ -117,3 +117,17 @@ def test_a_rerun_onto_a_finished_mixture_with_a_changed_shard_names_it_and_write
     assert len(load_mixture(str(out), phase="a")) > 0  # every shard matches the manifest again
     res = runner.invoke(app, args)
     assert res.exit_code == 0 and "warning" not in res.output
+
+
+def test_a_store_shard_with_a_broken_page_header_is_named_not_a_traceback(tmp_path: Path, synthetic_store: Path):
+    """The draw reads the shards' sizes with DuckDB before any text: a broken page header fails that query with no
+    file named ("don't know what type"); the ledger names the shard and the message points to `mixture audit`."""
+    plan = make_plan(tmp_path, synthetic_store)
+    shard = synthetic_store / SHARD
+    data = bytearray(shard.read_bytes())
+    data[4:68] = b"\xff" * 64  # the first page's header, right after the magic bytes
+    shard.write_bytes(bytes(data))
+    res = CliRunner().invoke(app, ["materialize", str(plan), "--out", str(tmp_path / "mix"), "--shard-bytes", "8KB"])
+    text = " ".join(res.output.split())
+    assert res.exit_code == 1 and SHARD in text and "mixture audit" in text, res.output
+    assert isinstance(res.exception, SystemExit)
