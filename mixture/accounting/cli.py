@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
-from contextlib import nullcontext
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 
 import duckdb
 import pandas as pd
@@ -55,6 +56,23 @@ def _complete(uri: str) -> StoreReader:
         err.print(f"[red]{escape(str(exc))}", soft_wrap=True)
         raise typer.Exit(1) from None
     return reader
+
+
+@contextmanager
+def reading_shards(reader: StoreReader) -> Iterator[None]:
+    """A DuckDB error while a command scans the store's shards (a damaged page header or footer reads as "don't know
+    what type"): one line pointing to the audit that names the shard, exit 1."""
+    try:
+        yield
+    except duckdb.Error as exc:
+        err.print(f"[red]error:[/] {escape(reader.uri)}: reading the shards failed ({type(exc).__name__}: "
+                  f"{escape(_first_line(exc))}). A shard whose bytes changed after the build fails this way: run "
+                  f"`mixture audit {escape(reader.uri)} --checksums all` to name it.", soft_wrap=True)
+        raise typer.Exit(1) from None
+
+
+def _first_line(exc: Exception) -> str:
+    return (str(exc).strip().splitlines() or [""])[0][:300].rstrip(" :")
 
 
 def _check_format(fmt: str) -> None:
@@ -163,11 +181,13 @@ def report_cmd(
         err.print(f"[red]{exc}")
         raise typer.Exit(2) from exc
     reader = _complete(store)
-    df = report(reader, keys)
+    with reading_shards(reader):
+        df = report(reader, keys)
     total = int(df["tokens"].sum())
     title = f"{reader.uri}: {humanize(total)} tokens ({total:,}) by {', '.join(keys)}"
     if keys == ["cluster", "quality"] and fmt in ("table", "md"):
-        wide = matrix(reader)
+        with reading_shards(reader):
+            wide = matrix(reader)
         shown = wide.copy()
         for c in shown.columns[2:]:
             shown[c] = [humanize(v) for v in shown[c]]
@@ -229,20 +249,30 @@ def counts_cmd(
     fmt = _format_from_out(out, fmt, "table" if out is None else "csv")
     _check_format(fmt)
     reader = _complete(store)
-    df = source_counts(reader)
+    with reading_shards(reader):
+        df = source_counts(reader)
     _emit(render(df, fmt, title=f"{reader.uri}: tokens per source"), out)
 
 
 # -- sql --------------------------------------------------------------------------------------------------------
-def _sql_error(exc: Exception) -> None:
+# what a damaged shard raises (a bad page header: the bare duckdb.Error "don't know what type"), not the query's errors
+READ_ERRORS = (duckdb.IOException, duckdb.InvalidInputException, duckdb.InternalException,
+               duckdb.SerializationException)
+
+
+def _sql_error(exc: Exception, reader: StoreReader | None = None) -> None:
     err.print(f"{type(exc).__name__}: {exc}", style="red", markup=False)
+    if reader is not None and (type(exc) is duckdb.Error or isinstance(exc, READ_ERRORS)):
+        err.print(f"(a shard whose bytes changed after the build can fail a query this way: `mixture audit "
+                  f"{reader.uri} --checksums all` names it)", markup=False)
 
 
 def _show(df: pd.DataFrame, fmt: str) -> None:
     sys.stdout.write(render(df, fmt, total=False) if not df.empty or fmt != "table" else "(no rows)\n")
 
 
-def _run_sql(con: duckdb.DuckDBPyConnection, query: str, fmt: str, read_only: bool = False) -> bool:
+def _run_sql(con: duckdb.DuckDBPyConnection, query: str, fmt: str, read_only: bool,
+             reader: StoreReader | None = None) -> bool:
     why = refused(con, query) if read_only else None
     if why:
         err.print(f"[red]error:[/] {escape(why)}", soft_wrap=True)
@@ -253,7 +283,7 @@ def _run_sql(con: duckdb.DuckDBPyConnection, query: str, fmt: str, read_only: bo
             return True
         df = exact_frame(rel.to_arrow_table())
     except duckdb.Error as exc:
-        _sql_error(exc)
+        _sql_error(exc, reader)
         return False
     _show(df, fmt)
     return True
@@ -298,7 +328,7 @@ def sql_cmd(
                   soft_wrap=True)
     con = connect(reader, read_only=not unrestricted)
     if query is not None:
-        raise typer.Exit(0 if _run_sql(con, query, fmt, not unrestricted) else 1)
+        raise typer.Exit(0 if _run_sql(con, query, fmt, not unrestricted, reader) else 1)
     interactive = sys.stdin.isatty()
     if interactive:
         err.print(f"views: {VIEW_NAMES}. End statements with ';'; .tables lists them.", markup=False)
@@ -319,10 +349,10 @@ def sql_cmd(
         if stripped:
             buf.append(stripped)
         if buf and (not stripped or stripped.endswith(";")):
-            ok = _run_sql(con, " ".join(buf), fmt, not unrestricted) and ok
+            ok = _run_sql(con, " ".join(buf), fmt, not unrestricted, reader) and ok
             buf = []
-    if buf:
-        ok = _run_sql(con, " ".join(buf), fmt) and ok
+    if buf:  # the last statement, without ';' or an empty line after it: refused as the others are
+        ok = _run_sql(con, " ".join(buf), fmt, not unrestricted, reader) and ok
     raise typer.Exit(0 if ok else 1)
 
 
