@@ -265,6 +265,7 @@ def finished_manifest(t: Target) -> tuple[Manifest | None, list[str]]:
         return None, []
     # whole-file xxh64, not sizes alone: a flipped bit keeps the size (20 MB hashed in 0.01 s, 0.4 % of the demo's
     # materialize; docs/robustness.md)
+    t.fs.invalidate_cache(t.root)
     damaged = mixture_shard_problems(t.fs, t.root, t.out.rstrip("/"), manifest.phases, fix="")
     return (None, damaged) if damaged else (manifest, [])
 
