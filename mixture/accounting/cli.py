@@ -59,16 +59,24 @@ def _complete(uri: str) -> StoreReader:
 
 
 @contextmanager
-def reading_shards(reader: StoreReader) -> Iterator[None]:
-    """A DuckDB error while a command scans the store's shards (a damaged page header or footer reads as "don't know
-    what type"): one line pointing to the audit that names the shard, exit 1."""
+def reading_shards(*readers: StoreReader) -> Iterator[None]:
+    """A DuckDB error while a command scans stores' shards (a damaged page header reads as "don't know what type", a
+    damaged footer as "Footer length error"): one line pointing to the audit that names the shard, exit 1."""
     try:
         yield
     except duckdb.Error as exc:
-        err.print(f"[red]error:[/] {escape(reader.uri)}: reading the shards failed ({type(exc).__name__}: "
+        audits = " or ".join(f"`mixture audit {escape(r.uri)} --checksums all`" for r in readers)
+        where = ", ".join(escape(r.uri) for r in readers)
+        err.print(f"[red]error:[/] {where}: reading the shards failed ({type(exc).__name__}: "
                   f"{escape(_first_line(exc))}). A shard whose bytes changed after the build fails this way: run "
-                  f"`mixture audit {escape(reader.uri)} --checksums all` to name it.", soft_wrap=True)
+                  f"{audits} to name it.", soft_wrap=True)
         raise typer.Exit(1) from None
+
+
+def damaged_shard_error(exc: Exception) -> bool:
+    """Whether a DuckDB error is one a damaged shard raises (not a query's own mistake or a locked setting)."""
+    return type(exc) is duckdb.Error or isinstance(exc, READ_ERRORS) or (
+        isinstance(exc, duckdb.InvalidInputException) and "parquet" in str(exc).lower())
 
 
 def _first_line(exc: Exception) -> str:
@@ -216,7 +224,8 @@ def diff_cmd(
         else:
             sides.append(open_store(x))
     try:
-        result = diff(sides[0], sides[1], ids=ids, samples=samples)
+        with reading_shards(*(x for x in sides if isinstance(x, StoreReader))):
+            result = diff(sides[0], sides[1], ids=ids, samples=samples)
     except (ValueError, FileNotFoundError) as exc:
         err.print(f"[red]{exc}")
         raise typer.Exit(2) from exc
@@ -255,14 +264,13 @@ def counts_cmd(
 
 
 # -- sql --------------------------------------------------------------------------------------------------------
-# what a damaged shard raises (a bad page header: the bare duckdb.Error "don't know what type"), not the query's errors
-READ_ERRORS = (duckdb.IOException, duckdb.InvalidInputException, duckdb.InternalException,
-               duckdb.SerializationException)
+# what a damaged shard raises besides the bare duckdb.Error ("don't know what type", "Footer length error")
+READ_ERRORS = (duckdb.IOException, duckdb.InternalException, duckdb.SerializationException)
 
 
 def _sql_error(exc: Exception, reader: StoreReader | None = None) -> None:
     err.print(f"{type(exc).__name__}: {exc}", style="red", markup=False)
-    if reader is not None and (type(exc) is duckdb.Error or isinstance(exc, READ_ERRORS)):
+    if reader is not None and damaged_shard_error(exc):
         err.print(f"(a shard whose bytes changed after the build can fail a query this way: `mixture audit "
                   f"{reader.uri} --checksums all` names it)", markup=False)
 
@@ -326,7 +334,8 @@ def sql_cmd(
     except FormatError as exc:
         err.print(f"[yellow]{escape(str(exc))}\nthe store.json views (clusters, sources, counters) are left out",
                   soft_wrap=True)
-    con = connect(reader, read_only=not unrestricted)
+    with reading_shards(reader):  # the views read every shard's footer
+        con = connect(reader, read_only=not unrestricted)
     if query is not None:
         raise typer.Exit(0 if _run_sql(con, query, fmt, not unrestricted, reader) else 1)
     interactive = sys.stdin.isatty()
