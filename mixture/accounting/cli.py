@@ -323,7 +323,8 @@ def sql_cmd(
 
     Read-only unless --unrestricted: DuckDB opens no file outside the store (enable_external_access off,
     allowed_directories the store), installs and loads no extension, takes no SET (lock_configuration), and
-    statements that write or attach (COPY … TO, EXPORT, ATTACH, DETACH, INSTALL, LOAD) are refused. Tables and
+    statements that write or attach (COPY … TO, EXPORT, ATTACH, DETACH, INSTALL, LOAD) are refused, also inside
+    EXPLAIN ANALYZE or PREPARE. A query failing on a damaged shard points to `mixture audit`. Tables and
     views a session creates live in memory and are gone when it ends."""
     _check_format(fmt)
     reader = open_store(store)
