@@ -248,18 +248,18 @@ def refuse_other(t: Target) -> None:
 
 
 def finished_manifest(t: Target) -> tuple[Manifest | None, list[str]]:
-    """(DIR's manifest, []) when it is of this plan, store, seed and shard size, agrees with the store's counts, and
-    every shard it lists is there with its size and xxh64; (None, a message per damaged shard) when only its shards
-    differ; (None, []) otherwise."""
+    """(DIR's manifest, []) when it is of this plan, store (as built: its `created`), seed and shard size, agrees
+    with the store's counts, and every shard it lists is there with its size and xxh64; (None, a message per damaged
+    shard) when only its shards differ; (None, []) otherwise."""
     if not t.fs.exists(f"{t.root}/{MANIFEST}"):
         return None, []
     try:
         manifest = read_manifest(t.root, fs=t.fs)
     except FormatError:
         return None, []
-    if (manifest.plan_id, manifest.store_uri, manifest.seed, manifest.shard_bytes) != \
-            (t.plan.plan_id, t.store_uri, t.seed, t.shard_bytes):
-        return None, []
+    if (manifest.plan_id, manifest.store_uri, manifest.store_created, manifest.seed, manifest.shard_bytes) != \
+            (t.plan.plan_id, t.store_uri, t.artifact.created, t.seed, t.shard_bytes):
+        return None, []  # a store rebuilt with the same counts (ids changed, say) is another store: drawn again
     store = {c.cell: (c.tokens, c.docs) for c in t.artifact.cells}
     if any(store.get(c, (0, 0)) != (i.available_tokens, i.docs_in_store) for c, i in manifest.cells.items()):
         return None, []
@@ -372,7 +372,8 @@ def write_draws(t: Target, drawn: DrawPlan, ledger: dict[str, LedgerShard]) -> N
               for ph, cells in zip(t.plan.phases, drawn.drawn, strict=True)]
     write_model(fs, work.drawn, Manifest(
         format=MANIFEST_FORMAT_VERSION, plan_id=t.plan.plan_id, plan_name=t.plan.name, store_uri=t.store_uri,
-        seed=t.seed, shard_bytes=t.shard_bytes, cells=drawn.cell_info, count_mismatch=mismatched, phases=phases))
+        store_created=t.artifact.created, seed=t.seed, shard_bytes=t.shard_bytes, cells=drawn.cell_info,
+        count_mismatch=mismatched, phases=phases))
 
 
 def write_groups(t: Target, work: MaterializeWork, memory: int) -> None:

@@ -3,6 +3,7 @@ stops materialize, `load_store`, `load_mixture`, the document scan and `mixture 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -138,3 +139,21 @@ def test_a_store_shard_with_a_broken_page_header_is_named_not_a_traceback(tmp_pa
     text = " ".join(res.output.split())
     assert res.exit_code == 1 and SHARD in text and "mixture audit" in text, res.output
     assert isinstance(res.exception, SystemExit)
+
+
+def test_a_rerun_after_the_store_was_rebuilt_draws_again(tmp_path: Path, synthetic_store: Path):
+    """A store rebuilt at the same place with the same counts (another id field, say) is another store: its
+    finished mixture of the old store is drawn again, not left as it is (the counts alone matched)."""
+    plan = make_plan(tmp_path, synthetic_store)
+    out = tmp_path / "mix"
+    args = ["materialize", str(plan), "--out", str(out), "--shard-bytes", "8KB"]
+    assert CliRunner().invoke(app, args).exit_code == 0
+    before = json.loads((out / "manifest.json").read_text())
+    art = json.loads((synthetic_store / "store.json").read_text())
+    assert before["store_created"] == art["created"]
+    art["created"] = "2031-01-01T00:00:00Z"  # what a rebuild changes, whatever else stays the same
+    (synthetic_store / "store.json").write_text(json.dumps(art))
+    (out / "phase=a" / "_manifest.json").unlink()  # written again only by a new draw
+    assert CliRunner().invoke(app, args).exit_code == 0
+    assert json.loads((out / "manifest.json").read_text())["store_created"] == "2031-01-01T00:00:00Z"
+    assert (out / "phase=a" / "_manifest.json").exists()
