@@ -42,6 +42,9 @@ def test_a_yaml_alias_bomb_is_refused_without_expanding_it(tmp_path: Path):
     assert code == 2 and "aliases" in out and "Traceback" not in out, out
     assert grown_mib < 200, grown_mib  # 9**9 values expanded would take tens of GB
     assert len(out) < 2000
+    spec.write_text("name: big\nsources: [" + ", ".join(["1"] * 250_000) + "]\n")  # big without an alias
+    code, out = validate(spec)
+    assert code == 2 and "more than 200,000 values" in out and "aliases" not in out, out
 
 
 def test_anchors_a_spec_may_use_still_work(tmp_path: Path):
