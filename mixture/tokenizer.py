@@ -132,6 +132,10 @@ def _tokenizer_file(ref: TokenizerRef) -> str:
     if ref.kind == "file":
         if not os.path.exists(ref.name):
             raise TokenizerUnavailable(f"tokenizer file not found at {ref.name!r}")
+        from mixture.spec.regular_files import irregular
+
+        if why := irregular(ref.name):
+            raise TokenizerUnavailable(f"tokenizer file {why}")
         return ref.name
     cached = hub_tokenizer_file(ref.name)
     if cached is None:

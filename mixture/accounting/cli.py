@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
-from contextlib import nullcontext
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 
 import duckdb
 import pandas as pd
@@ -55,6 +56,31 @@ def _complete(uri: str) -> StoreReader:
         err.print(f"[red]{escape(str(exc))}", soft_wrap=True)
         raise typer.Exit(1) from None
     return reader
+
+
+@contextmanager
+def reading_shards(*readers: StoreReader) -> Iterator[None]:
+    """A DuckDB error while a command scans stores' shards (a damaged page header reads as "don't know what type", a
+    damaged footer as "Footer length error"): one line pointing to the audit that names the shard, exit 1."""
+    try:
+        yield
+    except duckdb.Error as exc:
+        audits = " or ".join(f"`mixture audit {escape(r.uri)} --checksums all`" for r in readers)
+        where = ", ".join(escape(r.uri) for r in readers)
+        err.print(f"[red]error:[/] {where}: reading the shards failed ({type(exc).__name__}: "
+                  f"{escape(_first_line(exc))}). A shard whose bytes changed after the build fails this way: run "
+                  f"{audits} to name it.", soft_wrap=True)
+        raise typer.Exit(1) from None
+
+
+def damaged_shard_error(exc: Exception) -> bool:
+    """Whether a DuckDB error is one a damaged shard raises (not a query's own mistake or a locked setting)."""
+    return type(exc) is duckdb.Error or isinstance(exc, READ_ERRORS) or (
+        isinstance(exc, duckdb.InvalidInputException) and "parquet" in str(exc).lower())
+
+
+def _first_line(exc: Exception) -> str:
+    return (str(exc).strip().splitlines() or [""])[0][:300].rstrip(" :")
 
 
 def _check_format(fmt: str) -> None:
@@ -163,11 +189,13 @@ def report_cmd(
         err.print(f"[red]{exc}")
         raise typer.Exit(2) from exc
     reader = _complete(store)
-    df = report(reader, keys)
+    with reading_shards(reader):
+        df = report(reader, keys)
     total = int(df["tokens"].sum())
     title = f"{reader.uri}: {humanize(total)} tokens ({total:,}) by {', '.join(keys)}"
     if keys == ["cluster", "quality"] and fmt in ("table", "md"):
-        wide = matrix(reader)
+        with reading_shards(reader):
+            wide = matrix(reader)
         shown = wide.copy()
         for c in shown.columns[2:]:
             shown[c] = [humanize(v) for v in shown[c]]
@@ -196,7 +224,8 @@ def diff_cmd(
         else:
             sides.append(open_store(x))
     try:
-        result = diff(sides[0], sides[1], ids=ids, samples=samples)
+        with reading_shards(*(x for x in sides if isinstance(x, StoreReader))):
+            result = diff(sides[0], sides[1], ids=ids, samples=samples)
     except (ValueError, FileNotFoundError) as exc:
         err.print(f"[red]{exc}")
         raise typer.Exit(2) from exc
@@ -229,20 +258,29 @@ def counts_cmd(
     fmt = _format_from_out(out, fmt, "table" if out is None else "csv")
     _check_format(fmt)
     reader = _complete(store)
-    df = source_counts(reader)
+    with reading_shards(reader):
+        df = source_counts(reader)
     _emit(render(df, fmt, title=f"{reader.uri}: tokens per source"), out)
 
 
 # -- sql --------------------------------------------------------------------------------------------------------
-def _sql_error(exc: Exception) -> None:
+# what a damaged shard raises besides the bare duckdb.Error ("don't know what type", "Footer length error")
+READ_ERRORS = (duckdb.IOException, duckdb.InternalException, duckdb.SerializationException)
+
+
+def _sql_error(exc: Exception, reader: StoreReader | None = None) -> None:
     err.print(f"{type(exc).__name__}: {exc}", style="red", markup=False)
+    if reader is not None and damaged_shard_error(exc):
+        err.print(f"(a shard whose bytes changed after the build can fail a query this way: `mixture audit "
+                  f"{reader.uri} --checksums all` names it)", markup=False)
 
 
 def _show(df: pd.DataFrame, fmt: str) -> None:
     sys.stdout.write(render(df, fmt, total=False) if not df.empty or fmt != "table" else "(no rows)\n")
 
 
-def _run_sql(con: duckdb.DuckDBPyConnection, query: str, fmt: str, read_only: bool = False) -> bool:
+def _run_sql(con: duckdb.DuckDBPyConnection, query: str, fmt: str, read_only: bool,
+             reader: StoreReader | None = None) -> bool:
     why = refused(con, query) if read_only else None
     if why:
         err.print(f"[red]error:[/] {escape(why)}", soft_wrap=True)
@@ -253,7 +291,7 @@ def _run_sql(con: duckdb.DuckDBPyConnection, query: str, fmt: str, read_only: bo
             return True
         df = exact_frame(rel.to_arrow_table())
     except duckdb.Error as exc:
-        _sql_error(exc)
+        _sql_error(exc, reader)
         return False
     _show(df, fmt)
     return True
@@ -285,7 +323,8 @@ def sql_cmd(
 
     Read-only unless --unrestricted: DuckDB opens no file outside the store (enable_external_access off,
     allowed_directories the store), installs and loads no extension, takes no SET (lock_configuration), and
-    statements that write or attach (COPY … TO, EXPORT, ATTACH, DETACH, INSTALL, LOAD) are refused. Tables and
+    statements that write or attach (COPY … TO, EXPORT, ATTACH, DETACH, INSTALL, LOAD) are refused, also inside
+    EXPLAIN ANALYZE or PREPARE. A query failing on a damaged shard points to `mixture audit`. Tables and
     views a session creates live in memory and are gone when it ends."""
     _check_format(fmt)
     reader = open_store(store)
@@ -296,9 +335,10 @@ def sql_cmd(
     except FormatError as exc:
         err.print(f"[yellow]{escape(str(exc))}\nthe store.json views (clusters, sources, counters) are left out",
                   soft_wrap=True)
-    con = connect(reader, read_only=not unrestricted)
+    with reading_shards(reader):  # the views read every shard's footer
+        con = connect(reader, read_only=not unrestricted)
     if query is not None:
-        raise typer.Exit(0 if _run_sql(con, query, fmt, not unrestricted) else 1)
+        raise typer.Exit(0 if _run_sql(con, query, fmt, not unrestricted, reader) else 1)
     interactive = sys.stdin.isatty()
     if interactive:
         err.print(f"views: {VIEW_NAMES}. End statements with ';'; .tables lists them.", markup=False)
@@ -319,10 +359,10 @@ def sql_cmd(
         if stripped:
             buf.append(stripped)
         if buf and (not stripped or stripped.endswith(";")):
-            ok = _run_sql(con, " ".join(buf), fmt, not unrestricted) and ok
+            ok = _run_sql(con, " ".join(buf), fmt, not unrestricted, reader) and ok
             buf = []
-    if buf:
-        ok = _run_sql(con, " ".join(buf), fmt) and ok
+    if buf:  # the last statement, without ';' or an empty line after it: refused as the others are
+        ok = _run_sql(con, " ".join(buf), fmt, not unrestricted, reader) and ok
     raise typer.Exit(0 if ok else 1)
 
 

@@ -6,11 +6,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from mixture.accounting.reader import StoreReader
+from mixture.accounting.verify import CorruptShard, store_fix, verify_store_shards
 from mixture.store import layout
 
 READ_BATCH_ROWS = 256  # rows decoded at a time when fetching rows (the store writes row groups of 128)
@@ -35,7 +37,8 @@ class DocumentIndex:
 
 def document_index(reader: StoreReader, cells: Sequence[tuple[int, int]]) -> DocumentIndex:
     """The documents of `cells` ((cluster, quality) pairs) in the finished shards (ledger-listed and present), ordered
-    by cell (in the order given) and id, with no text read: one DuckDB query over the shards of those cells only."""
+    by cell (in the order given) and id, with no text read: one DuckDB query over the shards of those cells only.
+    CorruptShard when the query fails on a shard whose bytes are not those of its ledger (naming it)."""
     wanted = {(int(c), int(q)): i for i, (c, q) in enumerate(cells)}
     files, cell_of = [], []
     for rel in reader.shard_files():
@@ -56,6 +59,12 @@ def document_index(reader: StoreReader, cells: Sequence[tuple[int, int]]) -> Doc
             f"FROM read_parquet({reader.parquet_list_sql(files)}, hive_partitioning = false, filename = true, "
             "file_row_number = true) d JOIN shard_files f ON d.filename = f.path ORDER BY f.k, d.id"
         ).to_arrow_table()
+    except duckdb.Error as exc:
+        # DuckDB names no file ("don't know what type" for a damaged page header): the ledger finds the shard
+        verify_store_shards(reader, files)
+        first = (str(exc).strip().splitlines() or [""])[0]
+        raise CorruptShard(f"{reader.uri}: reading the sizes of {len(files):,} shards failed ({type(exc).__name__}: "
+                           f"{first[:300]}), though each matches its ledger. {store_fix(reader)}") from None
     finally:
         con.close()
     col = lambda name, dtype: table.column(name).to_numpy().astype(dtype, copy=False)  # noqa: E731

@@ -39,3 +39,22 @@ def samples(reader: StoreReader, kind: SampleKind = "uniform") -> pd.DataFrame:
         df = df.drop(columns="input_ids")
     df = df.astype({"cluster": "int64", "quality": "int64"})
     return df.sort_values(["cluster", "quality", "rank"], kind="stable").reset_index(drop=True)
+
+
+def recorded_samples(reader: StoreReader, kind: SampleKind = "uniform") -> int:
+    """Documents store.json records in a sample: min(per cell, docs) over the cells."""
+    art = reader.store_info
+    per_cell = art.samples.per_cell if kind == "uniform" else art.samples.exemplars_per_cell
+    return sum(min(per_cell, c.docs) for c in art.cells)
+
+
+def sample_shortfall(reader: StoreReader, rows: int, kind: SampleKind = "uniform") -> str | None:
+    """Why `rows` documents read from a finished store's sample are not what its store.json records (a file deleted
+    or cut after the build), or None."""
+    want = recorded_samples(reader, kind)
+    if rows == want:
+        return None
+    rel = sample_path(reader, kind)
+    got = "missing" if not reader.exists(rel) else f"{rows:,} documents"
+    return (f"{reader.uri.rstrip('/')}/{rel}: {got}, though store.json records {want:,} sampled documents in it. "
+            f"Run `mixture audit {reader.uri}` and restore the file or rebuild the store.")

@@ -84,11 +84,12 @@ def verify_store_shards(reader: StoreReader, rels: Iterable[str], threads: int =
 
 
 def mixture_shard_problems(fs: AbstractFileSystem, root: str, shown: str, phases: Iterable[Any],
-                           threads: int = 4) -> list[str]:
+                           threads: int = 4, fix: str | None = None) -> list[str]:
     """Each shard a materialized mixture's manifest lists (`phases`: its PhaseManifest entries; `root` the folder on
     `fs`, `shown` as the user named it) checked against the manifest's size and xxh64: a message per shard that is
-    missing or differs, in manifest order."""
-    fix = f"Delete {shown} and run `mixture materialize` again, or restore the folder."
+    missing or differs, in manifest order, ending with `fix` (default: delete and materialize again)."""
+    if fix is None:
+        fix = f"Delete {shown} and run `mixture materialize` again, or restore the folder."
     todo = [(f"phase={p.name}/{s.path}", s.bytes, s.xxh64) for p in phases for s in p.shards]
 
     def one(item: tuple[str, int, str]) -> str | None:

@@ -3,6 +3,8 @@ samples) and `connect(reader)`, a connection that has them."""
 
 from __future__ import annotations
 
+import re
+
 import duckdb
 import pandas as pd
 import pyarrow as pa
@@ -33,6 +35,8 @@ VIEWS = {
 # statements a read-only session refuses: they write files (COPY … TO, EXPORT), open other databases (ATTACH,
 # DETACH) or install and load extensions (INSTALL, LOAD)
 WRITING = frozenset({"COPY", "COPY_DATABASE", "EXPORT", "ATTACH", "DETACH", "LOAD", "EXTENSION"})
+WRAPPING = frozenset({"EXPLAIN", "PREPARE"})  # statements that hold another one, run by EXPLAIN ANALYZE or EXECUTE
+MAX_WRAPPED_WORDS = 12  # the wrapped statement starts within these words (EXPLAIN (ANALYZE, FORMAT json) COPY …)
 
 
 def sql_string(text: str) -> str:
@@ -71,9 +75,27 @@ def refused(con: duckdb.DuckDBPyConnection, sql: str) -> str | None:
         return None
     for st in statements:
         kind = st.type.name
+        if kind in WRAPPING:
+            kind = _wrapped_writing(con, st.query) or kind
         if kind in WRITING:
             return (f"{kind} statements are refused: `mixture sql` reads the store and writes nothing (no COPY … TO, "
-                    "EXPORT, ATTACH, INSTALL or LOAD); rerun with --unrestricted to lift that")
+                    "EXPORT, ATTACH, INSTALL or LOAD, nor one inside EXPLAIN ANALYZE or PREPARE); rerun with "
+                    "--unrestricted to lift that")
+    return None
+
+
+def _wrapped_writing(con: duckdb.DuckDBPyConnection, sql: str) -> str | None:
+    """The type of a WRITING statement that `sql` (an EXPLAIN or PREPARE) wraps: any tail of it, from a word on,
+    that parses as one (EXPLAIN ANALYZE runs it; PREPARE … AS keeps it for EXECUTE)."""
+    starts = [m.start() for m in re.finditer(r"(?<![\w'\"])[A-Za-z]", sql)][1:]
+    for at in starts[:MAX_WRAPPED_WORDS]:
+        try:
+            inner = con.extract_statements(sql[at:])
+        except duckdb.Error:
+            continue
+        kinds = [st.type.name for st in inner if st.type.name in WRITING]
+        if kinds:
+            return kinds[0]
     return None
 
 

@@ -41,6 +41,7 @@ def register(app: typer.Typer) -> None:
         """
         from mixture.accounting import StoreNotReady
         from mixture.accounting.cli import open_store
+        from mixture.overview.page import DamagedStore
         from mixture.overview.render import write_overview
         from mixture.planner.formats import read_plan
         from mixture.store.formats import FormatError
@@ -59,7 +60,7 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"error: {store} has no store.json yet: it is still building (or its build failed). "
                        "Write the overview once `mixture build` has finished.", err=True)
             raise typer.Exit(1) from None
-        except FormatError as exc:
+        except (FormatError, DamagedStore) as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(1) from None
         except OSError as exc:  # a read-only folder, a full disk, a bucket that refuses the write; or a store read

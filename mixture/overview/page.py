@@ -15,6 +15,7 @@ from markupsafe import escape
 
 from mixture import __version__, accounting
 from mixture.accounting import StoreReader
+from mixture.accounting.sample_files import sample_shortfall
 from mixture.composition import figures as composition
 from mixture.composition import numbers
 from mixture.composition.labels import Term, cluster_labels
@@ -269,6 +270,10 @@ def _plan_summary(plan: Plan, source: str, store_cells: set[str]) -> PlanSummary
                        max_epochs=plan.settings.max_epochs, cells_missing=len(store_cells - listed))
 
 
+class DamagedStore(ValueError):
+    """A finished store missing what its store.json records (the message names the file and what to do)."""
+
+
 def build_page(reader: StoreReader, plan: Plan | None = None, plan_source: str = "",
                samples_per_cell: int | None = None, text_budget: int = TEXT_BUDGET, full_texts: bool = False) -> Page:
     """The page of a complete store (raises StoreNotReady while it builds, FormatError for a store.json that does
@@ -279,6 +284,8 @@ def build_page(reader: StoreReader, plan: Plan | None = None, plan_source: str =
     k = info.partition.k
     names = composition.quality_names(info)
     uniform = accounting.samples(reader, "uniform")
+    if why := sample_shortfall(reader, len(uniform)):
+        raise DamagedStore(why)  # a page without the documents it should show is published by no one
     labels = cluster_labels(info.clusters, uniform)
     cells = composition.cells_frame(accounting.published_cell_table(reader), info, labels)
     domains = composition.domains_frame(cells, info, labels)

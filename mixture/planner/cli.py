@@ -147,8 +147,9 @@ MATERIALIZE_HELP = (
     "Rerunning a killed materialize resumes it: finished tasks are skipped, shards already written are kept "
     "(DIR/_materialize/ holds the draw plan, the intermediate files, datatrove's completions and task logs until the "
     "manifest is published). "
-    "A finished DIR of the same plan, store, seed and shard size is left as it is; one of another plan is refused "
-    "(--replace overwrites it). DIR is locked while a run writes it (DIR/_materialize.lock): a second run refuses; "
+    "A finished DIR of the same plan, store, seed and shard size is left as it is once each shard matches the size "
+    "and xxh64 its manifest recorded (a damaged one is named and the mixture written again); one of another plan is "
+    "refused (--replace overwrites it). DIR is locked while a run writes it (DIR/_materialize.lock): a second run refuses; "
     "--break-lock takes over the lock of a dead one. Every store shard is checked against its ledger (size and "
     "xxh64) before it is read: a damaged one stops the run, naming it (run `mixture audit STORE --checksums all`)."
 )
@@ -198,7 +199,8 @@ def materialize_cmd(
         try:
             manifest = materialize(plan, out, store, size, seed, progress=tick, tasks=tasks, workers=n_workers,
                                    executor=ex.executor, execution=ex, memory=budget, keep_work=keep_work,
-                                   break_lock=break_lock, replace=replace)
+                                   break_lock=break_lock, replace=replace,
+                                   notice=lambda m: console.print(f"[yellow]warning:[/] {m}", soft_wrap=True))
         except MaterializeError as exc:
             raise _fail(console, str(exc), 1) from None
     for ph in manifest.phases:

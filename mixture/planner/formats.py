@@ -381,6 +381,8 @@ class Manifest(Format):
     plan_id: str = Field(description="the plan materialized")
     plan_name: str = Field(description="the plan's name")
     store_uri: str = Field(description="the store drawn from")
+    store_created: str | None = Field(None, description="that store's store.json `created` when drawn: a rebuilt "
+                                      "store is another store (absent from manifests written before it was kept)")
     seed: int = Field(description="the permutation seed drawn with")
     shard_bytes: int = Field(gt=0, description="text bytes per shard")
     cells: dict[str, ManifestCell] = Field(description="per used cell")

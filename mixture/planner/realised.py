@@ -69,7 +69,13 @@ def realised_ledger(out_dir: str | Path, plan: Plan) -> dict[str, Any]:
         fs, root = url_to_fs(str(out_dir))
         fs.invalidate_cache()
         corrupt = mixture_shard_problems(fs, root.rstrip("/"), str(out_dir).rstrip("/"), manifest.phases)
-    counted = recount(out_dir)
+    try:
+        counted = recount(out_dir)
+    except duckdb.Error as exc:  # a damaged page header or footer: DuckDB names no file
+        first = (str(exc).strip().splitlines() or [""])[0][:300]
+        why = "\n".join(corrupt) if corrupt else (f"{out_dir}: cannot read the shards ({type(exc).__name__}: {first}); "
+                                                   "run `mixture materialize` again into a new folder")
+        raise RealisedError(why) from None
     info = manifest.cells if manifest else {}
     man_cells = {ph.name: ph.cells for ph in manifest.phases} if manifest else {}
     rows, phases, flagged = [], [], []

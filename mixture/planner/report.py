@@ -99,6 +99,14 @@ def print_ladder(plan: Plan, console: Console) -> None:
     console.print(t)
 
 
+TOLERANCE_WHY = (
+    "Checked exactly (the draw is deterministic): each shard's size and xxh64 against manifest.json, each phase and "
+    "cell's tokens against the draw it records, and the draw against this plan's tokens. Against the plan's targets "
+    "a cell may miss by up to its largest document (the draw takes whole documents: it stops at the boundary just "
+    "below or just above the target), a phase by up to the sum of its cells' (the tolerance column; the draw "
+    "carries each cell's error to the next, so a phase total stays within about one document).")
+
+
 def print_realised(ledger: dict[str, Any], console: Console, limit: int = 40) -> None:
     t = Table(title=f"Realised vs planned: {ledger['dir']}", title_justify="left")
     for col in ("phase", "budget", "planned", "realised", "drift", "tolerance", "ok"):
@@ -107,6 +115,7 @@ def print_realised(ledger: dict[str, Any], console: Console, limit: int = 40) ->
         t.add_row(p["phase"], f"{p['budget']:,}", f"{p['planned_tokens']:,}", f"{p['realised_tokens']:,}",
                   f"{p['drift']:+,}", f"{p['tolerance']:,}", "[green]yes[/]" if p["ok"] else "[red]NO[/]")
     console.print(t)
+    console.print(TOLERANCE_WHY, style="dim", markup=False)
     epochs = {e["cell"]: e for e in ledger["epochs"]}
     c = Table(title="Per cell (flagged first)", title_justify="left")
     for col in ("phase", "cell", "planned", "realised", "drift", "docs", "epochs plan", "epochs real", "ok"):

@@ -14,9 +14,11 @@ from pydantic import ValidationError
 from mixture.spec import preflight
 from mixture.spec.locations import store_overlap
 from mixture.spec.models import Spec
+from mixture.spec.regular_files import irregular
 from mixture.spec.resolve import References
 from mixture.spec.source_formats import source_format
 from mixture.spec.yaml_bounded import load_yaml, short_repr
+from mixture.store.formats import SHOWN_PROBLEMS
 
 
 @dataclass
@@ -37,8 +39,11 @@ class SpecError(Exception):
     problems: list[SpecProblem] = field(default_factory=list)
 
     def __str__(self) -> str:
-        head = f"{self.file}: {len(self.problems)} problem{'s' if len(self.problems) != 1 else ''} in the spec"
-        return "\n".join([head, *("  - " + p.render(self.file) for p in self.problems)])
+        head = f"{self.file}: {len(self.problems):,} problem{'s' if len(self.problems) != 1 else ''} in the spec"
+        shown = ["  - " + p.render(self.file) for p in self.problems[:SHOWN_PROBLEMS]]
+        if len(self.problems) > SHOWN_PROBLEMS:
+            shown.append(f"  … and {len(self.problems) - SHOWN_PROBLEMS:,} more")
+        return "\n".join([head, *shown])
 
 
 def field_path(loc: tuple[Any, ...]) -> str:
@@ -84,8 +89,9 @@ def _check_resources(refs: References) -> list[SpecProblem]:
             found, msg = [], f"cannot list {uri!r}: {exc}"
         else:
             msg = f"benchmark file not found at {uri!r}"
-        if not found:
-            problems.append(SpecProblem(f"processing.decontamination.benchmarks[{i}].uri", msg))
+        odd = [why for f in found if (why := irregular(f))]
+        if not found or odd:
+            problems.append(SpecProblem(f"processing.decontamination.benchmarks[{i}].uri", odd[0] if odd else msg))
         elif spec.processing.decontamination.enabled:
             problems += _benchmark_problems(spec, i, uri)
     problems += _store_overlaps(refs)

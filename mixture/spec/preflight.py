@@ -11,6 +11,7 @@ import uuid
 from fsspec.core import url_to_fs
 from fsspec.implementations.local import LocalFileSystem
 
+from mixture.spec.regular_files import irregular
 from mixture.spec.resolve import References
 from mixture.store import layout
 
@@ -35,7 +36,12 @@ def model_problems(refs: References) -> list[tuple[str, str]]:
                       ("partition.clusters.sentence_model", refs.sentence_model)):
         if path and not os.path.exists(path):
             problems.append((key, f"not found at {path!r}"))
-    if q.scorer == "fasttext" and (path := refs.quality_model) and os.path.exists(path):
+        elif path and (why := irregular(path)):
+            problems.append((key, why))
+    odd_language_model = refs.language_model is not None and irregular(refs.language_model)
+    if odd_language_model:
+        problems.append(("processing.language.model", odd_language_model))
+    if q.scorer == "fasttext" and (path := refs.quality_model) and os.path.exists(path) and not irregular(path):
         try:
             import fasttext
 
@@ -46,7 +52,7 @@ def model_problems(refs: References) -> list[tuple[str, str]]:
         except Exception as exc:  # noqa: BLE001 - fastText raises ValueError for a file it cannot read
             problems.append(("partition.quality.fasttext_model",
                              f"cannot load the fastText model {path!r}: {type(exc).__name__}: {exc}"))
-    if refs.language_model is not None:  # a local language-identification model
+    if refs.language_model is not None and not odd_language_model:  # a local language-identification model
         try:
             from mixture.text.language import LanguageIdentifier
 

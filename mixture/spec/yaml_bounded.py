@@ -28,8 +28,11 @@ class _BoundedLoader(yaml.SafeLoader):
     values with its aliases expanded, before anything is constructed."""
 
     _depth = 0
+    _aliases = 0
 
     def compose_node(self, parent: Node | None, index: Any) -> Node:
+        if self.check_event(yaml.AliasEvent):
+            self._aliases += 1
         self._depth += 1
         try:
             if self._depth > MAX_DEPTH:
@@ -41,8 +44,10 @@ class _BoundedLoader(yaml.SafeLoader):
     def compose_document(self) -> Node:
         node = super().compose_document()
         if node is not None and expanded_size(node) > MAX_NODES:
-            raise ComposerError(None, None, f"more than {MAX_NODES:,} values once its aliases (*name) are expanded; "
-                                            "write the values out instead of repeating anchors", node.start_mark)
+            why = (f"more than {MAX_NODES:,} values once its aliases (*name) are expanded; write the values out "
+                   "instead of repeating anchors") if self._aliases else \
+                f"more than {MAX_NODES:,} values, far more than a spec or a plan holds"
+            raise ComposerError(None, None, why, node.start_mark)
         return node
 
 

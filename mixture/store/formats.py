@@ -30,6 +30,9 @@ class Format(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
+SHOWN_PROBLEMS = 30  # an error lists this many problems, then how many more (50,000 unknown fields: one line)
+
+
 # -- reading and writing a format ------------------------------------------------------------------------------
 class FormatError(ValueError):
     """A JSON file that does not match its format; `problems` are (field path, what is wrong) pairs."""
@@ -43,7 +46,9 @@ class FormatError(ValueError):
         return [f for f, _ in self.problems]
 
     def __str__(self) -> str:
-        lines = [f"{self.file}: {f}: {m}" if f else f"{self.file}: {m}" for f, m in self.problems]
+        lines = [f"{self.file}: {f}: {m}" if f else f"{self.file}: {m}" for f, m in self.problems[:SHOWN_PROBLEMS]]
+        if len(self.problems) > SHOWN_PROBLEMS:
+            lines.append(f"{self.file}: … and {len(self.problems) - SHOWN_PROBLEMS:,} more problems")
         return "\n".join(lines + ([self.hint] if self.hint else []))
 
 

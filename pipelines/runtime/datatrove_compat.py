@@ -9,12 +9,14 @@ from __future__ import annotations
 import contextlib
 import copy
 import functools
+import gc
 import os
 import signal
 import sys
 import threading
+import traceback
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import multiprocess
@@ -93,13 +95,15 @@ def one_line_task_console() -> Iterator[None]:
     original = base.add_task_logger
 
     def add_task_logger(logging_dir, rank: int, local_rank: int = 0, node_rank: int = -1):
-        logfile = original(logging_dir, rank, local_rank, node_rank=node_rank)
-        logger.remove()  # both of datatrove's handlers: the file's is added again below with its format
+        # datatrove's own, but for the handlers: its file handler would print loguru's "Logging error" on a full disk
+        logger.remove()
+        logfile = logging_dir.open(f"logs/task_{rank:05d}.log", "w")
         prefix = f"[NODE {node_rank}] " if node_rank != -1 else ""
-        logger.add(logfile, colorize=DATATROVE_COLORIZE_LOG_FILES, level="DEBUG",
+        logger.add(log_file_sink(logfile), colorize=DATATROVE_COLORIZE_LOG_FILES, level="DEBUG",
                    format=f"{prefix}{{time:YYYY-MM-DD HH:mm:ss.SSS}} | <level>{{level: <8}}</level> | "
                           "{name}:{function}:{line} - <level>{message}</level>")
         logger.add(sys.stderr, level="ERROR", format=console_line)
+        logger.info(f"Launching pipeline for {rank=}")
         return logfile
 
     base.add_task_logger = add_task_logger
@@ -107,6 +111,36 @@ def one_line_task_console() -> Iterator[None]:
         yield
     finally:
         base.add_task_logger = original
+
+
+@contextlib.contextmanager
+def unraisable_to_log(logging_dir, rank: int) -> Iterator[None]:
+    """Errors Python cannot raise (a writer closed on a full disk by a failed task's generator, when it is collected)
+    appended to the task's log, not printed on the console as "Exception ignored in" with a traceback."""
+    previous = sys.unraisablehook
+
+    def hook(unraisable) -> None:
+        text = "".join(traceback.format_exception(unraisable.exc_type, unraisable.exc_value, unraisable.exc_traceback))
+        with contextlib.suppress(OSError, ValueError), logging_dir.open(f"logs/task_{rank:05d}.log", "a") as f:
+            f.write(f"ignored in {unraisable.object!r}:\n{text}")
+
+    sys.unraisablehook = hook
+    try:
+        yield
+    finally:
+        sys.unraisablehook = previous
+
+
+def log_file_sink(logfile) -> Callable[[str], None]:
+    """A task's log file as a loguru sink that drops what cannot be written: on a full disk loguru printed ~45
+    lines per record ("Logging error in Loguru Handler") before the build's one-line message."""
+
+    def write(message: str) -> None:
+        with contextlib.suppress(OSError, ValueError):  # ENOSPC, EIO; ValueError: the file is closed
+            logfile.write(message)
+            logfile.flush()
+
+    return write
 
 
 def cache_loguru_lib_dirs() -> None:
@@ -308,10 +342,13 @@ class LocalExecutor(LocalPipelineExecutor):
             quiet_datatrove_console()
 
     def run_task(self, rank: int):
-        try:
-            return self._run_for_rank(rank)
-        except Exception as exc:  # noqa: BLE001 - reported once every task has ended
-            return FailedTask(rank, f"{type(exc).__name__}: {exc}")
+        with unraisable_to_log(self.logging_dir, rank):
+            try:
+                return self._run_for_rank(rank)
+            except Exception as exc:  # noqa: BLE001 - reported once every task has ended
+                failed = FailedTask(rank, f"{type(exc).__name__}: {exc}")
+            gc.collect()  # the failed task's generators are closed now, while their errors go to its log
+            return failed
 
     def run(self):
         """datatrove's local run without its multiprocess Manager: a server process started and stopped per

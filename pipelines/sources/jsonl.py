@@ -15,7 +15,7 @@ import orjson
 import zstandard
 from datatrove.data import DocumentsPipeline
 
-from mixture.pipelines.sources.gzip_scan import StreamScan, scan_gzip
+from mixture.pipelines.sources.gzip_scan import TAIL, StreamScan, scan_gzip
 from mixture.pipelines.sources.records import (
     SourceFiles,
     bad_record,
@@ -132,6 +132,8 @@ def read_jsonl(src: SourceFiles, rel: str) -> DocumentsPipeline:
         return
     scan = _scan(path)
     keep = scan.good_bytes if scan is not None and scan.status == "corrupt" else None
+    unchecked = scan.keep_until if scan is not None and scan.status == "truncated" else None
+    dropped = 0  # lines of a cut file's unchecked end: not kept, counted lost
     broke: tuple[str, BaseException, int | None] | None = None
     offset = 0  # decompressed bytes of the lines read so far
     with raw_file:
@@ -142,6 +144,9 @@ def read_jsonl(src: SourceFiles, rel: str) -> DocumentsPipeline:
                     if keep is not None and offset > keep:  # a line of the corrupt member: not kept
                         idx -= 1
                         raise CorruptMember(scan.detail)
+                    if unchecked is not None and offset > unchecked:
+                        dropped += 1
+                        continue
                     line = raw.rstrip(b"\r\n")
                     if not line.strip():
                         yield bad_record(src, rel, idx, "empty_line", "blank line", raw)
@@ -179,8 +184,13 @@ def read_jsonl(src: SourceFiles, rel: str) -> DocumentsPipeline:
             lost = (scan.bad_lines, f"estimate: the lines decompressed from the corrupt "
                                     f"{'frame' if path.endswith('.zst') else 'member'} before its check failed{after}")
         else:
-            lost = _lost(src, rel, raw_file, idx + 1, consumed)
-        yield broken_file(src, rel, idx + 1, reason, exc, *lost)
+            lost = _lost(src, rel, raw_file, idx + 1 - dropped, consumed)
+            if dropped:
+                n, how = lost
+                lost = (None if n is None else n + dropped,
+                        f"{how}; and the {dropped:,} line(s) decompressed from the file's last {TAIL} bytes, which "
+                        "no check covers")
+        yield broken_file(src, rel, idx + 1 - dropped, reason, exc, *lost)
         return
     if idx < 0:
         yield bad_record(src, rel, 0, "empty_file", "the file holds no records", b"")

@@ -278,3 +278,24 @@ def test_live_build_page_on_a_building_store(monkeypatch, building_store):
     assert table.rows.sum() == sum(led["total_num_rows"] for led in ledgers)
     assert table.tokens.sum() == sum(led["total_tokens"] for led in ledgers)
     assert metrics["exact duplicate"] == "6" and metrics["bad input"] == "2"
+
+
+def test_search_page_names_a_shard_changed_after_the_build(app_env, monkeypatch, store, tmp_path):
+    """A document opened by id and the whole-store scan check the shards they read against their ledger: a flipped
+    bit stops the page with the shard's name and `mixture audit`, and no text of it is shown."""
+    damaged = tmp_path / "store"
+    shutil.copytree(store, damaged)
+    sampled = {i for kind in ("uniform", "exemplars") if (damaged / f"_samples/{kind}.parquet").exists()
+               for i in pq.read_table(damaged / f"_samples/{kind}.parquet", columns=["id"]).column("id").to_pylist()}
+    shard, doc_id = next((f, i) for f in sorted(damaged.glob("cluster=*/quality=*/*.parquet"))
+                         for i in pq.read_table(f, columns=["id"]).column("id").to_pylist() if i not in sampled)
+    data = bytearray(shard.read_bytes())
+    data[len(data) // 2] ^= 0x10
+    shard.write_bytes(bytes(data))
+    monkeypatch.setenv("MIXTURE_STORE", str(damaged))
+    rel = shard.relative_to(damaged).as_posix()
+    at = run("search", doc=doc_id)
+    assert any(rel in e.value and "mixture audit" in e.value for e in at.error), [e.value for e in at.error]
+    at = run("search", q="the")
+    next(b for b in at.button if b.label == "Scan the whole store").click().run()
+    assert any(rel in e.value and "mixture audit" in e.value for e in at.error), [e.value for e in at.error]

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from html.parser import HTMLParser
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 from markupsafe import escape
 
@@ -248,6 +250,23 @@ def test_command_errors(tmp_path: Path, built_store):
     code, text = cli("overview", str(built_store.store), "--out", str(tmp_path / "o"), "--plan", str(bad))
     assert code == 2 and str(bad) in text and "mixture plan" in text
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("damage", ["deleted", "a row removed"])
+def test_a_store_whose_samples_were_lost_is_not_published(hostile_store, tmp_path: Path, damage: str):
+    """The page shows the uniform samples: a file deleted or cut after the build was published without them."""
+    store = tmp_path / "store"
+    shutil.copytree(hostile_store, store)
+    path = store / "_samples" / "uniform.parquet"
+    if damage == "deleted":
+        path.unlink()
+    else:
+        table = pq.read_table(path)
+        pq.write_table(table.slice(0, table.num_rows - 1), path)
+    code, text = cli("overview", str(store), "--out", str(tmp_path / "site"))
+    said = " ".join(text.split())
+    assert code == 1 and "_samples/uniform.parquet" in said and f"mixture audit {store}" in said, text
+    assert not (tmp_path / "site").exists()
 
 
 def test_same_store_and_plan_give_the_same_page(built_page, tmp_path: Path):

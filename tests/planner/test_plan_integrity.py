@@ -135,3 +135,34 @@ def test_a_mixture_inside_a_source_folder_is_refused(tmp_path: Path, synthetic_s
     assert "is inside the folder of source" in one_line(res.output) and "would read the mixture as input" in \
         one_line(res.output)
     assert not (tmp_path / "corpus" / "mix").exists()
+
+
+def test_two_materializes_of_different_plans_started_together(tmp_path: Path, synthetic_store: Path):
+    """Started at once into one folder: one publishes its own plan's mixture, the other exits 1 with one line (the
+    lock's holder, or the finished mixture of another plan), never a traceback and never the other plan's shards."""
+    from tests.robustness.helpers import kill_group, start
+
+    plan_path = make_plan(tmp_path, synthetic_store)
+
+    def more_tokens(data):
+        data["cells"][0]["phases"]["a"]["tokens"] += 500
+        data["phases"][0]["tokens"] += 500
+
+    plans = [plan_path, edit(plan_path, tmp_path / "edited.json", more_tokens, drop_id=True)]
+    out = tmp_path / "mix"
+    procs = [start(["materialize", str(p), "--out", str(out), *MATERIALIZE], tmp_path) for p in plans]
+    try:
+        done = [p.communicate(timeout=300) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                kill_group(p)
+    codes = [p.returncode for p in procs]
+    assert sorted(codes) == [0, 1], (codes, done)
+    winner, loser = (0, 1) if codes[0] == 0 else (1, 0)
+    said = one_line(done[loser][0] + done[loser][1])
+    assert "is locked by another materialize" in said or "holds the finished mixture of another plan" in said, said
+    assert "Traceback" not in done[loser][1] + done[winner][1]
+    assert realised_ledger(out, read_plan(str(plans[winner])))["ok"]
+    assert not realised_ledger(out, read_plan(str(plans[loser])))["ok"]
+    assert not (out / "_materialize.lock").exists()

@@ -248,6 +248,35 @@ def test_local_tasks_log_to_their_files_only_and_one_failure_stops_no_other(tmp_
     assert "Traceback" not in err and "Traceback" in (tmp_path / "logs" / "task_00000.log").read_text()
 
 
+def _yields_then_closes_on_a_full_disk(data, rank: int, world_size: int):
+    try:
+        for i in range(3):
+            yield Document(text="x", id=str(i))
+    finally:  # a writer's close on a full disk, run when the failed task's generator is collected
+        raise OSError(28, "No space left on device")
+
+
+def _fails_on_a_full_disk(data, rank: int, world_size: int):
+    for _ in data:
+        raise OSError(28, "No space left on device")
+    yield
+
+
+def test_a_full_disk_under_the_task_log_prints_one_line(tmp_path, capfd):
+    """The disk that fills holds the task log too: loguru printed ~45 lines per record it could not write
+    ("Logging error in Loguru Handler"), and the failed task's generator, closed when collected, printed
+    "Exception ignored in" and a traceback. Now: one line for the failure, nothing else."""
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "task_00000.log").symlink_to("/dev/full")  # every write: ENOSPC
+    compat.quiet_datatrove_console()
+    ex = compat.LocalExecutor([_yields_then_closes_on_a_full_disk, _fails_on_a_full_disk], tasks=1, workers=1,
+                              logging_dir=str(tmp_path))
+    with pytest.raises(compat.ExecutorError, match="task 0 failed: OSError: .*No space left on device"):
+        ex.run()
+    err = capfd.readouterr().err
+    assert err.splitlines() == ["ERROR [Errno 28] No space left on device (more in the task log)"], err
+
+
 def test_silence_tqdm_and_the_cached_lib_dirs():
     before = ExceptionFormatter._get_lib_dirs()
     compat.cache_loguru_lib_dirs()
