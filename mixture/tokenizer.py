@@ -132,7 +132,7 @@ def _tokenizer_file(ref: TokenizerRef) -> str:
     if ref.kind == "file":
         if not os.path.exists(ref.name):
             raise TokenizerUnavailable(f"tokenizer file not found at {ref.name!r}")
-        from mixture.spec.regular_files import irregular
+        from mixture.regular_files import irregular
 
         if why := irregular(ref.name):
             raise TokenizerUnavailable(f"tokenizer file {why}")

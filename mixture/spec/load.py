@@ -11,10 +11,10 @@ import yaml
 from fsspec.core import url_to_fs
 from pydantic import ValidationError
 
+from mixture.regular_files import irregular
 from mixture.spec import preflight
 from mixture.spec.locations import store_overlap
 from mixture.spec.models import Spec
-from mixture.spec.regular_files import irregular
 from mixture.spec.resolve import References
 from mixture.spec.source_formats import source_format
 from mixture.spec.yaml_bounded import load_yaml, short_repr

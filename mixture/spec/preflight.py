@@ -11,7 +11,7 @@ import uuid
 from fsspec.core import url_to_fs
 from fsspec.implementations.local import LocalFileSystem
 
-from mixture.spec.regular_files import irregular
+from mixture.regular_files import irregular
 from mixture.spec.resolve import References
 from mixture.store import layout
 
