@@ -350,6 +350,9 @@ class LocalExecutor(LocalPipelineExecutor):
             gc.collect()  # the failed task's generators are closed now, while their errors go to its log
             return failed
 
+    def _ranked_task(self, rank: int) -> tuple[int, object]:
+        return rank, self.run_task(rank)
+
     def run(self):
         """datatrove's local run without its multiprocess Manager: a server process started and stopped per
         stage (~50 ms each) only to hand out the local ranks that choose which task logs to the console, and
@@ -369,11 +372,11 @@ class LocalExecutor(LocalPipelineExecutor):
                 else:
                     with sigint_held() as held:  # Ctrl-C reaches the whole process group: only this driver answers
                         pool = multiprocess.get_context(self.start_method).Pool(
-                            min(self.workers, len(ranks)), initializer=ignore_sigint)
+                            min(self.workers, len(ranks)), initializer=pool_worker_setup)
                     with pool:  # on Ctrl-C the driver leaves this block: the pool's workers are terminated
                         if held:
                             raise KeyboardInterrupt
-                        stats = list(pool.imap_unordered(self.run_task, ranks))
+                        stats = results_while_workers_live(pool, self._ranked_task, ranks)
         finally:
             quiet_datatrove_console()
         merged = sum(stats, start=PipelineStats())  # a FailedTask raises here, once every task has ended
@@ -386,6 +389,50 @@ def ignore_sigint() -> None:
     """A pool worker ignores SIGINT: a Ctrl-C at the terminal goes to every process of the group, and a worker's
     KeyboardInterrupt would print its traceback; the driver stops the pool instead."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def pool_worker_setup() -> None:
+    """A forked pool worker ignores SIGINT (ignore_sigint) and freezes what it inherited from the driver: a
+    collection in the worker (run_task collects a failed task's generators) would otherwise also collect the
+    driver's garbage cycles, whose finalizers (a Ray client's, an event loop's) may not survive a fork and
+    crashed the worker (SIGSEGV in gc.collect, seen in the test suite)."""
+    ignore_sigint()
+    gc.freeze()
+
+
+WORKER_POLL_S = 1.0  # how often the driver checks that no pool worker died while it waits for the next result
+
+
+def results_while_workers_live(pool, task: Callable[[int], tuple[int, object]], ranks: list[int]) -> list:
+    """Each rank's result of `task` (rank -> (rank, result)) run on `pool`, or ExecutorError as soon as a worker
+    process died: a pool replaces a dead worker but never hands back the task it ran, so waiting would hang the
+    stage forever (the out-of-memory killer, a crash in a native library, a kill by hand). The tasks that finished
+    keep their completion markers, so a rerun redoes only the others."""
+    seen: dict[int, object] = {}  # pid -> worker process, every worker the pool has had
+    results: dict[int, object] = {}
+    pending = pool.imap_unordered(task, ranks)
+    while len(results) < len(ranks):
+        seen.update((p.pid, p) for p in pool._pool)
+        try:
+            rank, result = pending.next(timeout=WORKER_POLL_S)
+        except multiprocess.TimeoutError:
+            dead = [p for p in seen.values() if p.exitcode is not None]
+            if dead:
+                code = dead[0].exitcode
+                how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
+                unfinished = [r for r in ranks if r not in results]
+                hint = " (SIGKILL: most often the kernel's out-of-memory killer)" if code == -signal.SIGKILL else ""
+                raise ExecutorError(
+                    f"a worker process died ({how}{hint}) while tasks {_ranks_text(unfinished)} had not finished; "
+                    "the finished tasks are kept: rerun the same command to redo the others") from None
+            continue
+        results[rank] = result
+    return [results[r] for r in ranks]
+
+
+def _ranks_text(ranks: list[int], shown: int = 10) -> str:
+    text = ", ".join(map(str, ranks[:shown]))
+    return text + (f" and {len(ranks) - shown} more" if len(ranks) > shown else "")
 
 
 @contextlib.contextmanager
