@@ -421,17 +421,18 @@ def results_while_workers_live(pool, task: Callable[[int], tuple[int, object]], 
                 code = dead[0].exitcode
                 how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
                 unfinished = [r for r in ranks if r not in results]
-                hint = " (SIGKILL: most often the kernel's out-of-memory killer)" if code == -signal.SIGKILL else ""
+                hint = ": most often the kernel's out-of-memory killer" if code == -signal.SIGKILL else ""
                 raise ExecutorError(
-                    f"a worker process died ({how}{hint}) while tasks {_ranks_text(unfinished)} had not finished; "
-                    "the finished tasks are kept: rerun the same command to redo the others") from None
+                    f"a worker process died ({how}{hint}) while {_ranks_text(unfinished)} had not finished; the "
+                    "finished tasks are kept: rerun the same command to redo the others") from None
             continue
         results[rank] = result
     return [results[r] for r in ranks]
 
 
 def _ranks_text(ranks: list[int], shown: int = 10) -> str:
-    text = ", ".join(map(str, ranks[:shown]))
+    """'task 3', or 'tasks 1, 2' with at most `shown` numbers ('and 5 more')."""
+    text = ("task " if len(ranks) == 1 else "tasks ") + ", ".join(map(str, ranks[:shown]))
     return text + (f" and {len(ranks) - shown} more" if len(ranks) > shown else "")
 
 
