@@ -7,13 +7,13 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
-from itertools import combinations
+from itertools import combinations, islice
 
 import numpy as np
 import scipy.sparse as sp
 
 from mixture.fit.embed import TermCounts, min_df_for
-from mixture.fit.label_terms import allowed
+from mixture.fit.label_terms import allowed, word_allowed
 
 TOP_TERMS, LABEL_TERMS = 8, 3
 HEAD_CHARS = 3_000  # of each exemplar text: its title and phrases
@@ -39,8 +39,8 @@ def title_of(text: str) -> str | None:
     underlined with = or -, or a line followed by a blank line) of 2 to 10 words that is not code (no bracket,
     `=`, `;`, shebang, `import`/`from`, speaker tag or licence line); else None."""
     lines = text[:HEAD_CHARS].splitlines()
-    filled = [i for i, line in enumerate(lines) if line.strip()]
-    for i in filled[:12]:
+    filled = list(islice((i for i, line in enumerate(lines) if line.strip()), 12))  # the first 12 are read
+    for i in filled:
         if len(lines[i].strip()) <= 90 and (m := _MAN_NAME.match(lines[i].strip())):
             return m.group(0)
     if len(filled) < 2:
@@ -61,8 +61,8 @@ def title_of(text: str) -> str | None:
 def _phrases(text: str) -> set[str]:
     """The adjacent word pairs of a text's head (words of 3 letters or more, a space or tab between them) whose
     words may be in a label."""
-    found = {f"{a} {b}" for a, b in _PAIR.findall(text[:HEAD_CHARS].lower())}
-    return {p for p in found if allowed(p)}
+    pairs = set(_PAIR.findall(text[:HEAD_CHARS].lower()))  # lower-case words: each checked once, cached
+    return {f"{a} {b}" for a, b in pairs if word_allowed(a) and word_allowed(b)}
 
 
 def _scores(df_cluster: np.ndarray, n_cluster: np.ndarray, df_all: np.ndarray, n_all: int) -> np.ndarray:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import keyword
+import re
 from functools import cache, lru_cache
 
 # Reserved words and built-in type names of common languages besides Python (whose `keyword` module lists its own):
@@ -40,9 +41,12 @@ def code_keywords() -> frozenset[str]:
     return frozenset(w.lower() for w in (*keyword.kwlist, *keyword.softkwlist)) | CODE_KEYWORDS
 
 
+_HIRAGANA = re.compile("[\u3040-\u309f]")
+
+
 def _grammatical(term: str) -> bool:
     """A term of Japanese kana that holds hiragana: an ending or particle (され, する), never a topic."""
-    return any("\u3040" <= ch <= "\u309f" for ch in term)
+    return _HIRAGANA.search(term) is not None
 
 
 @cache
@@ -54,9 +58,10 @@ def allowed(term: str) -> bool:
     """May a label hold `term` (a word, or a phrase of words)? No word of it is a stop word in any language or a
     programming keyword, and it is not grammatical kana."""
     words = term.lower().split()
-    return bool(words) and all(map(_word_allowed, words))
+    return bool(words) and all(map(word_allowed, words))
 
 
 @lru_cache(maxsize=1 << 16)
-def _word_allowed(word: str) -> bool:
+def word_allowed(word: str) -> bool:
+    """May a label hold the one lower-case `word` (see allowed)?"""
     return word not in banned() and not _grammatical(word)
