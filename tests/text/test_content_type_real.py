@@ -79,3 +79,24 @@ def test_the_scorer_reads_line_starts_words_tags_and_perl_declarations():
     found = _tokens(c)
     assert found["#include"] == 1 and found["/*"] == 1 and found["}"] == 1 and found["{"] == 1
     assert found["xmltag"] == 1 and found["htmltag"] == 1 and found["</"] == 1 and not found["stdio"]
+
+
+def test_a_json_line_with_a_plain_value_is_read_whole():
+    """JSON Schema's values ("string", "number", "boolean") are not TypeScript's words: a `"key": value` line is
+    data, read whole as a YAML `key: value` line is, so the scorer is sure of JSON and Magika is not asked."""
+    from mixture.text.code_language import _tokens, score_languages
+    from mixture.text.content_type import AMBIGUOUS, detect_content_type
+
+    found = _tokens('{\n "type": "string",\n "note": "say \\"hi\\" :: twice",\n "n": -1.5e3,\n "ok": true\n}\n')
+    assert found["jkey"] == 4 and not found["string"] and not found["::"] and not found["true"]
+    found = _tokens('{\n "items": {\n  "description": "AWS::Lambda::Function, cut by the head')
+    assert found["jkey"] == 2 and not found["::"]  # a value the head cuts off is read whole too
+    schema = "{\n" + "".join(f' "p{i}": {{\n  "type": "{t}",\n  "default": null\n }},\n'
+                             for i, t in enumerate(["string", "number", "boolean", "array"] * 4)) + "}\n"
+    language, best, _, second = score_languages(schema)
+    assert language == "json" and best >= AMBIGUOUS * second
+
+    def no_magika(text: str) -> str:
+        raise AssertionError("Magika asked about a JSON document")
+
+    assert tuple(detect_content_type(schema, no_magika)) == ("structured", "json")
