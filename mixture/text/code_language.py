@@ -16,10 +16,10 @@ LANGUAGES = ("go", "rust", "c", "cpp", "java", "javascript", "typescript", "shel
 # Two passes cut the head into tokens. A line's start is read first: a `key: value` line (YAML) or a JSON key, Go's
 # grouped declaration, or a marker that counts only there (`#include`, `//`, `fi`, `}` …); the matched start is cut
 # away (a data line whole: a JSON key's line too where its value is a string, number, true, false or null, so that
-# JSON Schema's "string" or "boolean" are no TypeScript words). One findall cuts the rest into words, operators and tags, and Counter counts them in C,
-# so the Python loop runs over distinct tokens, not over every match.
-# Line patterns start with a literal newline, and each text is given one in front: the regex
-# engine jumps from newline to newline, where `(?m)^` would try every position (~35 % faster on these passes).
+# JSON Schema's "string" or "boolean" are no TypeScript words). One findall cuts the rest into words, operators and
+# tags, and Counter counts them in C, so the Python loop runs over distinct tokens, not over every match.
+# Line patterns start with a literal newline, and each text is given one in front: the regex engine jumps from
+# newline to newline, where `(?m)^` would try every position (~35 % faster on these passes).
 _LINE_START = re.compile(
     r"""(?m)\n[^\S\n]*(?:(?P<yaml>-[^\S\n]+)?(?P<key>[A-Za-z_][\w.-]*):(?:[^\S\n][^\n]*)?$|(?P<jkey>"[^"\n]{1,80}"[^\S\n]*:(?:[^\S\n]*(?:(?:"(?:[^"\\\n]|\\.)*"|-?\d[\w.+-]*|true|false|null)[^\S\n]*,?[^\S\n]*$|"(?:[^"\\\n]|\\.)*\Z))?)"""
     r"""|(?P<gogroup>(?:var|const|import|type)[^\S\n]*\($)|(?P<start>\#(?=[^\S\n]|$)|--$|\#!|\#include|\#define|\#if|\#endif|\#\[|//|/\*|\*/|=head\d|=cut|=item|=pod|---$|\}$|end$|fi$|done$"""
