@@ -28,6 +28,13 @@ def machine(libraries: str = "") -> str:
     return f"`nproc` = {nproc}, CPU: {cpu}, RAM: {ram}; Python {platform.python_version()}{extra}"
 
 
+def show(section: str, begin: str, end: str, publish_it: bool) -> None:
+    """Print a bench's section and, unless told not to (`--no-publish`), publish it into docs/performance.md."""
+    print(section)
+    if publish_it:
+        publish(section, begin, end)
+
+
 def publish(section: str, begin: str, end: str, doc: Path = DOC) -> None:
     """Replace the section between `begin` and `end` in `doc` (docs/performance.md; or append it), atomically."""
     text = doc.read_text() if doc.exists() else HEADER

@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.common import machine, publish
+from bench.common import machine, show
 
 BEGIN, END = "<!-- components-bench:begin -->", "<!-- components-bench:end -->"
 SETTINGS = {"threshold": 0.7, "ngram": 5, "permutations": 112}
@@ -141,9 +141,7 @@ def main() -> None:
     lines += ["", f"Reproduce: `python -m bench.components_bench --pairs {args.pairs} --giant {args.giant} "
               f"--tasks {args.tasks} --pairs-per-task {args.pairs_per_task}`.", END]
     text = "\n".join(lines)
-    print(text)
-    if not args.no_publish:
-        publish(text, BEGIN, END)
+    show(text, BEGIN, END, not args.no_publish)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from bench.common import machine, publish
+from bench.common import machine, show
 
 BEGIN, END = "<!-- content-type-bench:begin -->", "<!-- content-type-bench:end -->"
 BANDS = ((0, 300, "< 300"), (300, 1000, "300–999"), (1000, 10**12, "≥ 1,000"))
@@ -213,9 +213,7 @@ def main() -> None:
                              f"{c['after'][0] / c['before'][0]:.2f}× | {c['after'][1]:.1%} |")
     lines.append(END)
     text = "\n".join(lines) + "\n"
-    print(text)
-    if not args.no_publish:
-        publish(text, BEGIN, END)
+    show(text, BEGIN, END, not args.no_publish)
 
 
 if __name__ == "__main__":

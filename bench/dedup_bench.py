@@ -18,7 +18,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from bench.build_bench import REPO, demo_corpus, demo_spec, load, write_spec
-from bench.common import machine, publish
+from bench.common import machine, show
 from mixture.stages.registry import bucket_slices
 
 BEGIN, END = "<!-- dedup-bench:begin -->", "<!-- dedup-bench:end -->"
@@ -389,9 +389,7 @@ def main(argv: list[str] | None = None) -> None:
             greedy = bench_greedy(root, args.greedy_sizes.split(","), args.tasks)
         (root / "results.json").write_text(json.dumps({"sizes": results, "greedy": greedy}, indent=1))
         text = markdown(results, args, cmd, greedy)
-        print(text)
-        if not args.no_publish:
-            publish(text, BEGIN, END)
+        show(text, BEGIN, END, not args.no_publish)
     finally:
         if not args.keep and not args.dir:
             shutil.rmtree(root, ignore_errors=True)

@@ -10,7 +10,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from bench.common import machine, publish
+from bench.common import machine, show
 
 BEGIN, END = "<!-- language-bench:begin -->", "<!-- language-bench:end -->"
 
@@ -100,9 +100,7 @@ def main() -> None:
               for name, acc, _, _ in rows]
     lines.append(END)
     text = "\n".join(lines) + "\n"
-    print(text)
-    if not args.no_publish:
-        publish(text, BEGIN, END)
+    show(text, BEGIN, END, not args.no_publish)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ from pathlib import Path
 import yaml
 
 from bench.build_bench import demo_corpus, demo_spec, load, write_spec
-from bench.common import machine, publish
+from bench.common import machine, show
 
 BEGIN, END = "<!-- profile-bench:begin -->", "<!-- profile-bench:end -->"
 
@@ -124,9 +124,7 @@ def main(argv: list[str] | None = None) -> None:
             stats.dump_stats(str(Path(args.dump) / f"{stage}.pstats"))
     cmd = "python -m bench.profile_build" + (f" {' '.join(argv)}" if argv else "")
     text = markdown(profiles, cpu, counters, args.top, cmd, before)
-    print(text)
-    if not args.no_publish:
-        publish(text, BEGIN, END)
+    show(text, BEGIN, END, not args.no_publish)
 
 
 if __name__ == "__main__":

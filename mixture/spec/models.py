@@ -28,7 +28,6 @@ if TYPE_CHECKING:
 
 TokenAmount = Annotated[int, BeforeValidator(parse_amount), Field(description="tokens: 18.75T, 926B, 48e9 or an int")]
 NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
-CONTENT_TYPES = ("agentic", "code", "default", "markup", "math", "prose", "structured")
 
 
 class Strict(BaseModel):

@@ -40,8 +40,7 @@ _STRUCT_LINE = re.compile(
     re.MULTILINE,
 )
 SAMPLE = 20_000  # characters read
-KINDS = ("agentic", "code", "default", "markup", "math", "prose", "structured")
-CONTENT_TYPES = KINDS  # the calibration's groups are (kind, language)
+KINDS = ("agentic", "code", "default", "markup", "math", "prose", "structured")  # with language: calibration groups
 # code-like lines over non-blank lines above which the language scorer is asked
 CODE_SHARE, MARKUP_SHARE, STRUCT_SHARE = 0.2, 0.2, 0.3
 # fewer code-like lines (a file whose head is mostly comments or a data table): code only on strong, clear evidence
