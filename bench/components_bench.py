@@ -100,6 +100,8 @@ def main() -> None:
                    help="execution.component_pairs_per_task: the rounds' tasks P_c = ⌈pairs / this⌉, at most P "
                         "(default 1: P_c = P)")
     p.add_argument("--memory", default="1024MB", help="DuckDB's memory limit per task")
+    p.add_argument("--old-memory", help="DuckDB's memory limit of the old single task (default: --memory; it holds "
+                                        "every pair: at 100M pairs 2 GB is not enough)")
     p.add_argument("--no-publish", action="store_true")
     args = p.parse_args()
     root = Path(tempfile.mkdtemp(prefix="components-bench-"))
@@ -111,7 +113,7 @@ def main() -> None:
         for t in tasks:
             n_pairs = write_verified(root / f"T{t}" / "near_dups", edges, t)
         del edges
-        results["old"] = run_old(root / f"T{tasks[0]}" / "near_dups", root / "old", args.memory)
+        results["old"] = run_old(root / f"T{tasks[0]}" / "near_dups", root / "old", args.old_memory or args.memory)
         want = _drops(root / "old" / "drops")
         for t in tasks:
             results[f"P={t}"] = run_new(root / f"T{t}" / "near_dups", root / f"new{t}", t, args.memory,
@@ -126,8 +128,8 @@ def main() -> None:
              f"Synthetic verified pairs (`minhash_verify`'s format, tests/dedup/synthetic_graphs.py `forest_graph`): "
              f"{n_pairs:,} pairs; one component of {args.giant:,} documents (a random tree and as many random edges "
              f"more), the rest components of 2–4 documents; {sum(map(len, want.values())):,} drops. DuckDB memory "
-             f"limit {args.memory} "
-             "per task. Each task runs alone in a forked child (wall, CPU = user + system, peak RSS above the parent "
+             f"limit {args.memory} per task" + (f" ({args.old_memory} for the old single task)" if args.old_memory
+                                                 else "") + ". Each task runs alone in a forked child (wall, CPU = user + system, peak RSS above the parent "
              "from its rusage). The drops and the report of every run are checked equal to the single task's. "
              "Critical path: the slowest task of each round, summed (the stage's time with T cores and no queueing).",
              "", "| run | rounds (star) | CPU, all tasks | CPU per pair | critical path | largest task peak RSS | "
@@ -139,7 +141,8 @@ def main() -> None:
         lines.append(f"| {label} | {r['rounds'] if name != 'old' else '—'} | {r['cpu']:.1f} s | "
                      f"{r['cpu'] / n_pairs * 1e6:.2f} µs | {r['critical']:.1f} s | {r['peak']:.0f} MiB | {split} |")
     lines += ["", f"Reproduce: `python -m bench.components_bench --pairs {args.pairs} --giant {args.giant} "
-              f"--tasks {args.tasks} --pairs-per-task {args.pairs_per_task}`.", END]
+              f"--tasks {args.tasks} --pairs-per-task {args.pairs_per_task} --memory {args.memory}"
+              + (f" --old-memory {args.old_memory}" if args.old_memory else "") + "`.", END]
     text = "\n".join(lines)
     show(text, BEGIN, END, not args.no_publish)
 

@@ -1,5 +1,6 @@
 """Objects written and requests made by one shuffle (T writers → P readers) on the gs:// and s3:// emulators, in
-the layout before (a file per partition and writer) and after (a file per writer, a byte range per partition)."""
+the layout before (a file per partition and writer), after (a file per writer, a byte range per partition) and
+combined (after, then the writer files regrouped into C combined files that the readers read)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ BEGIN, END = "<!-- shuffle-objects-bench:begin -->", "<!-- shuffle-objects-bench
 ROWS = 400_000  # the fixed input: key rows as the exact-dedup shuffle's (an id, a 64-bit hash, an address)
 SCHEMA = pa.schema([("rank", pa.int32()), ("idx", pa.int64()), ("id", pa.string()), ("exact_hash", pa.uint64())])
 
+PHASES = ("write", "combine", "read")
 COUNTS: Counter = Counter()  # (kind of request) → number, for the phase that runs
 
 
@@ -86,12 +88,21 @@ def _server_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def run_shuffle(url: str, data: pa.Table, writers: int, parts: int, layout: str, server: int) -> dict:
-    """T = `writers` tasks each write their share of `data` partitioned over `parts` by hash prefix, then P =
-    `parts` tasks each read their partition with DuckDB (the dedup stages' code); objects, requests by kind and
-    CPU (this process's, the emulator's) per phase."""
+def _phase(server: int, started: tuple[float, float, float]) -> dict:
+    cpu, srv, wall = started
+    return {"requests": dict(COUNTS), "cpu": time.process_time() - cpu, "server_cpu": _server_cpu(server) - srv,
+            "wall": time.perf_counter() - wall}
+
+
+def run_shuffle(url: str, data: pa.Table, writers: int, parts: int, layout: str, server: int,
+                combined: int = 8) -> dict:
+    """T = `writers` tasks each write their share of `data` partitioned over `parts` by hash prefix (`combined`
+    layout: then `combined` tasks each combine ⌈T / combined⌉ writer files), then P = `parts` tasks each read
+    their partition with DuckDB (the dedup stages' code); objects, requests by kind and CPU (this process's, the
+    emulator's) per phase."""
     import fsspec
 
+    from mixture.pipelines.dedup.combine import combine
     from mixture.pipelines.dedup.shuffle import (
         PART,
         fetch_partition,
@@ -110,12 +121,18 @@ def run_shuffle(url: str, data: pa.Table, writers: int, parts: int, layout: str,
         share = data.slice(bounds[w], bounds[w + 1] - bounds[w])
         share = share.append_column(PART, pa.array(prefix_partition(share.column("exact_hash").to_numpy(), parts)))
         batches = share.sort_by([(PART, "ascending")]).to_batches(65_536)
-        if layout == "after":
+        if layout != "before":
             write(batches, f"{url}/{w:05d}.parquet", parts)
         else:
             write(batches, lambda q, w=w: f"{url}/{q:05d}/{w:05d}.parquet")
-    out["write"] = {"requests": dict(COUNTS), "cpu": time.process_time() - cpu, "server_cpu": _server_cpu(server) - srv,
-                    "wall": time.perf_counter() - wall}
+    out["write"] = _phase(server, (cpu, srv, wall))
+    COUNTS.clear()
+    cpu, srv, wall = time.process_time(), _server_cpu(server), time.perf_counter()
+    if layout == "combined":
+        group = -(-writers // combined)
+        for c in range(-(-writers // group)):
+            combine(f"{url}/*.parquet", c, group, writers)
+    out["combine"] = _phase(server, (cpu, srv, wall))
     fs, root = fsspec.core.url_to_fs(url)
     fs.invalidate_cache()
     out["objects"] = len(fs.find(root))
@@ -124,13 +141,12 @@ def run_shuffle(url: str, data: pa.Table, writers: int, parts: int, layout: str,
     seen, total = 0, 0
     for q in range(parts):
         with tempfile.TemporaryDirectory() as scratch, duckdb_connection("256MB") as con:
-            files = (fetch_partition(f"{url}/*.parquet", q, scratch, parts) if layout == "after"
+            files = (fetch_partition(f"{url}/*.parquet", q, scratch, parts) if layout != "before"
                      else matching_files(f"{url}/{q:05d}/*.parquet"))
             register(con, "part", files, SCHEMA)
             n, s = con.execute("SELECT count(*), coalesce(sum(exact_hash % 1000003), 0) FROM part").fetchone()
             seen, total = seen + n, total + int(s)
-    out["read"] = {"requests": dict(COUNTS), "cpu": time.process_time() - cpu, "server_cpu": _server_cpu(server) - srv,
-                   "wall": time.perf_counter() - wall}
+    out["read"] = _phase(server, (cpu, srv, wall))
     want = int((data.column("exact_hash").to_numpy() % np.uint64(1000003)).sum())
     if seen != data.num_rows or total != want:
         raise RuntimeError(f"{layout} T={writers} P={parts}: readers saw {seen:,} rows (checksum {total}), "
@@ -176,29 +192,33 @@ def report(results: list[dict], load: list[str], rows: int) -> str:
              "after the other against the tests' emulators (tests/remote/conftest.py). `before`: a Parquet file per "
              "partition and writer (`<folder>/<q>/<writer>.parquet`, the layout until this change); `after`: one file "
              "per writer, a byte range per partition and its index at the end (`<folder>/<writer>.parquet`; a reader "
-             "makes one listing, then per writer one range read for the index entry and one for its range). "
+             "makes one listing, then per writer one range read for the index entry and one for its range); `combined`: "
+             "after, then a combine round (pipelines/dedup/combine.py: task c reads writer files [c·g, (c+1)·g) front "
+             "to back and writes them as one file, partition by partition; g = ⌈T / C⌉) and the readers read the C "
+             "combined files (a listing of each folder, then per combined file an index entry and a range). "
              "Requests: every HTTP request gcsfs / s3fs made (counted in `GCSFileSystem._request` / "
              "`S3FileSystem._call_s3`), by kind (write: uploads; read: object GETs; list; other: renames, "
              "metadata, deletes — a write is published by writing a temporary name then renaming it). CPU: this "
              "process (client) + the emulator's (server), seconds.", "",
-             "| store | layout | T | P | objects | ≤ 2(T+P) | write requests | read requests | client CPU (write + read) "
-             "| server CPU | wall |", "|---|---|---:|---:|---:|---|---|---|---:|---:|---:|"]
+             "| store | layout | T | P | objects | ≤ 2(T+P) | write requests | combine requests | read requests | "
+             "client CPU (write + combine + read) | server CPU | wall |",
+             "|---|---|---:|---:|---:|---|---|---|---|---:|---:|---:|"]
     for r in results:
         ok = "yes" if r["objects"] <= 2 * (r["T"] + r["P"]) else "no"
         lines.append(f"| {r['store']} | {r['layout']} | {r['T']:,} | {r['P']:,} | {r['objects']:,} | {ok} | "
-                     f"{_fmt(r, 'write')} | {_fmt(r, 'read')} | {r['write']['cpu']:.1f} + {r['read']['cpu']:.1f} | "
-                     f"{r['write']['server_cpu'] + r['read']['server_cpu']:.1f} | "
-                     f"{r['write']['wall'] + r['read']['wall']:.0f} s |")
+                     f"{_fmt(r, 'write')} | {_fmt(r, 'combine') if r['layout'] == 'combined' else '—'} | "
+                     f"{_fmt(r, 'read')} | {' + '.join(format(r[p]['cpu'], '.1f') for p in PHASES)} | "
+                     f"{sum(r[p]['server_cpu'] for p in PHASES):.1f} | {sum(r[p]['wall'] for p in PHASES):.0f} s |")
     lines += [""] + summary(results) + ["", END]
     return "\n".join(lines)
 
 
 def _total(r: dict, phase: str | None = None) -> int:
-    return sum(sum(r[p]["requests"].values()) for p in ((phase,) if phase else ("write", "read")))
+    return sum(sum(r[p]["requests"].values()) for p in ((phase,) if phase else PHASES))
 
 
 def _cpu(r: dict) -> float:
-    return sum(r[p]["cpu"] + r[p]["server_cpu"] for p in ("write", "read"))
+    return sum(r[p]["cpu"] + r[p]["server_cpu"] for p in PHASES)
 
 
 def summary(results: list[dict]) -> list[str]:
@@ -213,6 +233,14 @@ def summary(results: list[dict]) -> list[str]:
                            f"{_total(b):,} → {_total(a):,} (writing {_total(b, 'write'):,} → {_total(a, 'write'):,}, "
                            f"reading {_total(b, 'read'):,} → {_total(a, 'read'):,}); CPU (client + server) "
                            f"{_cpu(b):.1f} → {_cpu(a):.1f} s.")
+        for c in (r for r in mine if r["layout"] == "combined"):
+            a = next((r for r in mine if r["layout"] == "after" and (r["T"], r["P"]) == (c["T"], c["P"])), None)
+            if a:
+                out.append(f"- {store}, T = {c['T']:,}, P = {c['P']:,}, combined into {c['combined']}: reading "
+                           f"{_total(a, 'read'):,} → {_total(c, 'read'):,} requests, "
+                           f"{_total(c, 'combine'):,} to combine; all requests {_total(a):,} → {_total(c):,}; "
+                           f"objects {a['objects']:,} → {c['objects']:,}; CPU (client + server) {_cpu(a):.1f} → "
+                           f"{_cpu(c):.1f} s.")
         for p in sorted({r["P"] for r in mine if r["layout"] == "after"}):
             at = sorted((r for r in mine if r["layout"] == "after" and r["P"] == p), key=lambda r: r["T"])
             if len(at) > 1:
@@ -227,7 +255,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--tasks", type=int, nargs="+", default=[16, 64, 256])
     ap.add_argument("--stores", nargs="+", default=["gs", "s3"])
-    ap.add_argument("--layouts", nargs="+", default=["before", "after"])
+    ap.add_argument("--layouts", nargs="+", default=["before", "after", "combined"])
+    ap.add_argument("--combined", type=int, default=8, help="combined files per shuffle (layout combined)")
     ap.add_argument("--partitions", type=int, nargs="*", default=[], help="P values besides P = T (after only)")
     ap.add_argument("--rows", type=int, default=ROWS)
     ap.add_argument("--skip-before-above", type=int, default=256, help="the before layout only up to this T")
@@ -242,14 +271,14 @@ def main() -> None:
             load.append(f"{name}: " + " / ".join(f"{x:.1f}" for x in os.getloadavg()))
             url, pid = stores[name]
             for t in args.tasks:
-                runs = [(layout, t) for layout in args.layouts if layout == "after" or t <= args.skip_before_above]
+                runs = [(layout, t) for layout in args.layouts if layout != "before" or t <= args.skip_before_above]
                 runs += [("after", p) for p in args.partitions if p < t and "after" in args.layouts]
                 for layout, p in runs:
-                    if t * p > args.max_pairs:
+                    if t * p > args.max_pairs and layout != "combined":
                         print(f"{name} {layout} T={t} P={p}: not run (T × P > {args.max_pairs:,})", flush=True)
                         continue
-                    r = run_shuffle(f"{url}/shuffle-{layout}-{t}-{p}", data, t, p, layout, pid)
-                    r["store"] = name
+                    r = run_shuffle(f"{url}/shuffle-{layout}-{t}-{p}", data, t, p, layout, pid, args.combined)
+                    r["store"], r["combined"] = name, args.combined
                     print(r, flush=True)
                     results.append(r)
     text = report(results, load, args.rows)

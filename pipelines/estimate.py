@@ -127,7 +127,8 @@ def estimate(spec_path: str, *, tasks: int | None = None, cores: int = 1000, bud
                           fit_sample=spec.partition.clusters.sample_docs,
                           cells=spec.partition.clusters.k * spec.partition.quality.levels,
                           partitions=stage_registry.dedup_partitions(spec, n_tasks),
-                          component_pairs_per_task=spec.execution.component_pairs_per_task)
+                          component_pairs_per_task=spec.execution.component_pairs_per_task,
+                          combine_files=spec.execution.combine_files, bands=spec.processing.dedup.fuzzy.bands)
     kept = rates.model_copy(update={"stages": tuple(r for r in rates.stages if r.stage in stage_tasks)})
     per_job = {name: spec.execution.for_stage(name).tasks_per_job for name in stage_tasks}
     return Estimate(spec_path, n_tasks, cores, samples, costs.project(kept, work, cores), kept, per_job)

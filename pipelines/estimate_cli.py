@@ -68,6 +68,12 @@ def print_estimate(est, console: Console, prices: costs.Prices | None = None) ->
                   f"stages {single:,.2f} h; {_count(sum(c.objects for c in est.costs))} objects written (a new cloud "
                   f"bucket takes ~1,000 writes/s: {sum(c.objects for c in est.costs) / 1000 / 3600:,.1f} h of writes "
                   "at that rate)", soft_wrap=True)
+    grouped = sorted({c.combine_group for c in est.costs if c.combine_group > 1})
+    console.print(f"{_count(sum(c.reads for c in est.costs))} range reads of the work files between stages; "
+                  + (f"the dedup shuffles are combined, {', '.join(map(str, grouped))} writer files to a file, before "
+                     "they are read (execution.combine_files)" if grouped else
+                     "the dedup shuffles are read from their writers' files (each reader: 2 range reads per writer "
+                     "file; execution.combine_files groups them)"), soft_wrap=True)
     if prices:
         p = costs.price(est.costs, prices)
         console.print(f"price: compute {p['compute']:,.2f} + writes {p['writes']:,.2f} = {p['total']:,.2f} "

@@ -27,7 +27,7 @@ from mixture.pipelines.runtime.datatrove_compat import (
     TaskSetup,
 )
 from mixture.spec.models import Execution
-from mixture.stages.registry import driver_waits_after
+from mixture.stages.registry import COMBINE_ROUND, driver_waits_after
 from mixture.store import layout
 
 EXECUTORS = ("local", "ray", "slurm")
@@ -44,11 +44,13 @@ def _cluster_workers(ex: Execution, workers: int) -> int:
 
 def make_executor(ctx: BuildContext, stage: Stage, executor: str, workers: int, chain: SlurmChain | None = None):
     """The datatrove executor of `stage`; `chain`: the Slurm stages this build submitted and has not waited for."""
-    registered, _, round_ = stage.name.partition("/")  # a round of a stage run in rounds: the driver waits after it
+    # a round of a stage run in rounds: the driver waits after it (not after a combine round: nothing is read)
+    registered, _, round_ = stage.name.partition("/")
     return stage_executor(stage.pipeline, stage.tasks, stage.name, ctx.at(layout.stage_dir(stage.name)),
                           ctx.execution(registered), executor, workers,
                           f"{ctx.spec.name}.{stage.name.replace('/', '.')}", chain,
-                          bool(round_) or driver_waits_after(ctx.spec, registered))
+                          (bool(round_) and not round_.startswith(COMBINE_ROUND))
+                          or driver_waits_after(ctx.spec, registered))
 
 
 def stage_executor(pipeline: list, tasks: int, name: str, logging_dir: str, ex: Execution, executor: str,

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mixture.stages.registry import COMPONENT_PAIRS_PER_TASK, component_partitions
+from mixture.stages.registry import COMPONENT_PAIRS_PER_TASK, combine_group, component_partitions
 
 RATES_FILE = "rates.json"  # packaged beside this module: the rates of the last published growth benchmark
 SAFETY = 2.0  # a Slurm time limit: twice the projected longest task, at least MIN_LIMIT_HOURS
@@ -19,6 +19,9 @@ MIN_LIMIT_HOURS = 1.0
 MEMORY_HEADROOM = 1.5  # a memory request: the measured peak per task × this, in whole GiB
 GIB = 2**30
 ROUNDS_PER_DOUBLING = 2.0  # star rounds added per doubling of the input (RoundsRate)
+# requests of a `minhash_buckets` task to each signature file of its band (T of them): its size, its slice index, its
+# run (pipelines/dedup/minhash_buckets.py BandCollisions); of the combine round to each: its slice index, its records
+SIGNATURE_READS = 3
 
 
 class ObjectRate(BaseModel):
@@ -40,9 +43,20 @@ class ObjectRate(BaseModel):
         p = partitions or tasks
         return max(0, round(self.pairs * tasks * p + (self.per_task + self.per_cell * cells) * tasks + self.fixed))
 
-    def reads(self, tasks: int, partitions: int | None = None) -> int:
-        """Range reads of the stage's shuffle files by their readers."""
-        return round(2 * self.shuffles * tasks * (partitions or tasks))
+    def reads(self, tasks: int, partitions: int | None = None, combine_files: int | None = None) -> int:
+        """Range reads of the stage's shuffle files: each of its `tasks` writer files read by the max(T, P) readers
+        with 2 range reads, or, where the shuffle is combined (stages.registry.combine_group), each writer file
+        read by the combine round (its index, then front to back: ~3 reads, more past 4 MiB) and each combined
+        file by the readers."""
+        readers = max(tasks, partitions or tasks)
+        group = combine_group(tasks, readers, combine_files)
+        per_shuffle = 2 * tasks * readers if group <= 1 else 3 * tasks + 2 * -(-tasks // group) * readers
+        return round(self.shuffles * per_shuffle)
+
+    def combined(self, tasks: int, partitions: int | None = None, combine_files: int | None = None) -> int:
+        """Combined files the stage's combine round writes (none when its shuffles are not combined)."""
+        group = combine_group(tasks, max(tasks, partitions or tasks), combine_files)
+        return 0 if group <= 1 else round(self.shuffles * -(-tasks // group))
 
 
 class RoundsRate(BaseModel):
@@ -105,6 +119,8 @@ class Workload:
     cells: int = 200
     partitions: int | None = None  # dedup's P (execution.partitions); None: the tasks
     component_pairs_per_task: int = COMPONENT_PAIRS_PER_TASK  # execution.component_pairs_per_task: P_c in rounds
+    combine_files: int | None = None  # execution.combine_files: the shuffles' combine group (None: the default)
+    bands: int = 14  # processing.dedup.fuzzy.bands: `minhash_sigs` writes a signature file per band and task
 
 
 @dataclass(frozen=True)
@@ -119,6 +135,7 @@ class StageCost:
     objects: int
     scaled: str  # how the reference figure was scaled, for a reader
     reads: int = 0  # range reads of the shuffle files it writes
+    combine_group: int = 1  # writer files of its shuffles combined into one (1: not combined)
 
     def time_limit_hours(self, tasks_per_job: int = 1) -> float:
         """The time limit to ask Slurm for an array element that runs `tasks_per_job` tasks of the stage one after
@@ -140,9 +157,12 @@ def project(rates: Rates, work: Workload, cores: int) -> list[StageCost]:
         e = 1.0 if r.exponent is None or r.scaled_by == "sample" else max(r.exponent, 1.0)
         core_s = r.cpu_seconds * ratio**e
         tasks = work.stage_tasks.get(r.stage, 1)
-        objects = r.objects.count(work.tasks, work.cells, work.partitions)
-        reads = r.objects.reads(work.tasks, work.partitions)
+        objects = r.objects.count(work.tasks, work.cells, work.partitions) \
+            + r.objects.combined(work.tasks, work.partitions, work.combine_files)
+        reads = r.objects.reads(work.tasks, work.partitions, work.combine_files)
         scaled = f"{r.scaled_by} ×{ratio:,.0f}" + (f" ^{e:.2f}" if e != 1 else "")
+        if r.stage in ("minhash_sigs", "minhash_buckets"):  # the bands' signature files, read by slice
+            objects, reads = _signature_requests(r.stage, work, objects, reads)
         if r.rounds is not None:
             tasks = component_partitions(round(r.rounds.pairs * ratio), work.partitions or work.tasks,
                                          work.component_pairs_per_task)
@@ -154,8 +174,23 @@ def project(rates: Rates, work: Workload, cores: int) -> list[StageCost]:
         out.append(StageCost(
             stage=r.stage, tasks=tasks, core_hours=core_s / 3600, linear_core_hours=r.cpu_seconds * ratio / 3600,
             wall_hours=core_s / min(cores, tasks) / 3600, task_hours=core_s / tasks / 3600, peak_rss=r.peak_rss,
-            objects=objects, reads=reads, scaled=scaled))
+            objects=objects, reads=reads, scaled=scaled,
+            combine_group=combine_group(work.tasks, max(work.tasks, work.partitions or work.tasks), work.combine_files)
+            if r.objects.shuffles else 1))
     return out
+
+
+def _signature_requests(stage: str, work: Workload, objects: int, reads: int) -> tuple[int, int]:
+    """`objects` and `reads` of `minhash_sigs` or `minhash_buckets` with the signature files' own: each bucket task
+    (band, slice) reads its run of every one of its band's T files, or, where `minhash_sigs` combined them (a
+    combine round: each file read once, C = ⌈T / group⌉ files a band), its range of each of its band's C files."""
+    buckets = work.stage_tasks.get("minhash_buckets", work.tasks)
+    group = combine_group(work.tasks, max(work.tasks, work.partitions or work.tasks, buckets), work.combine_files)
+    combined = -(-work.tasks // group)
+    if stage == "minhash_sigs":
+        return (objects + work.bands * combined, reads + SIGNATURE_READS * work.bands * work.tasks) if group > 1 \
+            else (objects, reads)
+    return objects, reads + (2 * combined * buckets if group > 1 else SIGNATURE_READS * buckets * work.tasks)
 
 
 def slurm_time(hours: float) -> str:

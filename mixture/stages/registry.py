@@ -91,7 +91,7 @@ def dedup_partitions(spec: Spec, tasks: int) -> int:
     return spec.execution.partitions or tasks
 
 
-COMPONENT_PAIRS_PER_TASK = 20_000_000  # execution.component_pairs_per_task's default
+COMPONENT_PAIRS_PER_TASK = 100_000_000  # execution.component_pairs_per_task's default (docs/scaling.md: the requests)
 
 
 def component_partitions(pairs: int, partitions: int, pairs_per_task: int) -> int:
@@ -100,6 +100,29 @@ def component_partitions(pairs: int, partitions: int, pairs_per_task: int) -> in
     reads of the files its P_c writers wrote, so the count follows the graph's size: at P (= T) a round of a small
     graph would be T² reads of nearly empty ranges, repeated every round."""
     return max(1, min(partitions, -(-pairs // pairs_per_task)))
+
+
+COMBINE_ROUND = "combine"  # the round after a stage's tasks that combines its shuffle files (`combine_group`)
+COMBINED_FILES = 64  # combined files per shuffle, when the group is chosen for the build
+COMBINE_ABOVE = 4_000_000  # range reads of a shuffle (2 × writers × readers) past which it is combined by default
+
+
+def combine_group(writers: int, readers: int, setting: int | None) -> int:
+    """Writer files of a shuffle combined into one before its `readers` read it (pipelines/dedup/combine.py): the
+    spec's `execution.combine_files` when given (1: never), else none while its readers' range reads 2 × writers ×
+    readers stay under COMBINE_ABOVE, and groups that make COMBINED_FILES files past it. A reader then makes
+    2·⌈writers / group⌉ range reads instead of 2·writers; the combine round reads each writer file once."""
+    if setting is not None:
+        return max(1, setting)
+    if 2 * writers * readers <= COMBINE_ABOVE:
+        return 1
+    return -(-writers // COMBINED_FILES)
+
+
+def combined(shuffle: TaskFile) -> TaskFile:
+    """The combined files of `shuffle` (one of SHUFFLES), in `_combined/` beside its writer files."""
+    folder, _, name = shuffle.name.rpartition("/")
+    return TaskFile(shuffle.folder, f"{folder}/_combined/{name}" if folder else f"_combined/{name}")
 
 
 def bucket_slices(bands: int, tasks: int) -> int:
@@ -172,6 +195,11 @@ SHUFFLES = (*SHUFFLES, FUZZY_DROPS)
 NEAR_DUPLICATES_REPORT = f"{WORK}/near_duplicates.json"
 
 
+def combined_outputs(*shuffles: TaskFile) -> tuple[str, ...]:
+    """The folders of the combined files of `shuffles` (a stage's outputs: removed when it is redone)."""
+    return tuple(combined(f).glob.rsplit("/", 1)[0] for f in shuffles)
+
+
 def star_edges(round_: int) -> TaskFile:
     """The graph's edges after round `round_` of `minhash_cluster`, by partition of their first node: a shuffle file
     per task, a range per component partition (P_c)."""
@@ -195,16 +223,16 @@ STAGES: tuple[StageDef, ...] = (
     StageDef("prepare", "read, clean, filter, fingerprint and score every document",
              "mixture.pipelines.prepare.stage:steps", TASKS, chained=True,
              files=StageFiles(tasks=(QUARANTINED, PREPARED, TALLY, *dropped_by("prepare"), SOURCE_RUNS, KEYS_BY_ID,
-                                     KEYS_BY_HASH)),
+                                     KEYS_BY_HASH), outputs=combined_outputs(KEYS_BY_ID, KEYS_BY_HASH)),
              reads=(*SOURCE_FIELDS, "processing.filters", FUZZY, "processing.dedup.fuzzy.ngram",
                     "processing.dedup.fuzzy.permutations", "processing.dedup.fuzzy.seed", "processing.decontamination",
                     "processing.language", "partition.quality.scorer", "partition.quality.fasttext_model", "partition.quality.fasttext_label")),
     StageDef("duplicate_ids", "repeated ids, one id hash partition per task (DuckDB)",
              "mixture.pipelines.dedup.duplicate_ids:steps", PARTITIONS, chained=True,
-             files=StageFiles(tasks=(ID_DROPS, ID_GONE, ID_COUNTS))),
+             files=StageFiles(tasks=(ID_DROPS, ID_GONE, ID_COUNTS), outputs=combined_outputs(ID_DROPS, ID_GONE))),
     StageDef("find_duplicates", "exact duplicates, one text hash partition per task (DuckDB)",
              "mixture.pipelines.dedup.find_duplicates:steps", PARTITIONS, chained=True,
-             files=StageFiles(tasks=(EXACT_DROPS, EXACT_COUNTS)),
+             files=StageFiles(tasks=(EXACT_DROPS, EXACT_COUNTS), outputs=combined_outputs(EXACT_DROPS)),
              reads=("processing.dedup.exact.enabled",)),
     StageDef("minhash_sigs", "MinHash signatures of the kept fuzzy-group documents",
              "mixture.pipelines.dedup.minhash_sigs:steps", TASKS, when=FUZZY, chained=True,
@@ -214,10 +242,11 @@ STAGES: tuple[StageDef, ...] = (
              "mixture.pipelines.dedup.minhash_buckets:steps", BAND_SLICES, when=FUZZY, chained=True,
              reads=MINHASH,
              files=StageFiles(tasks=(CANDIDATE_PAIRS, BUCKET_MEMBERS, GATHER_REQUESTS, BAND_TASK_COUNTS),
-                              outputs=(COLLISIONS_DIR,))),
+                              outputs=(COLLISIONS_DIR, *combined_outputs(CANDIDATE_PAIRS, BUCKET_MEMBERS,
+                                                                         GATHER_REQUESTS)))),
     StageDef("minhash_gather", "candidate documents, each prepared file read once, to their partitions",
              "mixture.pipelines.dedup.minhash_gather:steps", TASKS, when=FUZZY, chained=True,
-             files=StageFiles(tasks=(GATHERED_TEXTS,))),
+             files=StageFiles(tasks=(GATHERED_TEXTS,), outputs=combined_outputs(GATHERED_TEXTS))),
     StageDef("minhash_verify", "candidate pairs verified on their shingles, by partition",
              "mixture.pipelines.dedup.minhash_verify:steps", PARTITIONS, when=FUZZY, chained=True,
              files=StageFiles(tasks=(VERIFIED_PAIRS, VERIFY_TASK_COUNTS)),

@@ -6,6 +6,8 @@ document (and asked of each document's prepared file: stage `minhash_gather` sen
 from __future__ import annotations
 
 import contextlib
+import os
+import tempfile
 from collections.abc import Iterator
 
 import fsspec
@@ -18,6 +20,7 @@ from mixture.pipelines.context import BuildContext
 from mixture.pipelines.dedup.keys import positions, prepared_files, spec_positions
 from mixture.pipelines.dedup.shuffle import (
     PART,
+    fetch_runs,
     mix64,
     prefix_partition,
     sorted_batches,
@@ -93,6 +96,18 @@ def first_at_least(fs: fsspec.AbstractFileSystem, path: str, records: int, items
     return lo
 
 
+class _Run:
+    """One signature file's run of a slice, in the local file of a combined band's runs: read on from its start."""
+
+    def __init__(self, fd: int, offset: int):
+        self.fd, self.at = fd, offset
+
+    def read(self, n: int) -> bytes:
+        data = os.pread(self.fd, n, self.at)
+        self.at += len(data)
+        return data
+
+
 class BandCollisions(PipelineStep):
     """Task r = (band b, slice s) of the bucket stage (b = r // slices, s = r % slices), in place of datatrove's
     MinhashDedupBuckets (same input files, same pairs): merges the slice of band b's sorted signature files whose
@@ -115,20 +130,32 @@ class BandCollisions(PipelineStep):
         dtype = np.dtype([(f"h{j}", "<u8") for j in range(self.rows)] + [("doc", "<u4")])
         band = rank // self.slices
         fs, root = fsspec.core.url_to_fs(self.input_folder)
-        paths = sorted(fs.glob(SIGNATURES.every(root, band)))
-        block = max(256, self.memory // (dtype.itemsize * max(1, len(paths))))  # records read per file at a time
         out_fs, out_root = fsspec.core.url_to_fs(self.output_folder)
         n_pairs = 0
         with contextlib.ExitStack() as stack:
             out = stack.enter_context(open_atomic(out_fs, COLLISIONS.path(out_root, rank)))  # pairs streamed
-            files, left = [], []  # per file: open at the slice's first record, how many records of the slice remain
-            stems = [SIGNATURES.rank_of(p) for p in paths]
-            for p, stem in zip(paths, stems, strict=True):
-                start, end = slice_records(fs, p, SLICE_INDEX.path(root, stem, band), fs.size(p) // dtype.itemsize,
-                                           dtype.itemsize, rank % self.slices, self.slices)
-                files.append(stack.enter_context(fs.open(p, "rb")))
-                files[-1].seek(start * dtype.itemsize)
-                left.append(max(0, end - start))
+            scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="mixture-slice-"))
+            runs = fetch_runs(fs.unstrip_protocol(SIGNATURES.every(root, band)), rank % self.slices,
+                              f"{scratch}/runs", self.slices)
+            # per file: its slice's records from the first, and how many of them remain
+            files: list = []
+            left, stems = [], []
+            if runs is not None:  # the band's files were combined: every run of the slice fetched to one local file
+                local = stack.enter_context(open(f"{scratch}/runs", "rb"))
+                for stem, offset, length in runs:
+                    files.append(_Run(local.fileno(), offset))
+                    stems.append(stem)
+                    left.append(length // dtype.itemsize)
+            else:
+                for p in sorted(fs.glob(SIGNATURES.every(root, band))):
+                    stems.append(SIGNATURES.rank_of(p))
+                    start, end = slice_records(fs, p, SLICE_INDEX.path(root, stems[-1], band),
+                                               fs.size(p) // dtype.itemsize, dtype.itemsize, rank % self.slices,
+                                               self.slices)
+                    files.append(stack.enter_context(fs.open(p, "rb")))
+                    files[-1].seek(start * dtype.itemsize)
+                    left.append(max(0, end - start))
+            block = max(256, self.memory // (dtype.itemsize * max(1, len(files))))  # records read per file at a time
             held = [np.zeros(0, dtype) for _ in files]
             done = [not n for n in left]
 

@@ -85,6 +85,15 @@ class MinhashSigs(PipelineStep):
         return len(keep)
 
 
+def band_files(ctx: BuildContext) -> tuple[list[str], tuple[int, int]]:
+    """The globs of each band's signature files and (slices, record bytes): what the stage's combine round
+    combines, a partition per slice (pipelines/dedup/combine.py combine_signatures)."""
+    fz = ctx.spec.processing.dedup.fuzzy
+    root = ctx.at(SIGNATURES_DIR)
+    return ([SIGNATURES.every(root, b) for b in range(fz.bands)],
+            (bucket_slices(fz.bands, ctx.tasks), 8 * (fz.permutations // fz.bands) + 4))
+
+
 def steps(ctx: BuildContext) -> list:
     fz = ctx.spec.processing.dedup.fuzzy
     # fields, not the rows_per_band property: the stage-key test counts a property as reading the whole section

@@ -25,6 +25,13 @@ ENTRY = struct.Struct("<5Q")
 TRAILER = struct.Struct("<Q8s")
 MAGIC = b"MXSHUF01"
 FETCH_BYTES = 64 << 20  # a reader fetches its ranges this many bytes at a time (concurrent requests on object stores)
+# A combined file (pipelines/dedup/combine.py: a group of writer files regrouped by partition, in `COMBINED/` beside
+# them): the same layout, but each partition's range packs the writers' ranges (PACKED: their count, then their
+# lengths, then the ranges) and each entry (CENTRY) adds the writers it covers: the first, how many and their bytes.
+COMBINED = "_combined"
+CENTRY = struct.Struct("<8Q")
+CMAGIC = b"MXSHUFC1"
+PACKED = struct.Struct("<Q")
 
 
 def prefix_partition(hashes: np.ndarray, n: int) -> np.ndarray:
@@ -182,7 +189,7 @@ def _write_files(batches: Iterable[pa.RecordBatch], path_of: Callable[[int], str
     return written
 
 
-def _listing(pattern: str) -> tuple[fsspec.AbstractFileSystem, list[tuple[str, int]]]:
+def listing(pattern: str) -> tuple[fsspec.AbstractFileSystem, list[tuple[str, int]]]:
     """(filesystem, [(path, size)]) of the files `pattern` matches, sorted: one listing, sizes included."""
     fs, path = fsspec.core.url_to_fs(pattern)
     fs.invalidate_cache(path.rsplit("/", 1)[0])  # written by other processes: a cached listing would be stale
@@ -196,32 +203,88 @@ def partition_ranges(pattern: str, part: int, parts: int | None = None) -> tuple
     [(path, offset, length)]) of the files with rows for it. One listing and one small range read per file (the
     index entry, fetched concurrently on object stores). `parts`: the number of partitions the reader expects
     (checked against the writers')."""
-    fs, files = _listing(pattern)
+    fs, files = listing(pattern)
+    return fs, _entries(fs, files, part, parts)
+
+
+def _entries(fs, files: list[tuple[str, int]], part: int, parts: int | None,
+             entry: struct.Struct = ENTRY) -> list[tuple]:
+    """(path, offset, length, *the entry's other fields after rows) of partition `part` in each of `files`
+    (path, size) that has rows for it: one range read per file."""
     if not files:
-        return fs, []
-    starts = [size - TRAILER.size - ENTRY.size * (part + 1) for _, size in files]
+        return []
+    starts = [size - TRAILER.size - entry.size * (part + 1) for _, size in files]
     bad = [p for (p, _), s in zip(files, starts, strict=True) if s < 0]
     if bad:
         raise ValueError(f"{fs.unstrip_protocol(bad[0])}: no partition {part} (not a shuffle file of that many "
                          "partitions); remove the build's work folder and rebuild")
-    raw = fs.cat_ranges([p for p, _ in files], starts, [s + ENTRY.size for s in starts])
-    found = []
+    raw = fs.cat_ranges([p for p, _ in files], starts, [s + entry.size for s in starts])
+    found: list[tuple] = []
     for (path, size), data in zip(files, raw, strict=True):
         if isinstance(data, Exception):
             raise data
-        n, q, offset, length, _rows = ENTRY.unpack(data)
-        if q != part or (parts is not None and n != parts) or offset + length > size - TRAILER.size - ENTRY.size * n:
-            found = f"written for {n} partitions" if q == part else "not a shuffle file of that many partitions"
+        n, q, offset, length, _rows, *more = entry.unpack(data)
+        if q != part or (parts is not None and n != parts) or offset + length > size - TRAILER.size - entry.size * n:
+            why = f"written for {n} partitions" if q == part else "not a shuffle file of that many partitions"
             raise ValueError(f"{fs.unstrip_protocol(path)}: no index entry of partition {part}"
-                             + (f" of {parts}" if parts is not None else "") + f" ({found}): the work was written "
+                             + (f" of {parts}" if parts is not None else "") + f" ({why}): the work was written "
                              "with another partition count (execution.partitions changed since?); put the setting "
                              "back, or remove the store's _build/ folder and build again")
-        if length:
-            found.append((path, offset, length))
-    return fs, found
+        if length or more:
+            found.append((path, offset, length, *more))
+    return found
 
 
-def _fetched(fs, ranges: list[tuple[str, int, int]]) -> Iterator[bytes]:
+def combined_folder(pattern: str) -> str:
+    """Where the combined files of the shuffle whose writer files `pattern` matches are: `COMBINED/` beside them."""
+    folder, name = pattern.rsplit("/", 1)
+    return f"{folder}/{COMBINED}/{name}"
+
+
+def shuffle_ranges(pattern: str, part: int, parts: int | None = None) -> tuple[fsspec.AbstractFileSystem,
+                                                                                list[tuple[str, int, int]], bool]:
+    """Where partition `part` of the shuffle whose writer files `pattern` matches is: (filesystem, ranges, packed).
+    Where the shuffle was combined, the ranges are the combined files' (packed: each holds several writers'
+    ranges), after a check that they cover every writer file once, as listed now (a stale or partial combination
+    is refused, naming it); otherwise `partition_ranges`."""
+    fs, files = listing(pattern)
+    combined = listing(combined_folder(pattern))[1]
+    if not combined:
+        return fs, _entries(fs, files, part, parts), False
+    return fs, _combined_ranges(fs, pattern, files, combined, part, parts), True
+
+
+def _combined_ranges(fs, pattern: str, files: list[tuple[str, int]], combined: list[tuple[str, int]], part: int,
+                     parts: int | None) -> list[tuple[str, int, int]]:
+    """Where partition `part` is in the `combined` files of the shuffle whose writer `files` (as listed now)
+    `pattern` matches, once they are checked to cover every writer file once."""
+    found = _entries(fs, combined, part, parts, CENTRY)
+    tiles = sorted((first, count, size) for _, _, _, first, count, size in found)
+    at, size = 0, 0
+    for first, count, covered in tiles:
+        if first != at:
+            break
+        at, size = at + count, size + covered
+    if len(found) != len(combined) or at != len(files) or size != sum(s for _, s in files):
+        where = fs.unstrip_protocol(combined_folder(pattern).rsplit("/", 1)[0])
+        raise ValueError(f"{where}: the combined files do not cover the {len(files)} writer files listed now (a "
+                         "combination left from another run): remove that folder and rerun the build")
+    return [(path, offset, length) for path, offset, length, *_ in found if length]
+
+
+def _unpacked(data: bytes) -> Iterator[tuple[int, memoryview]]:
+    """(writer position, range) of each writer's range packed in one range of a combined file (PACKED: their count,
+    their lengths, their writers' positions in the listing of the writer files, then the ranges)."""
+    (k,) = PACKED.unpack_from(data)
+    lengths = struct.unpack_from(f"<{k}Q", data, PACKED.size)
+    positions = struct.unpack_from(f"<{k}Q", data, PACKED.size * (k + 1))
+    at, view = PACKED.size * (2 * k + 1), memoryview(data)
+    for n, position in zip(lengths, positions, strict=True):
+        yield position, view[at:at + n]
+        at += n
+
+
+def _raw(fs, ranges: list[tuple[str, int, int]]) -> Iterator[bytes]:
     """The bytes of each range, fetched FETCH_BYTES at a time (concurrent requests on object stores)."""
     i = 0
     while i < len(ranges):
@@ -237,12 +300,40 @@ def _fetched(fs, ranges: list[tuple[str, int, int]]) -> Iterator[bytes]:
         i = j
 
 
+def _fetched(fs, ranges: list[tuple[str, int, int]], packed: bool = False) -> Iterator[bytes | memoryview]:
+    """The bytes of each range, or of each writer's range packed in it (`packed`)."""
+    for data in _raw(fs, ranges):
+        if packed:
+            yield from (blob for _, blob in _unpacked(data))
+        else:
+            yield data
+
+
+def fetch_runs(pattern: str, part: int, dest: str, parts: int | None = None) -> list[tuple[int, int, int]] | None:
+    """Partition `part` of a combined shuffle (e.g. a band's signature files, a partition per slice), every
+    writer's range one after the other in local file `dest`: [(writer position, offset in `dest`, length)] in
+    writer order; None when the shuffle was not combined."""
+    fs, combined = listing(combined_folder(pattern))
+    if not combined:
+        return None
+    ranges = _combined_ranges(fs, pattern, listing(pattern)[1], combined, part, parts)
+    runs, at = [], 0
+    with open(dest, "wb") as f:
+        for data in _raw(fs, ranges):
+            for position, blob in _unpacked(data):
+                f.write(blob)
+                runs.append((position, at, len(blob)))
+                at += len(blob)
+    return runs
+
+
 def fetch_partition(pattern: str, part: int, scratch: str, parts: int | None = None) -> list[str]:
     """Partition `part` of every shuffle file `pattern` matches, copied to local Parquet files in folder `scratch`
-    (one per writer with rows for it; DuckDB then reads them as `register` does), their paths in writer order."""
-    fs, ranges = partition_ranges(pattern, part, parts)
+    (one per writer with rows for it; DuckDB then reads them as `register` does), their paths in writer order.
+    A combined shuffle is read from its combined files (`shuffle_ranges`)."""
+    fs, ranges, packed = shuffle_ranges(pattern, part, parts)
     out, first = [], len(os.listdir(scratch))  # a task fetches several shuffles into one folder
-    for k, data in enumerate(_fetched(fs, ranges)):
+    for k, data in enumerate(_fetched(fs, ranges, packed)):
         local = os.path.join(scratch, f"{first + k:06d}.parquet")
         with open(local, "wb") as f:
             f.write(data)
@@ -253,8 +344,8 @@ def fetch_partition(pattern: str, part: int, scratch: str, parts: int | None = N
 def read_partition(pattern: str, part: int, schema: pa.Schema, parts: int | None = None) -> pa.Table:
     """Partition `part` of every shuffle file `pattern` matches, as one table of `schema` (a small partition: it is
     held in memory; see `fetch_partition` otherwise)."""
-    fs, ranges = partition_ranges(pattern, part, parts)
-    tables = [pq.read_table(pa.BufferReader(data), schema=schema) for data in _fetched(fs, ranges)]
+    fs, ranges, packed = shuffle_ranges(pattern, part, parts)
+    tables = [pq.read_table(pa.BufferReader(data), schema=schema) for data in _fetched(fs, ranges, packed)]
     return pa.concat_tables(tables) if tables else schema.empty_table()
 
 

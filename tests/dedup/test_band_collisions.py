@@ -11,7 +11,8 @@ from mixture.pipelines.dedup.minhash_buckets import BandCollisions
 ROWS, BANDS = 3, 2
 
 
-def write_sig_files(folder, rng, files: int, docs: int, shared: int, run: int, top: int = 2**60) -> None:
+def write_sig_files(folder, rng, files: int, docs: int, shared: int, run: int, top: int = 2**60,
+                    stride: int = 3) -> None:
     """Sorted signature files of every band: random signatures below `top`, `shared` signatures that several
     documents of several files have, and one signature held by `run` documents (longer than a small read block)."""
     dtype = np.dtype([(f"h{j}", "<u8") for j in range(ROWS)] + [("doc", "<u4")])
@@ -30,7 +31,7 @@ def write_sig_files(folder, rng, files: int, docs: int, shared: int, run: int, t
                 rec[f"h{j}"] = sig[:, j]
             rec["doc"] = np.arange(docs)
             rec.sort(order=dtype.names)
-            rec.tofile(folder / f"bucket_{b:03d}" / f"{f * 3:05d}.minhash.sig")  # stems need not be 0..n-1
+            rec.tofile(folder / f"bucket_{b:03d}" / f"{f * stride:05d}.minhash.sig")  # stems need not be 0..n-1
 
 
 def read_pairs(folder) -> list[list[tuple[int, ...]]]:
@@ -130,3 +131,33 @@ def test_a_bucket_at_a_slice_boundary_stays_whole(tmp_path, index):
     for b, parts in enumerate(run_slices(tmp_path / "sigs", tmp_path / "out", slices)):
         assert [sorted(part, key=sorted) for part in parts] == [sorted(x, key=sorted) for x in expected], b
         assert all(len(x) == 2 for x in expected)  # each slice starts with a bucket and ends with one
+
+
+@pytest.mark.parametrize("slices", [1, 3])
+@pytest.mark.parametrize("memory", [256 * 2**20, 1])
+def test_combined_bands_give_the_same_pairs(tmp_path, slices, memory):
+    """Each band's signature files combined (pipelines/dedup/combine.py, 2 to a file, a partition per slice): every
+    slice task writes the bytes it writes from the files themselves, read from 3 combined files instead of 5."""
+    from mixture.pipelines.dedup.combine import combine_signatures
+    from mixture.pipelines.dedup.shuffle import COMBINED, fetch_runs
+
+    rng = np.random.default_rng(5)
+    write_sig_files(tmp_path / "sigs", rng, files=5, docs=800, shared=30, run=300, top=2**64 - 1, stride=1)
+    if slices > 1:
+        write_slice_index(tmp_path / "sigs", slices)
+    run_slices(tmp_path / "sigs", tmp_path / "plain", slices, memory)
+    itemsize = 8 * ROWS + 4
+    for b in range(BANDS):
+        for c in range(3):
+            combine_signatures(f"{tmp_path}/sigs/bucket_{b:03d}/*.minhash.sig", c, 2, 5, slices, itemsize)
+    assert len(list((tmp_path / "sigs" / "bucket_001" / COMBINED).iterdir())) == 3
+    runs = fetch_runs(f"{tmp_path}/sigs/bucket_000/*.minhash.sig", 0, str(tmp_path / "runs"), slices)
+    assert [stem for stem, _, _ in runs] == [0, 1, 2, 3, 4]  # each file's run of the slice, named by its task
+    run_slices(tmp_path / "sigs", tmp_path / "combined", slices, memory)
+    plain = sorted((tmp_path / "plain").glob("*.dups"))
+    assert len(plain) == BANDS * slices and sum(p.stat().st_size for p in plain) > 0
+    for path in plain:
+        assert (tmp_path / "combined" / path.name).read_bytes() == path.read_bytes(), path.name
+    (tmp_path / "sigs" / "bucket_000" / COMBINED / "00001.minhash.sig").unlink()
+    with pytest.raises(ValueError, match="do not cover the 5 writer files"):
+        run_slices(tmp_path / "sigs", tmp_path / "half", slices, memory)

@@ -152,6 +152,30 @@ def test_demo_bucket_stage_gives_the_same_pairs_for_any_slice_count(demo_sliced,
     assert runs[1]["report"] == built
 
 
+def test_demo_bands_combined_give_the_same_collisions(demo_sliced, tmp_path):
+    """The 16-task build's signature files combined 5 to a file (4 combined files a band, a partition per slice,
+    pipelines/dedup/combine.py): every bucket task (band, slice) writes the bytes it wrote from the 16 files."""
+    from mixture.pipelines.dedup.combine import combine_signatures
+    from mixture.pipelines.dedup.shuffle import COMBINED
+
+    work = demo_sliced / "_build" / "work"
+    fz = load_spec(str(demo_sliced.parent / "spec.yaml")).processing.dedup.fuzzy
+    rows, slices = fz.permutations // fz.bands, bucket_slices(fz.bands, 16)
+    sigs = tmp_path / "mh_sigs"
+    shutil.copytree(work / "mh_sigs", sigs)
+    for b in range(fz.bands):
+        for c in range(4):
+            combine_signatures(f"{sigs}/bucket_{b:03d}/*.minhash.sig", c, 5, 16, slices, 8 * rows + 4)
+    assert len(list((sigs / "bucket_000" / COMBINED).iterdir())) == 4
+    n = fz.bands * slices
+    for r in range(n):
+        list(BandCollisions(str(sigs), str(tmp_path / "out"), rows, slices=slices).run(None, r, n) or ())
+    built = sorted((work / "mh_buckets").glob("*_00.dups"))
+    assert len(built) == n == 28 and sum(f.stat().st_size for f in built) > 0
+    for f in built:
+        assert (tmp_path / "out" / f.name).read_bytes() == f.read_bytes(), f.name
+
+
 def test_demo_sliced_build_killed_in_the_bucket_stages_resumes_to_the_same_store(demo_sliced, tmp_path, monkeypatch):
     """SIGKILL the 16-task build once the first slice index is written (minhash_sigs) and once the first
     candidate pairs are (minhash_buckets), rerun: the store of the uninterrupted build."""

@@ -50,6 +50,29 @@ def test_objects_and_slurm_requests():
     assert costs.price([c], costs.Prices(core_hour=0.5))["total"] == 0.5
 
 
+def test_combined_shuffles_cut_the_reads_past_the_threshold():
+    """A shuffle's readers make 2 range reads per writer file until 2 × writers × readers passes 4M; past it the
+    writer files are combined into 64 files (execution.combine_files sets the group; 1: never)."""
+    obj = costs.ObjectRate(shuffles=2)
+    assert obj.reads(tasks=100, partitions=50) == 2 * 2 * 100 * 100  # the prepared-file shuffles: T readers
+    assert obj.combined(tasks=100) == 0
+    t = 8_000
+    assert obj.reads(tasks=t, combine_files=1) == 2 * 2 * t * t
+    assert obj.reads(tasks=t) == 2 * (3 * t + 2 * 64 * t) and obj.combined(tasks=t) == 2 * 64
+    assert obj.reads(tasks=t, combine_files=t) == 2 * (3 * t + 2 * t)  # one combined file
+    rates = _rates(costs.StageRate(stage="minhash_sigs", cpu_seconds=1, scaled_by="tokens", reference=1,
+                                   exponent=1.0, peak_rss=0),
+                   costs.StageRate(stage="minhash_buckets", cpu_seconds=1, scaled_by="tokens", reference=1,
+                                   exponent=1.0, peak_rss=0))
+    work = costs.Workload(input_tokens=1, tasks=t, stage_tasks={"minhash_buckets": 8_008}, fit_sample=1, bands=14)
+    sigs, buckets = costs.project(rates, work, cores=1000)
+    assert (sigs.objects, sigs.reads) == (14 * 64, 3 * 14 * t)  # each band's files combined into 64, read once
+    assert buckets.reads == 2 * 64 * 8_008  # a bucket task: its range of each of its band's 64 combined files
+    plain = costs.project(rates, costs.Workload(input_tokens=1, tasks=t, stage_tasks={"minhash_buckets": 8_008},
+                                                fit_sample=1, combine_files=1), cores=1000)
+    assert plain[1].reads == 3 * 8_008 * t and plain[0].reads == 0
+
+
 def test_a_stage_in_rounds_runs_as_tasks_of_its_pairs_with_rounds_that_grow_with_the_input():
     near = costs.StageRate(stage="a", cpu_seconds=36, scaled_by="tokens", reference=1_000, exponent=1.0, peak_rss=0,
                            rounds=costs.RoundsRate(rounds=5, pairs=300))

@@ -1,0 +1,129 @@
+"""A combined shuffle (pipelines/dedup/combine.py): writer files regrouped g to a file give every reader the rows
+the writer files give, in the same order, from fewer files; a combination that does not cover the writer files
+listed now is refused; the build's combine round leaves the store as it was."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pyarrow as pa
+import pytest
+import yaml
+
+from mixture.pipelines.dedup.combine import combine
+from mixture.pipelines.dedup.shuffle import (
+    COMBINED,
+    PART,
+    fetch_partition,
+    read_partition,
+    shuffle_ranges,
+    write_partitions,
+)
+from mixture.stages.registry import combine_group
+
+SCHEMA = pa.schema([("x", pa.int64()), ("s", pa.string())])
+
+
+def _writers(folder, writers: int, parts: int, seed: int = 3) -> None:
+    rng = np.random.default_rng(seed)
+    for w in range(writers):
+        n = 0 if w == 2 else int(rng.integers(1, 80))  # writer 2 has no rows: its file is written all the same
+        part = np.sort(rng.integers(0, parts, n))
+        table = pa.table({"x": pa.array(np.arange(n) + 1000 * w), "s": pa.array([f"w{w}-{i}" for i in range(n)]),
+                          PART: pa.array(part.astype(np.int32))})
+        write_partitions(table.to_batches(max_chunksize=7), str(folder / f"{w:05d}.parquet"), parts)
+
+
+def test_each_reader_gets_the_same_rows_in_the_same_order_from_fewer_files(tmp_path):
+    writers, parts, group = 7, 5, 3
+    shuffle = tmp_path / "by_id"
+    shuffle.mkdir()
+    _writers(shuffle, writers, parts)
+    pattern = f"{shuffle}/*.parquet"
+    before = [read_partition(pattern, q, SCHEMA, parts) for q in range(parts)]
+    stats = [combine(pattern, c, group, writers) for c in range(-(-writers // group))]
+    assert [s["writer_files"] for s in stats] == [3, 3, 1]
+    assert sorted(p.name for p in (shuffle / COMBINED).iterdir()) == ["00000.parquet", "00001.parquet",
+                                                                        "00002.parquet"]
+    for q in range(parts):
+        _, ranges, packed = shuffle_ranges(pattern, q, parts)
+        assert packed and len(ranges) <= 3  # ranges of 3 combined files, not of 7 writer files
+        assert read_partition(pattern, q, SCHEMA, parts).equals(before[q])
+        scratch = tmp_path / f"scratch{q}"
+        scratch.mkdir()
+        fetched = pa.concat_tables([pa.parquet.read_table(p) for p in fetch_partition(pattern, q, str(scratch), parts)]) \
+            if before[q].num_rows else SCHEMA.empty_table()
+        assert fetched.select(["x", "s"]).equals(before[q])
+
+
+def test_a_combination_that_does_not_cover_the_writer_files_is_refused(tmp_path):
+    shuffle = tmp_path / "pairs"
+    shuffle.mkdir()
+    _writers(shuffle, 4, 3)
+    pattern = f"{shuffle}/*.parquet"
+    for c in range(2):
+        combine(pattern, c, 2, 4)
+    read_partition(pattern, 1, SCHEMA, 3)
+    (shuffle / COMBINED / "00001.parquet").unlink()  # a combination left half done
+    with pytest.raises(ValueError, match=r"_combined: the combined files do not cover the 4 writer files"):
+        read_partition(pattern, 1, SCHEMA, 3)
+    combine(pattern, 1, 2, 4)
+    _writers(shuffle, 4, 3, seed=9)  # the writers rewrote their files since
+    with pytest.raises(ValueError, match="do not cover"):
+        read_partition(pattern, 0, SCHEMA, 3)
+    shutil.rmtree(shuffle / COMBINED)
+    for c in range(4):  # a combination of another group: task 0 removes the files past its own last one
+        combine(pattern, c, 1, 4)
+    combine(pattern, 0, 3, 4)
+    combine(pattern, 1, 3, 4)
+    assert sorted(p.name for p in (shuffle / COMBINED).iterdir()) == ["00000.parquet", "00001.parquet"]
+    read_partition(pattern, 2, SCHEMA, 3)
+    (shuffle / "00003.parquet").unlink()
+    with pytest.raises(ValueError, match="3 writer files where 4 tasks wrote"):
+        combine(pattern, 0, 3, 4)
+
+
+def test_the_group_follows_the_setting_else_the_reads():
+    assert combine_group(16, 16, None) == 1  # 512 reads: not combined
+    assert combine_group(8_000, 8_000, None) == 125  # 64 combined files
+    assert combine_group(8_000, 8_000, 1) == 1
+    assert combine_group(16, 16, 4) == 4
+
+
+@pytest.mark.slow
+def test_a_build_with_combined_shuffles_gives_the_same_store(tmp_path, demo_corpus):
+    from mixture.pipelines.build import build
+    from tests.executors.fingerprint import store_fingerprint
+
+    stores = {}
+    for name, setting in (("plain", None), ("combined", 3)):
+        spec = __import__("tests.conftest", fromlist=["small_spec"]).small_spec(str(demo_corpus), "store")
+        spec["execution"]["tasks"] = 4
+        if setting:
+            spec["execution"]["combine_files"] = setting
+        root = tmp_path / name
+        root.mkdir()
+        (root / "spec.yaml").write_text(yaml.safe_dump(spec))
+        build(str(root / "spec.yaml"), progress=False, keep_work=True)
+        stores[name] = root / "store"
+    work = stores["combined"] / "_build" / "work"
+    from mixture.spec.load import load_spec
+
+    bands = load_spec(str(stores["combined"].parent / "spec.yaml")).processing.dedup.fuzzy.bands
+    folders = sorted(p.parent for p in work.rglob(COMBINED))
+    assert [str(f.relative_to(work)) for f in folders] == [
+        "dedup/by_hash", "dedup/by_id", "dedup/id_drops", "drops/exact", "drops/ids",
+        *(f"mh_sigs/bucket_{b:03d}" for b in range(bands)),  # a band's signature files, a partition per slice
+        "near_dups/members", "near_dups/pairs", "near_dups/requests", "near_dups/texts"]
+    for folder in folders:  # ⌈writers / 3⌉ combined files of each
+        suffix = ".minhash.sig" if "mh_sigs" in str(folder) else ".parquet"
+        assert len(list((folder / COMBINED).glob(f"*{suffix}"))) == -(-len(list(folder.glob(f"*{suffix}"))) // 3)
+    assert (stores["combined"] / "_build" / "prepare" / "combine-by-3" / "completions").is_dir()
+    assert not list((stores["plain"] / "_build" / "work").rglob(COMBINED))
+    plain, comb = store_fingerprint(stores["plain"]), store_fingerprint(stores["combined"])
+    for fp in (plain, comb):
+        fp["artifact"].pop("created", None)
+        fp["artifact"].pop("spec", None)
+        fp["artifact"].pop("spec_hash", None)
+    assert plain == comb
