@@ -1,5 +1,6 @@
-"""The shuffles' objects on object storage: the small demo built on gs:// (T = 4) and on s3:// (T = 16, P = 6), work
-kept; every shuffle folder holds at most 2 (T + P) objects (one per writer task), and the store is the local one."""
+"""The shuffles' objects on object storage: the small demo built on gs:// (T = 4, and with its shuffles combined 2
+writer files to a file) and on s3:// (T = 16, P = 6), work kept; every shuffle folder holds at most 2 (T + P)
+objects (one per writer task, and the combined files), and the store is the local one."""
 
 from __future__ import annotations
 
@@ -24,19 +25,22 @@ def shuffle_objects(fs, store: str) -> dict[str, int]:
     return {d: len(fs.find(f"{store}/{d}")) for d in sorted(folders)}
 
 
-@pytest.mark.parametrize(("protocol", "tasks", "partitions"), [
-    ("gs", 4, None),
-    pytest.param("s3", 16, 6, marks=pytest.mark.heavy),  # 16 tasks on 2 cores: make test-heavy (CI runs both)
+@pytest.mark.parametrize(("protocol", "tasks", "partitions", "combine"), [
+    ("gs", 4, None, None),
+    ("gs", 4, None, 2),
+    pytest.param("s3", 16, 6, None, marks=pytest.mark.heavy),  # 16 tasks on 2 cores: make test-heavy (CI runs both)
 ])
 def test_each_shuffle_is_one_object_per_writer(request, protocol: str, tasks: int, partitions: int | None,
-                                               demo_corpus: Path, built_store, tmp_path) -> None:
+                                               combine: int | None, demo_corpus: Path, built_store,
+                                               tmp_path) -> None:
     from mixture.pipelines.build import build
 
     remote: Remote = request.getfixturevalue({"gs": "gcs", "s3": "s3"}[protocol])
-    corpus, store = remote.url(f"corpus-{tasks}"), remote.url(f"shuffle-store-{tasks}")
+    corpus, store = remote.url(f"corpus-{tasks}"), remote.url(f"shuffle-store-{tasks}-{combine}")
     upload(demo_corpus, remote.fs, corpus)
     spec = small_spec(corpus, store)
-    spec["execution"].update(tasks=tasks, **({"partitions": partitions} if partitions else {}))
+    spec["execution"].update(tasks=tasks, **({"partitions": partitions} if partitions else {}),
+                             **({"combine_files": combine} if combine else {}))
     (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec))
     build(str(tmp_path / "spec.yaml"), progress=False, keep_work=True)
 
@@ -49,7 +53,10 @@ def test_each_shuffle_is_one_object_per_writer(request, protocol: str, tasks: in
     counts = shuffle_objects(fs, store.split("://", 1)[1])
     assert set(counts) >= {"_build/work/dedup/by_id", "_build/work/near_dups/texts"}
     for folder, n in counts.items():
-        assert 0 < n <= 2 * (tasks + p), (folder, n, tasks, p)
-        assert n <= writers, (folder, n)  # one per writer task, none per partition
+        combined = len(fs.find(f"{store.split('://', 1)[1]}/{folder}/_combined"))
+        assert 0 < n - combined <= 2 * (tasks + p), (folder, n, tasks, p)
+        assert n - combined <= writers, (folder, n)  # one per writer task, none per partition
+        grouped = combine and f"{folder}/_combined" in {o for s in stage_registry.STAGES for o in s.files.outputs}
+        assert combined == (-(-(n - combined) // combine) if grouped else 0), (folder, n)  # ⌈writers / g⌉
     got = json.loads(fs.cat(f"{store}/store.json"))
     assert got["counters"] == built_store.artifact.model_dump(mode="json")["counters"]
