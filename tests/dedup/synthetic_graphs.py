@@ -64,8 +64,15 @@ def write_verified(folder: Path, edges: np.ndarray, tasks: int, seed: int = 0) -
     on purpose: 0.75, 0.8 or 0.9) and the earlier document's evidence. Returns the number of pairs."""
     a, b = edges.min(axis=1).astype(np.int64), edges.max(axis=1).astype(np.int64)
     keep = a != b
-    pairs = np.unique(np.stack([b[keep], a[keep]], axis=1), axis=0)
-    b, a = pairs[:, 0], pairs[:, 1]
+    a, b = a[keep], b[keep]
+    if len(b) and b.max() < 2**32 and a.min() >= 0:  # one uint64 key per pair: ~1/4 of the memory of unique rows
+        key = np.unique((b.astype(np.uint64) << np.uint64(32)) | a.astype(np.uint64))
+        del a, b
+        b, a = (key >> np.uint64(32)).astype(np.int64), (key & np.uint64(2**32 - 1)).astype(np.int64)
+        del key
+    else:
+        pairs = np.unique(np.stack([b, a], axis=1), axis=0)
+        b, a = pairs[:, 0], pairs[:, 1]
     sim = np.random.default_rng(seed).choice(np.array([0.75, 0.8, 0.9]), size=len(a))
     part = prefix_partition(mix64(b), tasks)
     order = np.lexsort((a, b, part))
