@@ -32,20 +32,27 @@ def _index(fs, path: str, size: int) -> list[tuple[int, int, int]]:
     return [(offset, length, rows) for _, _, offset, length, rows in entries]
 
 
-def _writer_files(pattern: str, writers: int) -> tuple[fsspec.AbstractFileSystem, list[tuple[str, int]]]:
+def _group(pattern: str, rank: int, group: int, writers: int) -> tuple[fsspec.AbstractFileSystem,
+                                                                      list[tuple[str, int]]]:
+    """(filesystem, [(path, size)]) of writer files [rank·group, (rank+1)·group) of the `writers` files `pattern`
+    matches, all of which must be there. Task 0 also removes combined files past the last (another group size's)."""
     fs, files = listing(pattern)
     if len(files) != writers:
         raise ValueError(f"{pattern}: {len(files)} writer files where {writers} tasks wrote: the stage before did not "
                          "finish (rerun the build) or its folder holds files of another run (remove the store's "
                          "_build/ folder and build again)")
-    return fs, files
+    if rank == 0:
+        for path, _ in listing(combined_folder(pattern))[1]:
+            if int(path.rsplit("/", 1)[1].split(".")[0]) >= -(-writers // group):
+                fs.rm(path)
+    return fs, files[rank * group:(rank + 1) * group]
 
 
-def _drop_past_last(fs, pattern: str, combined: int) -> None:
-    """Combined files of a rank past the last (left by a run with another group size): removed."""
-    for path, _ in listing(combined_folder(pattern))[1]:
-        if int(path.rsplit("/", 1)[1].split(".")[0]) >= combined:
-            fs.rm(path)
+def _publish(fs, pattern: str, rank: int, group: int, mine: list[tuple[str, int]],
+             sources: list[tuple[str, list[tuple[int, int, int]]]]) -> dict[str, int]:
+    out = fsspec.core.url_to_fs(combined_folder(pattern).replace("*", f"{rank:05d}", 1))[1]
+    copied = write_combined(fs, out, sources, rank * group, sum(size for _, size in mine))
+    return {"writer_files": len(mine), "bytes_copied": copied}
 
 
 def write_combined(fs, out_path: str, sources: list[tuple[str, list[tuple[int, int, int]]]], first: int,
@@ -89,18 +96,13 @@ def _copy(source, offset: int, n: int, sink, name: str, q: int) -> None:
 def combine(pattern: str, rank: int, group: int, writers: int) -> dict[str, int]:
     """Combined file `rank` of the shuffle whose writer files `pattern` matches (`writers` of them, all finished):
     writer files [rank·group, (rank+1)·group) in listing order, so a reader gets the rows the writers' files would
-    give it, in the same order. Task 0 also removes combined files past the last (another group size's)."""
-    fs, files = _writer_files(pattern, writers)
-    if rank == 0:
-        _drop_past_last(fs, pattern, -(-writers // group))
-    mine = files[rank * group:(rank + 1) * group]
+    give it, in the same order."""
+    fs, mine = _group(pattern, rank, group, writers)
     sources = [(path, _index(fs, path, size)) for path, size in mine]
     if len({len(ranges) for _, ranges in sources}) != 1:
         raise ValueError(f"{pattern}: writer files of different partition counts; remove the store's _build/ folder "
                          "and build again")
-    out = fsspec.core.url_to_fs(combined_folder(pattern).replace("*", f"{rank:05d}", 1))[1]
-    copied = write_combined(fs, out, sources, rank * group, sum(size for _, size in mine))
-    return {"writer_files": len(mine), "bytes_copied": copied}
+    return _publish(fs, pattern, rank, group, mine, sources)
 
 
 def combine_signatures(pattern: str, rank: int, group: int, writers: int, slices: int, itemsize: int) -> dict[str, int]:
@@ -108,10 +110,7 @@ def combine_signatures(pattern: str, rank: int, group: int, writers: int, slices
     `minhash_sigs` task, sorted records of `itemsize` bytes), a partition per first-hash slice (of `slices`,
     from each file's slice index): what `minhash_buckets` task (band, slice) reads instead of a run of every
     file."""
-    fs, files = _writer_files(pattern, writers)
-    if rank == 0:
-        _drop_past_last(fs, pattern, -(-writers // group))
-    mine = files[rank * group:(rank + 1) * group]
+    fs, mine = _group(pattern, rank, group, writers)
     sources = []
     for position, (path, size) in enumerate(mine, start=rank * group):
         if not path.rsplit("/", 1)[1].startswith(f"{position:05d}."):  # the bucket stage takes a run's task from it
@@ -127,9 +126,7 @@ def combine_signatures(pattern: str, rank: int, group: int, writers: int, slices
                                  f"for {slices} slices; remove the store's _build/ folder and build again")
         sources.append((path, [(int(lo) * itemsize, int(hi - lo) * itemsize, int(hi - lo))
                                for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]))
-    out = fsspec.core.url_to_fs(combined_folder(pattern).replace("*", f"{rank:05d}", 1))[1]
-    copied = write_combined(fs, out, sources, rank * group, sum(size for _, size in mine))
-    return {"writer_files": len(mine), "bytes_copied": copied}
+    return _publish(fs, pattern, rank, group, mine, sources)
 
 
 class CombineShuffles(PipelineStep):

@@ -27,7 +27,8 @@ MAGIC = b"MXSHUF01"
 FETCH_BYTES = 64 << 20  # a reader fetches its ranges this many bytes at a time (concurrent requests on object stores)
 # A combined file (pipelines/dedup/combine.py: a group of writer files regrouped by partition, in `COMBINED/` beside
 # them): the same layout, but each partition's range packs the writers' ranges (PACKED: their count, then their
-# lengths, then the ranges) and each entry (CENTRY) adds the writers it covers: the first, how many and their bytes.
+# lengths and their writers' positions, then the ranges) and each entry (CENTRY) adds the writers the file covers:
+# the first, how many and their bytes.
 COMBINED = "_combined"
 CENTRY = struct.Struct("<8Q")
 CMAGIC = b"MXSHUFC1"
