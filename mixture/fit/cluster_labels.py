@@ -24,7 +24,7 @@ HIGH, MEDIUM = 0.5, 0.25  # confidence (mean NPMI of the top terms) of a "high" 
 MIN_CLUSTER_SHARE = 0.05  # a label term is in at least this share of its cluster's sample documents
 LANGUAGE_SHARE = 0.1  # a cluster "holds" a language with at least this share of its sample tokens
 _WORD = r"[^\W\d_]{3,}"
-_PAIR = re.compile(rf"(?=\b({_WORD})[ \t]+({_WORD})\b)")
+_PAIR = re.compile(rf"\b({_WORD})(?=[ \t]+({_WORD})\b)")  # the first word read past: 1.2x faster than all in the lookahead
 _UNDERLINE = re.compile(r"^\s*[-=~*]{3,}\s*$")
 _MAN_NAME = re.compile(r"^[\w.+-]+(?:, [\w.+-]+)* [-\u2013\u2014] \w.{3,}$")  # a man page's NAME line
 _QUOTES = re.compile(r"^[rRbBuU]?(?:\"\"\"|\'\'\'|\"|\')|(?:\"\"\"|\'\'\')$")

@@ -64,3 +64,11 @@ def test_titles_from_headings_and_man_pages_never_from_code():
     for code in ("import pytest\n\nx = 1", "#!/usr/bin/env python3\n\nprint()", "User: what does it do?\n\nIt runs.",
                  "Copyright (c) 2020 Someone\n\nMIT", "x = compute(a)\n\ny", "only one line"):
         assert title_of(code) is None, code
+
+
+def test_phrases_are_every_adjacent_pair_of_whole_letter_words():
+    from mixture.fit.cluster_labels import _phrases
+
+    got = _phrases("Kernel module loader\tconfiguration file_name x86 build system, unused words")
+    assert {"kernel module", "module loader", "loader configuration"} <= got  # overlapping pairs
+    assert not any("file" in p or "name" in p or "x86" in p or "system unused" in p for p in got)
