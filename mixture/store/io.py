@@ -1,8 +1,9 @@
-"""Atomic writes at any fsspec path: write a temporary name, then rename (readers never see a partial file); a
-file wrapper that checksums what is written through it."""
+"""Atomic writes at any fsspec path: write a temporary name, then rename, or on an object store one upload
+(readers never see a partial file); a file wrapper that checksums what is written through it."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 from collections.abc import Iterator
@@ -41,10 +42,34 @@ class DigestingFile:
         self.closed = True  # the writer that opened `raw` closes it
 
 
+OBJECT_STORES = {"gs", "gcs", "s3", "s3a"}  # an object appears whole when its upload completes, never in part
+
+
+def is_object_store(fs: fsspec.AbstractFileSystem) -> bool:
+    protocols = (fs.protocol,) if isinstance(fs.protocol, str) else fs.protocol
+    return bool(OBJECT_STORES & set(protocols))
+
+
 @contextmanager
 def open_atomic(fs: fsspec.AbstractFileSystem, path: str, **open_kwargs: Any) -> Iterator[IO[bytes]]:
     """A binary file that becomes `path` (parent folders created) when the block ends without an error: written
-    as `path.tmp`, then renamed. `open_kwargs` go to `fs.open` (e.g. an object store's content type)."""
+    as `path.tmp`, then renamed. On an object store (gs://, s3://) the upload itself is atomic: the object is
+    written under its own name and appears when the block ends, and an error discards the upload (a single
+    request instead of an upload, a copy, a delete and their listings). `open_kwargs` go to `fs.open` (e.g. an
+    object store's content type)."""
+    if is_object_store(fs):
+        f = fs.open(path, "wb", **open_kwargs)
+        try:
+            yield f
+        except BaseException:
+            # an unfinished multipart or resumable upload is cancelled, a buffered one never sent; an upload that
+            # cannot be cancelled (some emulators) stays unfinished, which no reader sees: the block's error wins
+            with contextlib.suppress(Exception):
+                f.discard()
+            f.closed = True  # close (or its finaliser) would upload what was written
+            raise
+        f.close()
+        return
     if "/" in path:
         fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
     tmp = path + ".tmp"
