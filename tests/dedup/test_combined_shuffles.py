@@ -91,22 +91,44 @@ def test_the_group_follows_the_setting_else_the_reads():
     assert combine_group(16, 16, 4) == 4
 
 
-@pytest.mark.slow
-def test_a_build_with_combined_shuffles_gives_the_same_store(tmp_path, demo_corpus):
-    from mixture.pipelines.build import build
+def _spec(root, corpus, combine: int | None) -> None:
+    from tests.conftest import small_spec
+
+    spec = small_spec(str(corpus), "store")
+    spec["execution"]["tasks"] = 4
+    if combine:
+        spec["execution"]["combine_files"] = combine
+    root.mkdir()
+    (root / "spec.yaml").write_text(yaml.safe_dump(spec))
+
+
+def _comparable(store) -> dict:
     from tests.executors.fingerprint import store_fingerprint
 
-    stores = {}
-    for name, setting in (("plain", None), ("combined", 3)):
-        spec = __import__("tests.conftest", fromlist=["small_spec"]).small_spec(str(demo_corpus), "store")
-        spec["execution"]["tasks"] = 4
-        if setting:
-            spec["execution"]["combine_files"] = setting
-        root = tmp_path / name
-        root.mkdir()
-        (root / "spec.yaml").write_text(yaml.safe_dump(spec))
-        build(str(root / "spec.yaml"), progress=False, keep_work=True)
-        stores[name] = root / "store"
+    fp = store_fingerprint(store)
+    for key in ("created", "spec", "spec_hash"):
+        fp["artifact"].pop(key, None)
+    return fp
+
+
+@pytest.fixture(scope="module")
+def plain_store(tmp_path_factory, demo_corpus):
+    from mixture.pipelines.build import build
+
+    root = tmp_path_factory.mktemp("combine") / "plain"
+    _spec(root, demo_corpus, None)
+    build(str(root / "spec.yaml"), progress=False, keep_work=True)
+    return root / "store"
+
+
+@pytest.mark.slow
+def test_a_build_with_combined_shuffles_gives_the_same_store(tmp_path, demo_corpus, plain_store):
+    from mixture.pipelines.build import build
+
+    stores = {"plain": plain_store}
+    _spec(tmp_path / "combined", demo_corpus, 3)
+    build(str(tmp_path / "combined" / "spec.yaml"), progress=False, keep_work=True)
+    stores["combined"] = tmp_path / "combined" / "store"
     work = stores["combined"] / "_build" / "work"
     from mixture.spec.load import load_spec
 
@@ -121,9 +143,21 @@ def test_a_build_with_combined_shuffles_gives_the_same_store(tmp_path, demo_corp
         assert len(list((folder / COMBINED).glob(f"*{suffix}"))) == -(-len(list(folder.glob(f"*{suffix}"))) // 3)
     assert (stores["combined"] / "_build" / "prepare" / "combine-by-3" / "completions").is_dir()
     assert not list((stores["plain"] / "_build" / "work").rglob(COMBINED))
-    plain, comb = store_fingerprint(stores["plain"]), store_fingerprint(stores["combined"])
-    for fp in (plain, comb):
-        fp["artifact"].pop("created", None)
-        fp["artifact"].pop("spec", None)
-        fp["artifact"].pop("spec_hash", None)
-    assert plain == comb
+    assert _comparable(stores["plain"]) == _comparable(stores["combined"])
+
+
+@pytest.mark.slow
+def test_a_build_killed_in_a_combine_round_resumes_to_the_same_store(tmp_path, demo_corpus, plain_store):
+    """SIGKILL the build once the first combined file is written, rerun the same command: the store of the
+    uncombined build."""
+    from tests.robustness.helpers import kill_group, run, start, wait_for
+
+    _spec(tmp_path / "b", demo_corpus, 2)
+    store = tmp_path / "b" / "store"
+    p = start(["build", "spec.yaml"], tmp_path / "b")
+    wait_for(lambda: any(store.glob(f"_build/work/**/{COMBINED}/*")), p, timeout=600)
+    assert p.poll() is None, p.communicate()
+    kill_group(p)
+    final = run(["build", "spec.yaml"], tmp_path / "b", timeout=600)
+    assert final.returncode == 0, final.stderr[-3000:]
+    assert _comparable(store) == _comparable(plain_store)
