@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -83,10 +84,28 @@ def run_new(near: Path, out: Path, tasks: int, memory: str, pairs_per_task: int)
             "tasks": star_tasks}
 
 
-def _drops(folder: Path) -> dict:
-    from tests.dedup.cluster_reference import drops_by_file
+def _drops(folder: Path) -> dict[int, tuple[int, int]]:
+    """{prepared file: (drops, an order-free digest of its rows)} of a drop folder: the old single task's files (one
+    per prepared file) or the rounds' shuffle files (a range per prepared file). Digests, not rows: at 100M pairs
+    the ~60M drops as Python objects would not fit in memory."""
+    import duckdb
 
-    return drops_by_file(folder)
+    from mixture.pipelines.dedup.shuffle import fetch_partition, shuffle_partitions
+    from mixture.pipelines.schemas import DROPS
+    from tests.dedup.synthetic_graphs import FILES
+
+    files = [str(f) for f in sorted(folder.glob("*.parquet"))]
+    digest = f"SELECT rank, count(*), bit_xor(hash({', '.join(DROPS.names)})) FROM read_parquet($files) GROUP BY rank"
+    out = {}
+    with duckdb.connect() as con, tempfile.TemporaryDirectory() as scratch:
+        if files and shuffle_partitions(files[0]) is not None:  # a range per prepared file: fetched one by one
+            for r in range(FILES):
+                os.makedirs(f"{scratch}/{r}")
+                got = fetch_partition(f"{folder}/*.parquet", r, f"{scratch}/{r}")
+                out.update({k: (n, h) for k, n, h in con.execute(digest, {"files": got}).fetchall()} if got else {})
+        elif files:
+            out = {k: (n, h) for k, n, h in con.execute(digest, {"files": files}).fetchall()}
+    return out
 
 
 def main() -> None:
@@ -114,10 +133,12 @@ def main() -> None:
             n_pairs = write_verified(root / f"T{t}" / "near_dups", edges, t)
         del edges
         results["old"] = run_old(root / f"T{tasks[0]}" / "near_dups", root / "old", args.old_memory or args.memory)
+        print(f"old single task: {results['old']}", file=sys.stderr, flush=True)
         want = _drops(root / "old" / "drops")
         for t in tasks:
             results[f"P={t}"] = run_new(root / f"T{t}" / "near_dups", root / f"new{t}", t, args.memory,
                                         args.pairs_per_task)
+            print(f"rounds, P={t}: {results[f'P={t}']}", file=sys.stderr, flush=True)
             assert _drops(root / f"new{t}" / "drops") == want, f"P={t}: drops differ from the single task"
             assert (root / f"new{t}" / "report.json").read_bytes() == (root / "old" / "report.json").read_bytes()
     finally:
@@ -127,7 +148,7 @@ def main() -> None:
              f"Machine: {machine()}. Load during the run (`uptime` after it): {uptime}.", "",
              f"Synthetic verified pairs (`minhash_verify`'s format, tests/dedup/synthetic_graphs.py `forest_graph`): "
              f"{n_pairs:,} pairs; one component of {args.giant:,} documents (a random tree and as many random edges "
-             f"more), the rest components of 2–4 documents; {sum(map(len, want.values())):,} drops. DuckDB memory "
+             f"more), the rest components of 2–4 documents; {sum(n for n, _ in want.values()):,} drops. DuckDB memory "
              f"limit {args.memory} per task" + (f" ({args.old_memory} for the old single task)" if args.old_memory
                                                  else "") + ". Each task runs alone in a forked child (wall, CPU = user + system, peak RSS above the parent "
              "from its rusage). The drops and the report of every run are checked equal to the single task's. "
