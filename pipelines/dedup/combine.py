@@ -22,12 +22,12 @@ def _index(fs, path: str, size: int) -> list[tuple[int, int, int]]:
     """(offset, length, rows) of each partition of one writer file, in partition order: its index, one read."""
     if size < TRAILER.size:
         raise ValueError(f"{fs.unstrip_protocol(path)}: not a shuffle file (shorter than its trailer)")
-    parts, magic = TRAILER.unpack(fs.cat_file(path, size - TRAILER.size, size))
+    parts, magic = TRAILER.unpack(fs.cat_file(path, start=size - TRAILER.size, end=size))
     start = size - TRAILER.size - ENTRY.size * parts
     if magic != MAGIC or start < 0:
         raise ValueError(f"{fs.unstrip_protocol(path)}: not a shuffle file (no {MAGIC.decode()} trailer); remove the "
                          "store's _build/ folder and build again")
-    raw = fs.cat_file(path, start, size - TRAILER.size)
+    raw = fs.cat_file(path, start=start, end=size - TRAILER.size)
     entries = [ENTRY.unpack_from(raw, ENTRY.size * i) for i in range(parts)][::-1]
     return [(offset, length, rows) for _, _, offset, length, rows in entries]
 

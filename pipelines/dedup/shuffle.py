@@ -356,7 +356,7 @@ def shuffle_partitions(uri: str) -> int | None:
     size = fs.size(path)
     if size < TRAILER.size:
         return None
-    parts, magic = TRAILER.unpack(fs.cat_file(path, size - TRAILER.size, size))
+    parts, magic = TRAILER.unpack(fs.cat_file(path, start=size - TRAILER.size, end=size))
     return int(parts) if magic == MAGIC else None
 
 
