@@ -16,7 +16,8 @@ help:
 	@echo "make explore - open the explorer on the demo store and plan"
 	@echo "make bench  - benchmarks, figures into docs/performance.md"
 
-$(STAMP): pyproject.toml setup.py mixture/text/_signals.c mixture/text/_signals_impl.h
+$(STAMP): pyproject.toml setup.py mixture/text/_signals.c mixture/text/_signals_impl.h \
+		mixture/text/_code_tokens.h
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'

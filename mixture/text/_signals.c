@@ -450,6 +450,8 @@ static int check_str(PyObject *obj) {
     return -1;
 }
 
+#include "_code_tokens.h"
+
 /* a buffer for "y#": an empty one where nothing was allocated (NULL would give None) */
 #define OR_EMPTY(p) ((p) ? (const char *)(p) : "")
 
@@ -851,6 +853,9 @@ static PyMethodDef METHODS[] = {
     {"minhash_bins", minhash_bins, METH_VARARGS,
      "minhash_bins(uint64 shingles, int64 doc of each, n_docs, k, seed mix) -> uint64 (n_docs, k): every bin's "
      "minimum before densification, as minhash_signatures (EMPTY where no shingle fell)"},
+    {"code_tokens", code_tokens, METH_O,
+     "code_tokens(head) -> ({line start token: count}, {token: count}), both in order of first occurrence: the "
+     "two passes of code_language.tokens_py (the line starts it cuts away, then the tokens of the rest)"},
     {"set_stopwords", set_stopwords, METH_O, "set_stopwords('a about after ...'): the stopwords word_counts counts"},
     {NULL, NULL, 0, NULL},
 };
@@ -860,7 +865,7 @@ static struct PyModuleDef MODULE = {
     NULL, NULL, NULL, NULL};
 
 /* bumped with every change of a function's arguments or results; mixture/text/kernel.py ignores another version */
-#define KERNEL_VERSION 5
+#define KERNEL_VERSION 6
 
 PyMODINIT_FUNC PyInit__signals(void) {
     init_tables();

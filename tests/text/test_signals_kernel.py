@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mixture.fit import embed
-from mixture.text import shingles
+from mixture.text import code_language, shingles
 from mixture.text.content_type import content_type_counts_py
 from mixture.text.gates import gate_counts_py
 from mixture.text.kernel import kernel
@@ -78,6 +78,49 @@ def test_quality_counts(text: str, head: int) -> None:
     assert kernel.word_counts(text.lower()) == word_counts_py(text)
 
 
+# what the code-language scorer's line patterns and tokens read: line starts with their blanks, YAML and JSON keys
+# with every kind of value, Go groups, the markers that count only at a line's start, tags, Perl's `my`, operators
+CODE_FRAGMENTS = [
+    "\n", "\n  ", "\n\t", " ", "\xa0", "\u2028", "\r", "key:", "key: v", "key: a sentence. ", "say: hi, you",
+    "- ", "-  item: x", "-x: 1", "a.b-c_d:", "é:", "_k:", '"k": ', '"k" :', '"k":"v"', '"k": "a\\"b"', '"k": "open',
+    '"": 1', '"' + "k" * 81 + '": 1', '"k": -1.5e3', '"k": -x', '"k": 12ab,', '"k": true', '"k": truex', '"k": null ,',
+    '"k": false', '"k": "v" x', "\\", "\\\n", "var (", "const  (", "import(", "type (x", "#", "# x", "#!", "#include",
+    "#includes", "#define", "#ifdef", "#if", "#endif", "#[", "//", "/*", "*/", "=head1", "=head", "=head٣", "=cut",
+    "=item", "=pod", "--", "-- x", "---", "}", "} ", "end", "ends", "fi", "done", "esac", "then", "else", "do", "dox",
+    '"""', '""', "<div", "</div>", "<a-b:c.d", "</", "<1", "<?php", "<?xml", "<?py", "<!DOCTYPE", "<!x", "?>",
+    "<<'EOF'", "<<EOF", "<<~", "<<x", "my $x", "my  @a", "my (", "my\t%h", "my x", "myx", "army $x", "$x", "$(", "${",
+    "@a", "%h", "_x1", "x$y", "xé", "éx", "::", ":=", ":", "->", "=>", "===", "!==", "====", "!===", "=~", "==", "!",
+    "=", "||", "&&", "|", "&", ");", ")", "{", "};", "}", ";", "; ", "a", "Z9", "中文", "١٢", "😀", "\ud800",
+]
+CODE_TEXTS = st.one_of(st.lists(st.sampled_from(CODE_FRAGMENTS), max_size=60).map("".join), TEXTS)
+
+
+def _passes_equal(head: str) -> None:
+    """Both passes give the same tokens with the same counts, in the same order of first occurrence."""
+    starts, words = kernel.code_tokens(head)
+    reference = code_language.passes_py(head)
+    assert list(starts.items()) == list(reference[0].items()) and list(words.items()) == list(reference[1].items())
+
+
+@needs_kernel
+@SETTINGS
+@given(CODE_TEXTS)
+def test_code_tokens(text: str) -> None:
+    _passes_equal(text)
+
+
+@needs_kernel
+def test_code_tokens_on_real_code() -> None:
+    """Source files of Debian packages in every language the scorer names give the same tokens both ways."""
+    from mixture.demo_corpus.debian_code import PACKAGES, labelled_code
+
+    rows = labelled_code(60)
+    if len({r["lang"] for r in rows}) < 5:
+        pytest.skip(f"real code comes from Debian's {PACKAGES} (.ci/run installs them)")
+    for row in rows:
+        _passes_equal(row["text"][: code_language.HEAD])
+
+
 @needs_kernel
 @SETTINGS
 @given(st.lists(TEXTS, max_size=6))
@@ -133,6 +176,7 @@ def test_equal_on_the_demo_corpus(demo_texts: list[str]) -> None:
         assert kernel.word_counts(text[:50_000].lower()) == word_counts_py(text[:50_000])
         assert kernel.gate_counts(text, 5, 100_000) == gate_counts_py(text, 5)
         assert kernel.normalize_flags(text) == rewrite_flags_py(text)
+        _passes_equal(text[: code_language.HEAD])
     for i in range(0, len(demo_texts), 64):
         batch = demo_texts[i : i + 64]
         ours, reference = WordHashes.of(batch), WordHashes.of_py(batch)
@@ -181,7 +225,7 @@ def test_the_kernel_is_built_where_a_compiler_is() -> None:
 @needs_kernel
 def test_wrong_types_are_errors_not_crashes() -> None:
     for call in (lambda: kernel.normalize_flags(b"x"), lambda: kernel.gate_counts(1, 5, 10),
-                 lambda: kernel.content_type_counts(None, 10), lambda: kernel.word_hashes(["a", 1]),
+                 lambda: kernel.content_type_counts(None, 10), lambda: kernel.code_tokens(b"def"), lambda: kernel.word_hashes(["a", 1]),
                  lambda: kernel.term_counts(("a",), 3), lambda: kernel.set_stopwords("Not lower"),
                  lambda: kernel.vocabulary(b"a\0\0\0", np.array([0, 8]).tobytes(), np.array([0]).tobytes()),
                  lambda: kernel.ngram_hashes(b"\0" * 12, np.array([0, 1]).tobytes(), 2),
