@@ -1,5 +1,6 @@
-/* The code-language scorer's two passes (mixture/text/code_language.py, `tokens_py`) in C: the line starts that
- * _LINE_START's re.sub cuts away, then _REST's findall over what is left. Every branch below follows one
+/* The code-language scorer's passes (mixture/text/code_language.py) in C: the head it reads (`head_py`: comment
+ * lines cut to their marker, docstrings emptied, non-blank lines counted), then its tokens (`passes_py`: the line
+ * starts that _LINE_START's re.sub cuts away, then _REST's findall over what is left). Every branch below follows one
  * alternative of those patterns, in their order; the Python passes stay the reference
  * (tests/text/test_signals_kernel.py compares both, token by token and in order of first occurrence, which the
  * scores' float sums depend on). Included by _signals.c, after its character classes and SpanSet. */
@@ -287,5 +288,97 @@ done:
     PyMem_Free(order);
     Py_XDECREF(starts);
     Py_XDECREF(words);
+    return result;
+}
+
+/* _COMMENT's marker after a line's blanks at s[q]: its end, or 0 when the line is no comment line */
+static Py_ssize_t comment_marker(const Py_UCS4 *s, Py_ssize_t q, Py_ssize_t n) {
+    if (q >= n) return 0;
+    Py_UCS4 c = s[q], d = q + 1 < n ? s[q + 1] : 0;
+    if (c == '#') {  /* #(?![!\[]|include|define|if|endif|else|pragma|undef) */
+        static const char *NOT_AFTER[] = {"!", "[", "include", "define", "if", "endif", "else", "pragma", "undef", NULL};
+        for (const char **w = NOT_AFTER; *w; w++)
+            if (lit(s, q + 1, n, *w)) return 0;
+        return q + 1;
+    }
+    if (c == '/' && (d == '/' || d == '*')) {  /* //+ and /\*+ */
+        Py_ssize_t e = q + 1;
+        while (e < n && s[e] == d) e++;
+        return e;
+    }
+    if (c == '*') {  /* \*+(?!/): a run of stars before a slash gives its last one back */
+        Py_ssize_t e = q;
+        while (e < n && s[e] == '*') e++;
+        if (e < n && s[e] == '/') return e - q >= 2 ? e - 1 : 0;
+        return e;
+    }
+    if (c == '-' && d == '-' && q + 2 < n && IS_SPACE(s[q + 2])) return q + 2;  /* --(?=\s) */
+    return 0;
+}
+
+/* the first `"""` at or after `from`, or -1 */
+static Py_ssize_t find_quotes(const Py_UCS4 *s, Py_ssize_t from, Py_ssize_t n) {
+    for (Py_ssize_t i = from; i + 2 < n; i++)
+        if (s[i] == '"' && s[i + 1] == '"' && s[i + 2] == '"') return i;
+    return -1;
+}
+
+static PyObject *code_head(PyObject *self, PyObject *obj) {
+    if (check_str(obj) < 0) return NULL;
+    Py_ssize_t len = PyUnicode_GET_LENGTH(obj), n = len + 1;
+    Py_UCS4 *src = PyMem_Malloc((size_t)n * 4), *cut = PyMem_Malloc((size_t)(n + 8) * 4), *out = NULL;
+    PyObject *result = NULL;
+    if (!src || !cut) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    src[0] = '\n';
+    if (len && !PyUnicode_AsUCS4(obj, src + 1, len, 0)) goto done;
+    Py_ssize_t m = 0;
+    for (Py_ssize_t i = 0; i < n;) {  /* _COMMENT.sub("\n\\1", "\n" + head): a comment line keeps its marker */
+        if (src[i] == '\n') {
+            Py_ssize_t e = comment_marker(src, skip_blanks(src, i + 1, n), n);
+            if (e) {
+                for (Py_ssize_t j = i; j < e; j++) cut[m++] = src[j];
+                for (i = e; i < n && src[i] != '\n'; i++);
+                continue;
+            }
+        }
+        cut[m++] = src[i++];
+    }
+    const Py_UCS4 *head = cut + 1;  /* the "\n" in front goes */
+    Py_ssize_t h = m - 1;
+    Py_ssize_t open = find_quotes(head, 0, h);
+    if (open >= 0) {  /* _DOCSTRING.sub('""" """', head): each docstring emptied */
+        if (!(out = PyMem_Malloc((size_t)(h + 8) * 4))) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        static const Py_UCS4 EMPTIED[] = {'"', '"', '"', ' ', '"', '"', '"'};
+        Py_ssize_t k = 0, i = 0;
+        for (Py_ssize_t close; open >= 0 && (close = find_quotes(head, open + 3, h)) >= 0;
+             open = find_quotes(head, i, h)) {
+            while (i < open) out[k++] = head[i++];
+            for (int j = 0; j < 7; j++) out[k++] = EMPTIED[j];
+            i = close + 3;
+        }
+        while (i < h) out[k++] = head[i++];
+        head = out;
+        h = k;
+    }
+    Py_ssize_t lines = 0;
+    for (Py_ssize_t i = 0; i <= h;) {  /* non-blank lines of head.split("\n") */
+        int blank = 1;
+        for (; i < h && head[i] != '\n'; i++)
+            if (!IS_SPACE(head[i])) blank = 0;
+        lines += !blank;
+        i++;
+    }
+    PyObject *text = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, head, h);
+    if (text) result = Py_BuildValue("(Nn)", text, lines > 1 ? lines : 1);
+done:
+    PyMem_Free(src);
+    PyMem_Free(cut);
+    PyMem_Free(out);
     return result;
 }

@@ -853,6 +853,9 @@ static PyMethodDef METHODS[] = {
     {"minhash_bins", minhash_bins, METH_VARARGS,
      "minhash_bins(uint64 shingles, int64 doc of each, n_docs, k, seed mix) -> uint64 (n_docs, k): every bin's "
      "minimum before densification, as minhash_signatures (EMPTY where no shingle fell)"},
+    {"code_head", code_head, METH_O,
+     "code_head(text[:HEAD]) -> (the head the scorer reads: comment lines cut to their marker, docstrings emptied; "
+     "its non-blank lines, at least 1), as code_language.head_py"},
     {"code_tokens", code_tokens, METH_O,
      "code_tokens(head) -> ({line start token: count}, {token: count}), both in order of first occurrence: the "
      "two passes of code_language.tokens_py (the line starts it cuts away, then the tokens of the rest)"},

@@ -166,13 +166,19 @@ _COMMENT = re.compile(r"\n([^\S\n]*(?:#(?![!\[]|include|define|if|endif|else|pra
 _DOCSTRING = re.compile(r'"""[\s\S]*?"""')
 
 
+def head_py(head: str) -> tuple[str, int]:
+    """What the scorer reads of a text's head (comment lines cut to their marker, docstrings emptied) and its
+    non-blank lines (at least 1): the reference for the compiled `code_head`."""
+    head = _COMMENT.sub("\n\\1", "\n" + head)[1:]
+    if '"""' in head:
+        head = _DOCSTRING.sub('""" """', head)
+    return head, max(1, len(list(filter(str.strip, head.split("\n")))))
+
+
 def score_languages(text: str) -> tuple[str, float, str, float]:
     """(best language, its score per non-blank line, the runner-up, its score per line) over the first HEAD
     characters; a token's weight counts as log(1 + its count), so one repeated keyword does not decide."""
-    head = _COMMENT.sub("\n\\1", "\n" + text[:HEAD])[1:]
-    if '"""' in head:
-        head = _DOCSTRING.sub('""" """', head)
-    lines = max(1, len(list(filter(str.strip, head.split("\n")))))
+    head, lines = kernel.code_head(text[:HEAD]) if kernel else head_py(text[:HEAD])
     scores = [0.0] * len(LANGUAGES)
     tokens = _tokens(head)
     for tok, n in tokens.items():

@@ -91,12 +91,17 @@ CODE_FRAGMENTS = [
     "<<'EOF'", "<<EOF", "<<~", "<<x", "my $x", "my  @a", "my (", "my\t%h", "my x", "myx", "army $x", "$x", "$(", "${",
     "@a", "%h", "_x1", "x$y", "xé", "éx", "::", ":=", ":", "->", "=>", "===", "!==", "====", "!===", "=~", "==", "!",
     "=", "||", "&&", "|", "&", ");", ")", "{", "};", "}", ";", "; ", "a", "Z9", "中文", "١٢", "😀", "\ud800",
+    # comment lines and docstrings, which the scorer cuts before it reads the tokens
+    "#elif", "#pragma", "#undef", "#else", "#!x", "#[x]", "# a word", "///", "/**", "/*x", "*", "**", "***/", "*/",
+    "**/", " * x", "-- x", "--\n", "--", '"""doc"""', '""""',
 ]
 CODE_TEXTS = st.one_of(st.lists(st.sampled_from(CODE_FRAGMENTS), max_size=60).map("".join), TEXTS)
 
 
 def _passes_equal(head: str) -> None:
-    """Both passes give the same tokens with the same counts, in the same order of first occurrence."""
+    """Both ways give the same head to read (and its lines) and the same tokens with the same counts, in the same
+    order of first occurrence."""
+    assert kernel.code_head(head) == code_language.head_py(head)
     starts, words = kernel.code_tokens(head)
     reference = code_language.passes_py(head)
     assert list(starts.items()) == list(reference[0].items()) and list(words.items()) == list(reference[1].items())
@@ -225,7 +230,8 @@ def test_the_kernel_is_built_where_a_compiler_is() -> None:
 @needs_kernel
 def test_wrong_types_are_errors_not_crashes() -> None:
     for call in (lambda: kernel.normalize_flags(b"x"), lambda: kernel.gate_counts(1, 5, 10),
-                 lambda: kernel.content_type_counts(None, 10), lambda: kernel.code_tokens(b"def"), lambda: kernel.word_hashes(["a", 1]),
+                 lambda: kernel.content_type_counts(None, 10), lambda: kernel.code_tokens(b"def"),
+                 lambda: kernel.code_head(None), lambda: kernel.word_hashes(["a", 1]),
                  lambda: kernel.term_counts(("a",), 3), lambda: kernel.set_stopwords("Not lower"),
                  lambda: kernel.vocabulary(b"a\0\0\0", np.array([0, 8]).tobytes(), np.array([0]).tobytes()),
                  lambda: kernel.ngram_hashes(b"\0" * 12, np.array([0, 1]).tobytes(), 2),
