@@ -29,8 +29,8 @@ from mixture.stages.registry import (
 from mixture.text.shingles import WordHashes
 
 SIGMAS = 6  # a pair whose signature agreement is this many standard errors below the threshold is not compared
-PAIRS_PER_FETCH = 16_384  # pairs read at a time (their two signatures: 16k × 2 × 112 × 8 bytes = 29 MB)
-SHINGLES_PER_CHECK = 4_000_000  # shingles compared at once (each held as value, key and owner: ~24 bytes)
+PAIRS_PER_FETCH = 4_096  # pairs read at a time (their two signatures: 4k × 2 × 112 × 8 bytes = 7 MB)
+SHINGLES_PER_CHECK = 1_000_000  # shingles compared at once (value, key, owner and lookups: ~50 bytes each)
 
 VERIFY_COUNTS = pa.schema([(f, pa.int64()) for f in ("documents", "pairs_considered", "pairs_ruled_out",
                                                      "pairs_compared", "pairs_verified")])
@@ -131,10 +131,10 @@ class MinhashVerify(PartitionedStep):
                 ("raw_members", BUCKET_MEMBERS.every(self.folder), MEMBERS, rank)]
 
     def process(self, con, rank: int) -> dict[str, int]:
-        # each of the partition's folders is one file per writer task (T of them): read once into a table, not
-        # once per query (a scan pays per file)
-        for name in ("raw_pairs", "gathered"):
-            con.execute(f"CREATE TABLE {name} AS SELECT * FROM {name}_files")
+        # the pairs are read into a table once (a scan pays per file: one per writer task); the gathered documents,
+        # whose texts are the bulk of the partition, are scanned where needed and never held (memory that does not
+        # grow with the partition's texts)
+        con.execute("CREATE TABLE raw_pairs AS SELECT * FROM raw_pairs_files")
         counts = {"documents": scalar(con, "SELECT count(DISTINCT g) FROM raw_members")}
         counts.update(self._candidates(con))
         with tempfile.TemporaryDirectory(prefix="mixture-neardup-") as tmp:
@@ -163,16 +163,25 @@ class MinhashVerify(PartitionedStep):
 
     def _load(self, con, tmp: str, column: str, docs: str | None = None) -> Segments:
         """`column` of the candidate documents as gathered for this partition (`minhash`: the signature; `text`:
-        its distinct shingles), of all or of those whose prio is in table `docs`, by prio, in a local file."""
-        n = scalar(con, "SELECT count(*) FROM cand")
+        its distinct shingles), of all or of those whose prio is in table `docs`, by prio, in a local file. The
+        gathered files are scanned a batch at a time, not joined: no more of their rows than a batch is held."""
+        g_of = con.sql("SELECT g FROM cand ORDER BY prio").fetchnumpy()["g"]  # a document's prio: its rank in g
+        n = len(g_of)
         start, length = np.zeros(n, np.int64), np.zeros(n, np.int64)
+        wanted = np.ones(n, bool)
+        if docs:
+            wanted[:] = False
+            wanted[con.sql(f"SELECT prio FROM {docs}").fetchnumpy()["prio"]] = True
         written = loaded = 0
-        needed = f"JOIN {docs} n ON n.prio = c.prio" if docs else ""
         with open(f"{tmp}/{column}", "wb") as out:
-            for batch in con.cursor().sql(f"""SELECT c.prio, x.{column} FROM gathered x JOIN cand c ON c.g = x.g
-                                              {needed}""").to_arrow_reader(256):
-                prio = batch.column(0).to_numpy()
-                values, counts = self._values(batch.column(1), column)
+            for batch in con.sql(f"SELECT g, {column} FROM gathered_files").to_arrow_reader(256):  # a view: not a cursor's
+                g = batch.column(0).to_numpy()
+                prio = np.minimum(np.searchsorted(g_of, g), max(n - 1, 0))
+                keep = (g_of[prio] == g) & wanted[prio] if n else np.zeros(len(g), bool)
+                if not keep.any():
+                    continue
+                prio = prio[keep]
+                values, counts = self._values(batch.column(1).filter(pa.array(keep)), column)
                 out.write(values.astype("<u8").tobytes())
                 start[prio] = written + np.cumsum(counts) - counts
                 length[prio] = counts
@@ -237,7 +246,7 @@ class MinhashVerify(PartitionedStep):
         con.execute("""CREATE TABLE kept AS
                        SELECT x.g, x.id, x.source, regexp_extract(x.origin, '^(.*):[0-9]+$', 1) AS file,
                               CAST(regexp_extract(x.origin, ':([0-9]+)$', 1) AS BIGINT) AS record
-                       FROM gathered x JOIN (SELECT DISTINCT c.g FROM verified v JOIN cand c ON c.prio = v.a) k
+                       FROM gathered_files x JOIN (SELECT DISTINCT c.g FROM verified v JOIN cand c ON c.prio = v.a) k
                        ON k.g = x.g""")
 
 
