@@ -3,15 +3,19 @@ language where the cheap scorer is unsure: `MagikaLanguage()(text)` -> a languag
 
 from __future__ import annotations
 
+from functools import cache
+
 HEAD = 6000  # characters given to the model (it reads the start and the end of what it is given)
 # Magika's labels for text that is not code (None: the document is prose or plain text after all)
 TEXT_LABELS = {"txt", "markdown", "rst", "unknown", "empty", "po", "srt", "vtt", "eml", "mht", "rtf"}
 RENAMED = {"jsonl": "json", "tex": "latex", "bib": "latex", "svg": "xml", "batch": "shell", "powershell": "shell"}
 
 
+@cache
 def _load():
     """Magika with its ONNX session on one thread: a build runs a task per core, and the default session's thread
-    pool would take every core for each call (Magika takes no session options, so the session is replaced)."""
+    pool would take every core for each call (Magika takes no session options, so the session is replaced). Loaded
+    once per process: the tasks a worker runs one after another share it."""
     import onnxruntime as rt
     from magika import Magika
 
@@ -23,7 +27,8 @@ def _load():
 
 
 class MagikaLanguage:
-    """Loads the model on first use (~0.2 s) and keeps it; counts how many texts it judged (`calls`)."""
+    """Loads the model on first use (~0.2 s, once per process) and keeps it; counts how many texts it judged
+    (`calls`)."""
 
     def __init__(self) -> None:
         self._model = None
