@@ -23,6 +23,7 @@ from mixture.pipelines.dedup.shuffle import (
 )
 from mixture.pipelines.runtime.duckdb_connection import duckdb_connection
 from mixture.stages.registry import KEYS_BY_HASH, KEYS_BY_ID, PREPARED, SOURCE_RUNS
+from mixture.store.row_groups import row_group_batches
 
 # a document's key row, in both shuffles (`hash_part`: the partition of its exact hash, where the id check sends
 # the documents it drops)
@@ -67,7 +68,7 @@ class DedupKeys(PipelineStep):
                            id_part INTEGER)""")
             if fs.exists(path):
                 with fs.open(path, "rb") as f:
-                    for batch in pq.ParquetFile(f).iter_batches(columns=_READ, batch_size=65_536):
+                    for batch in row_group_batches(pq.ParquetFile(f), 65_536, _READ):
                         t = pa.Table.from_batches([batch])
                         hashes = t.column("exact_hash").fill_null(0).to_numpy()
                         t = t.append_column("hash_part", pa.array(prefix_partition(hashes, parts)))

@@ -24,6 +24,7 @@ from mixture.stages.registry import (
     bucket_slices,
 )
 from mixture.store.io import write_atomic
+from mixture.store.row_groups import row_group_batches
 
 
 class MinhashSigs(PipelineStep):
@@ -52,7 +53,7 @@ class MinhashSigs(PipelineStep):
             try:
                 if fs.exists(root):
                     with fs.open(root, "rb") as f:
-                        for batch in pq.ParquetFile(f).iter_batches(columns=["idx", "minhash"], batch_size=4096):
+                        for batch in row_group_batches(pq.ParquetFile(f), 4096, ["idx", "minhash"]):
                             n += self._spill(batch, drops, bands, dtype)
             finally:
                 for band in bands:

@@ -49,6 +49,7 @@ from mixture.store.formats import (
 )
 from mixture.store.io import write_parquet_atomic
 from mixture.store.loss import loss_info
+from mixture.store.row_groups import row_group_batches
 
 _TASK_RE = re.compile(r"part-(\d+)\.parquet$")
 
@@ -64,7 +65,7 @@ def _count_rows(fs, paths: list[str], columns: list[str]) -> tuple[int, Counter,
     rows, first, second = 0, Counter(), Counter()
     for p in paths:
         with fs.open(p, "rb") as f:
-            for batch in pq.ParquetFile(f).iter_batches(batch_size=65_536, columns=columns):
+            for batch in row_group_batches(pq.ParquetFile(f), 65_536, columns):
                 rows += batch.num_rows
                 first.update(_value_counts(batch.column(0)))
                 if len(columns) > 1:

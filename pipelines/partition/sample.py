@@ -12,6 +12,7 @@ from mixture.pipelines.context import BuildContext, BuildError
 from mixture.pipelines.dedup.drop_lists import dropped_count
 from mixture.stages.registry import DEDUP, DROP_LISTS, PREPARED, SAMPLE_DIR
 from mixture.store.formats import NearDuplicateReport, TokenizerRef, read_model
+from mixture.store.row_groups import row_group_batches
 from mixture.text.normalize import stable_unit
 
 
@@ -81,7 +82,7 @@ class SampleForFit(PipelineStep):
         each source's lowest draw when it has none below the rate here."""
         picked, first_by_source, sampled_sources = {}, {}, set()
         row = -1
-        for batch in pf.iter_batches(columns=["idx", "id", "source"], batch_size=8192):
+        for batch in row_group_batches(pf, 8192, ["idx", "id", "source"]):
             for idx, doc_id, src in zip(*(c.to_pylist() for c in batch.columns), strict=True):
                 row += 1
                 if idx in drops:

@@ -14,6 +14,7 @@ from mixture.spec.source_formats import load_function, source_format
 from mixture.stages.files import TaskFile
 from mixture.stages.registry import TALLY
 from mixture.store.io import write_json_atomic
+from mixture.store.row_groups import row_group_batches
 
 
 class SourceReader(PipelineStep):
@@ -112,7 +113,7 @@ class RankFilesReader(PipelineStep):
         if not fs.exists(path):
             return
         with fs.open(path, "rb") as f:
-            for batch in pq.ParquetFile(f).iter_batches(batch_size=128, columns=self.columns):
+            for batch in row_group_batches(pq.ParquetFile(f), 128, self.columns):
                 self.stat_update("documents", value=batch.num_rows)
                 for rec in batch.to_pylist():
                     text, doc_id = rec.pop("text"), rec.pop("id")

@@ -15,6 +15,7 @@ from mixture.pipelines.sources.records import (
     lost_after_break,
     to_document,
 )
+from mixture.store.row_groups import row_group_batches
 
 
 def read_parquet(src: SourceFiles, rel: str) -> DocumentsPipeline:
@@ -34,14 +35,14 @@ def read_parquet(src: SourceFiles, rel: str) -> DocumentsPipeline:
             if src.text_field not in names:
                 # another schema: every row is quarantined (with its values) and the build goes on
                 detail = f"file has no column {src.text_field!r} (columns: {names[:10]}); set text_field"
-                for batch in pf.iter_batches(batch_size=128):
+                for batch in row_group_batches(pf, 128):
                     for rec in batch.to_pylist():
                         yield bad_record(src, rel, idx, "missing_text", detail,
                                          lambda rec=rec: json.dumps(rec, default=str))
                         idx += 1
                 return
             cols = [c for c in (src.text_field, src.id_field) if c and c in names]
-            for batch in pf.iter_batches(columns=cols, batch_size=128):
+            for batch in row_group_batches(pf, 128, cols):
                 for rec in batch.to_pylist():
                     yield to_document(src, rel, idx, rec, lambda rec=rec: json.dumps(rec, default=str))
                     idx += 1
