@@ -174,7 +174,8 @@ class MinhashVerify(PartitionedStep):
             wanted[con.sql(f"SELECT prio FROM {docs}").fetchnumpy()["prio"]] = True
         written = loaded = 0
         with open(f"{tmp}/{column}", "wb") as out:
-            for batch in con.sql(f"SELECT g, {column} FROM gathered_files").to_arrow_reader(256):  # a view: not a cursor's
+            # on con itself, not a cursor: the view is this connection's
+            for batch in con.sql(f"SELECT g, {column} FROM gathered_files").to_arrow_reader(256):
                 g = batch.column(0).to_numpy()
                 prio = np.minimum(np.searchsorted(g_of, g), max(n - 1, 0))
                 keep = (g_of[prio] == g) & wanted[prio] if n else np.zeros(len(g), bool)
