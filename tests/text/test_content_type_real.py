@@ -13,8 +13,8 @@ from mixture.text.content_type import ContentType, detect_content_type
 from mixture.text.content_type_magika import MagikaLanguage
 
 CODE_BAR, PROSE_BAR = 0.90, 0.97  # the bench measures 93.5 % and 99.2 % on 300 files and 2,236 texts; this test's
-# 425 texts gave 97.6 % on the Debian packages of 2026-12-03 (8 of its 10 misses are man pages whose SYNOPSIS is
-# code: C `#include` lines, SQL's CREATE OPERATOR)
+# 425 texts gave 97.6 % on the Debian packages of 2026-12-03 (8 of its 10 misses are man pages of programming
+# interfaces and file formats: C `#include` synopses, SQL's CREATE OPERATOR, a C struct, Perl's style guide)
 
 
 @pytest.fixture(scope="module")
