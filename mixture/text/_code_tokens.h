@@ -3,16 +3,11 @@
  * starts that _LINE_START's re.sub cuts away, then _REST's findall over what is left). Every branch below follows one
  * alternative of those patterns, in their order; the Python passes stay the reference
  * (tests/text/test_signals_kernel.py compares both, token by token and in order of first occurrence, which the
- * scores' float sums depend on). Included by _signals.c, after its character classes and SpanSet. */
+ * scores' float sums depend on). Included by _signals.c, after its character classes, SpanSet and the per-kind
+ * helpers: the head is copied to UCS4, so `starts_4`, `strip_span_4` and `line_end_4` read it. */
 
 #define BLANK(c) ((c) != '\n' && IS_SPACE(c))   /* [^\S\n] */
 #define AT_EOL(s, i, n) ((i) >= (n) || (s)[i] == '\n')  /* (?m)$ */
-
-static int lit(const Py_UCS4 *s, Py_ssize_t i, Py_ssize_t n, const char *w) {
-    for (; *w; w++, i++)
-        if (i >= n || s[i] != (Py_UCS4)(unsigned char)*w) return 0;
-    return 1;
-}
 
 static Py_ssize_t skip_blanks(const Py_UCS4 *s, Py_ssize_t i, Py_ssize_t n) {
     while (i < n && BLANK(s[i])) i++;
@@ -55,7 +50,7 @@ static Py_ssize_t json_value(const Py_UCS4 *s, Py_ssize_t i, Py_ssize_t n) {
     }
     static const char *WORDS[] = {"true", "false", "null", NULL};
     for (const char **w = WORDS; *w; w++)
-        if (lit(s, i, n, *w)) {
+        if (starts_4(s, i, n, *w)) {
             Py_ssize_t e = value_tail(s, i + (Py_ssize_t)strlen(*w), n);
             if (e >= 0) return e;
         }
@@ -64,13 +59,12 @@ static Py_ssize_t json_value(const Py_UCS4 *s, Py_ssize_t i, Py_ssize_t n) {
 
 /* `[.?!,;]\s|[.?!]$` somewhere in s[a:b] stripped: a `key: a sentence.` line is dialogue, not data */
 static int sentence(const Py_UCS4 *s, Py_ssize_t a, Py_ssize_t b) {
-    while (a < b && IS_SPACE(s[a])) a++;
-    while (b > a && IS_SPACE(s[b - 1])) b--;
+    if (!strip_span_4(s, &a, &b)) return 0;
     for (Py_ssize_t i = a; i < b; i++) {
         Py_UCS4 c = s[i];
         if ((c == '.' || c == '?' || c == '!' || c == ',' || c == ';') && i + 1 < b && IS_SPACE(s[i + 1])) return 1;
     }
-    return b > a && (s[b - 1] == '.' || s[b - 1] == '?' || s[b - 1] == '!');
+    return s[b - 1] == '.' || s[b - 1] == '?' || s[b - 1] == '!';
 }
 
 /* adds one to counts[key] (a str made of s[a:b], or the C string `name` when it is not NULL) */
@@ -112,7 +106,7 @@ static Py_ssize_t line_start(const Py_UCS4 *s, Py_ssize_t p, Py_ssize_t n, PyObj
         if (j < n && s[j] == ':') {
             Py_ssize_t c = j + 1, e = -1;
             if (c < n && BLANK(s[c]))
-                for (e = c; e < n && s[e] != '\n'; e++);
+                e = line_end_4(s, c, n);
             else if (AT_EOL(s, c, n))
                 e = c;
             if (e >= 0) {
@@ -137,7 +131,7 @@ static Py_ssize_t line_start(const Py_UCS4 *s, Py_ssize_t p, Py_ssize_t n, PyObj
     /* (?P<gogroup>(?:var|const|import|type)[^\S\n]*\($) */
     static const char *GROUPS[] = {"var", "const", "import", "type", NULL};
     for (const char **w = GROUPS; *w; w++)
-        if (s[q] == (Py_UCS4)(unsigned char)**w && lit(s, q, n, *w)) {
+        if (s[q] == (Py_UCS4)(unsigned char)**w && starts_4(s, q, n, *w)) {
             Py_ssize_t j = skip_blanks(s, q + (Py_ssize_t)strlen(*w), n);
             if (j < n && s[j] == '(' && AT_EOL(s, j + 1, n)) {
                 if (count_key(starts, "go (", NULL, 0, 0) < 0) return -1;
@@ -149,7 +143,7 @@ static Py_ssize_t line_start(const Py_UCS4 *s, Py_ssize_t p, Py_ssize_t n, PyObj
     if (s[q] == '#' && (AT_EOL(s, q + 1, n) || BLANK(s[q + 1])))
         e = q + 1;
     for (int i = 0; !e && STARTS[i].text; i++) {
-        if (s[q] != (Py_UCS4)(unsigned char)STARTS[i].text[0] || !lit(s, q, n, STARTS[i].text)) continue;
+        if (s[q] != (Py_UCS4)(unsigned char)STARTS[i].text[0] || !starts_4(s, q, n, STARTS[i].text)) continue;
         Py_ssize_t len = (Py_ssize_t)strlen(STARTS[i].text);
         if (STARTS[i].then == DIGIT) {
             if (q + len < n && Py_UNICODE_ISDECIMAL(s[q + len])) e = q + len + 1;
@@ -165,15 +159,15 @@ static Py_ssize_t rest_token(const Py_UCS4 *s, Py_ssize_t i, Py_ssize_t n) {
     Py_UCS4 c = s[i], d = i + 1 < n ? s[i + 1] : 0;
     switch (c) {
     case '"':
-        return lit(s, i, n, "\"\"\"") ? i + 3 : i;
+        return starts_4(s, i, n, "\"\"\"") ? i + 3 : i;
     case '<': {
         Py_ssize_t j = i + 1 + (d == '/');
         if (j < n && IS_ASCII_ALPHA(s[j])) {  /* </?[A-Za-z][\w:.-]* */
             for (j++; j < n && (IS_WORD(s[j]) || s[j] == ':' || s[j] == '.' || s[j] == '-'); j++);
             return j;
         }
-        if (lit(s, i, n, "<?php") || lit(s, i, n, "<?xml")) return i + 5;
-        if (lit(s, i, n, "<!DOCTYPE")) return i + 9;
+        if (starts_4(s, i, n, "<?php") || starts_4(s, i, n, "<?xml")) return i + 5;
+        if (starts_4(s, i, n, "<!DOCTYPE")) return i + 9;
         if (d == '<' && i + 2 < n) {  /* <<(?=['"~A-Z_]) */
             Py_UCS4 e = s[i + 2];
             if (e == '\'' || e == '"' || e == '~' || e == '_' || (e >= 'A' && e <= 'Z')) return i + 2;
@@ -298,7 +292,7 @@ static Py_ssize_t comment_marker(const Py_UCS4 *s, Py_ssize_t q, Py_ssize_t n) {
     if (c == '#') {  /* #(?![!\[]|include|define|if|endif|else|pragma|undef) */
         static const char *NOT_AFTER[] = {"!", "[", "include", "define", "if", "endif", "else", "pragma", "undef", NULL};
         for (const char **w = NOT_AFTER; *w; w++)
-            if (lit(s, q + 1, n, *w)) return 0;
+            if (starts_4(s, q + 1, n, *w)) return 0;
         return q + 1;
     }
     if (c == '/' && (d == '/' || d == '*')) {  /* //+ and /\*+ */
@@ -340,7 +334,7 @@ static PyObject *code_head(PyObject *self, PyObject *obj) {
             Py_ssize_t e = comment_marker(src, skip_blanks(src, i + 1, n), n);
             if (e) {
                 for (Py_ssize_t j = i; j < e; j++) cut[m++] = src[j];
-                for (i = e; i < n && src[i] != '\n'; i++);
+                i = line_end_4(src, e, n);
                 continue;
             }
         }
@@ -367,12 +361,10 @@ static PyObject *code_head(PyObject *self, PyObject *obj) {
         h = k;
     }
     Py_ssize_t lines = 0;
-    for (Py_ssize_t i = 0; i <= h;) {  /* non-blank lines of head.split("\n") */
-        int blank = 1;
-        for (; i < h && head[i] != '\n'; i++)
-            if (!IS_SPACE(head[i])) blank = 0;
-        lines += !blank;
-        i++;
+    for (Py_ssize_t i = 0; i <= h; i++) {  /* non-blank lines of head.split("\n") */
+        Py_ssize_t e = line_end_4(head, i, h);
+        lines += last_nonspace_4(head, i, e) >= 0;
+        i = e;
     }
     PyObject *text = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, head, h);
     if (text) result = Py_BuildValue("(Nn)", text, lines > 1 ? lines : 1);
