@@ -60,6 +60,12 @@ def slice_bounds(s: int, slices: int) -> tuple[int, int | None]:
     return (s << 64) // slices, None if s == slices - 1 else ((s + 1) << 64) // slices
 
 
+def signature_record(rows: int) -> np.dtype:
+    """A record of a band's signature file (MinhashSigs writes them, sorted): the band's `rows` hashes and the
+    document's number in its prepared file."""
+    return np.dtype([(f"h{j}", "<u8") for j in range(rows)] + [("doc", "<u4")])
+
+
 def slice_offsets(h0: np.ndarray, slices: int) -> np.ndarray:
     """The first record of each slice in a signature file's sorted first hashes, and the record count: the
     slice index (SLICE_INDEX, slices + 1 little-endian uint64) MinhashSigs writes beside each file."""
@@ -127,7 +133,7 @@ class BandCollisions(PipelineStep):
         self.slices = slices
 
     def run(self, data: DocumentsPipeline = None, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
-        dtype = np.dtype([(f"h{j}", "<u8") for j in range(self.rows)] + [("doc", "<u4")])
+        dtype = signature_record(self.rows)
         band = rank // self.slices
         fs, root = fsspec.core.url_to_fs(self.input_folder)
         out_fs, out_root = fsspec.core.url_to_fs(self.output_folder)

@@ -13,7 +13,7 @@ from datatrove.data import DocumentsPipeline
 from datatrove.pipeline.base import PipelineStep
 
 from mixture.pipelines.context import BuildContext
-from mixture.pipelines.dedup.minhash_buckets import slice_offsets
+from mixture.pipelines.dedup.minhash_buckets import signature_record, slice_offsets
 from mixture.pipelines.dedup.route_drops import load_drops
 from mixture.stages.registry import (
     DROP_LISTS,
@@ -43,7 +43,7 @@ class MinhashSigs(PipelineStep):
 
     def run(self, data: DocumentsPipeline = None, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
         drops = load_drops(self.drop_lists, rank, None)
-        dtype = np.dtype([(f"h{j}", "<u8") for j in range(self.rows)] + [("doc", "<u4")])
+        dtype = signature_record(self.rows)
         fs, root = fsspec.core.url_to_fs(PREPARED.path(self.prepared, rank))
         out_fs, out_root = fsspec.core.url_to_fs(self.output_folder)
         n = 0
@@ -92,7 +92,7 @@ def band_files(ctx: BuildContext) -> tuple[list[str], tuple[int, int]]:
     fz = ctx.spec.processing.dedup.fuzzy
     root = ctx.at(SIGNATURES_DIR)
     return ([SIGNATURES.every(root, b) for b in range(fz.bands)],
-            (bucket_slices(fz.bands, ctx.tasks), 8 * (fz.permutations // fz.bands) + 4))
+            (bucket_slices(fz.bands, ctx.tasks), signature_record(fz.permutations // fz.bands).itemsize))
 
 
 def steps(ctx: BuildContext) -> list:
