@@ -221,21 +221,24 @@ def _cpu(r: dict) -> float:
     return sum(r[p]["cpu"] + r[p]["server_cpu"] for p in PHASES)
 
 
+def _after(runs: list[dict], run: dict) -> dict | None:
+    """The `after` run at `run`'s T and P, if there was one."""
+    return next((r for r in runs if r["layout"] == "after" and (r["T"], r["P"]) == (run["T"], run["P"])), None)
+
+
 def summary(results: list[dict]) -> list[str]:
     """Before → after at each T both ran, and the CPU of the largest T against the smallest at one P."""
     out = []
     for store in dict.fromkeys(r["store"] for r in results):
         mine = [r for r in results if r["store"] == store]
         for b in (r for r in mine if r["layout"] == "before"):
-            a = next((r for r in mine if r["layout"] == "after" and (r["T"], r["P"]) == (b["T"], b["P"])), None)
-            if a:
+            if a := _after(mine, b):
                 out.append(f"- {store}, T = P = {b['T']}: objects {b['objects']:,} → {a['objects']:,}; requests "
                            f"{_total(b):,} → {_total(a):,} (writing {_total(b, 'write'):,} → {_total(a, 'write'):,}, "
                            f"reading {_total(b, 'read'):,} → {_total(a, 'read'):,}); CPU (client + server) "
                            f"{_cpu(b):.1f} → {_cpu(a):.1f} s.")
         for c in (r for r in mine if r["layout"] == "combined"):
-            a = next((r for r in mine if r["layout"] == "after" and (r["T"], r["P"]) == (c["T"], c["P"])), None)
-            if a:
+            if a := _after(mine, c):
                 out.append(f"- {store}, T = {c['T']:,}, P = {c['P']:,}, combined into {c['combined']}: reading "
                            f"{_total(a, 'read'):,} → {_total(c, 'read'):,} requests, "
                            f"{_total(c, 'combine'):,} to combine; all requests {_total(a):,} → {_total(c):,}; "
