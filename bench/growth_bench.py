@@ -33,7 +33,7 @@ RESULTS = "growth.json"
 # rest, so a sample near the smallest size's documents would move work between them from size to size
 DEFAULTS = {"scales": "1,4,20", "base_scale": 1.0, "workers": "1,2", "tasks_per_variant": 4, "sample_docs": 1000,
             "k": 40, "fine_k": 200, "tokenizer_variants": 2, "seed": 0, "duplicates": "pool", "repeats": 3,
-            "fixed_tasks": 0}
+            "fixed_tasks": 0, "mem_per_cpu_gb": 0.0}
 QUICK = {"scales": "1,2,4", "base_scale": 0.05, "tasks_per_variant": 2, "sample_docs": 100, "k": 8, "fine_k": 32,
          "tokenizer_variants": 1, "repeats": 1}
 MIB = 2**20
@@ -160,6 +160,8 @@ def growth_spec(corpus: Path, n: int, workers: int, args) -> dict:
     spec = demo_spec([corpus], "store", k=args.k, fine_k=args.fine_k, tasks=tasks, workers=workers)
     spec["partition"]["clusters"]["sample_docs"] = args.sample_docs
     spec["sources"] += growth_corpus.crawl_source(corpus)
+    if getattr(args, "mem_per_cpu_gb", None):
+        spec["execution"]["mem_per_cpu_gb"] = args.mem_per_cpu_gb
     return spec
 
 
@@ -300,6 +302,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--fixed-tasks", type=int, help="the same T at every size (per-task input grows with the size: "
                                                    "per-task peak memory against a task's input; default: "
                                                    "--tasks-per-variant × variants)")
+    p.add_argument("--mem-per-cpu-gb", type=float, help="execution.mem_per_cpu_gb of every build: a task's DuckDB "
+                   "limit is half of it, so a small one shows the dedup stages' peak bounded by what they spill "
+                   "(default: the spec's, 2)")
     p.add_argument("--sample-docs", type=int, help="fit sample (partition.clusters.sample_docs), the same at every "
                                                    f"size (default {DEFAULTS['sample_docs']:,})")
     p.add_argument("--k", type=int)

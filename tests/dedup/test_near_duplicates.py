@@ -250,6 +250,65 @@ def test_anchors_bound_the_pairs_of_a_large_bucket(tmp_path):
     assert all(DETAIL.match(d).group(1) in {f"d{i}" for i in range(k)} for d in drops.values())
 
 
+def test_gather_sends_more_text_than_its_memory_limit(tmp_path):
+    """`minhash_gather` sends each candidate document to each partition that asked for it, equal to its prepared row,
+    with DuckDB limited to 8 MB and ~13 MB of candidate text: the texts wait in a local file, DuckDB sorts their
+    positions only (DuckDB 2.0 cannot sort rows of long texts past its limit: the gather that sorted them there
+    failed on this input)."""
+    from mixture.pipelines.dedup.keys import DedupKeys
+    from mixture.pipelines.dedup.minhash_gather import GATHERED, MinhashGather
+    from mixture.pipelines.dedup.shuffle import read_partition
+
+    rng = random.Random(4)
+    base = _words(rng, 800)
+    texts = [" ".join(base[:700] + _words(rng, 100)) for _ in range(2_000)]  # ~6.4 KB each
+    work = tmp_path
+    for d in ("prepared", "mh_buckets"):
+        (work / d).mkdir()
+    _prepared(work / "prepared" / "00000.parquet", texts)
+    pairs = [[0, i - 1, 0, i] for i in range(1, len(texts))]
+    (work / "mh_buckets" / "00000_00.dups").write_bytes(np.array(pairs, dtype="<u4").tobytes())
+    list(DedupKeys(str(work / "prepared"), str(work / "dedup")).run(None, 0, 1) or ())
+    list(MinhashBuckets(str(work / "mh_buckets"), str(work / "dedup"), str(work / "near_dups"), 3).run(None, 0, 1)
+         or ())
+    list(MinhashGather(str(work / "near_dups"), str(work / "prepared"), memory_limit="8MB", partitions=3)
+         .run(None, 0, 1) or ())
+    prepared = pq.read_table(work / "prepared" / "00000.parquet").to_pydict()
+    sent = 0
+    for q in range(3):
+        got = read_partition(f"{work}/near_dups/texts/*.parquet", q, GATHERED, 3).to_pylist()
+        assert len({r["g"] for r in got}) == len(got) > 0
+        for r in got:
+            i = int(r["id"][1:])
+            assert (r["text"], r["minhash"], r["source"], r["origin"]) == (
+                prepared["text"][i], prepared["minhash"][i], prepared["source"][i], prepared["origin"][i])
+        sent += len(got)
+    assert sum(len(t) for t in texts) > 12 << 20 and sent >= len(texts)
+
+
+def test_spilled_columns_read_back_any_rows_in_any_order(tmp_path):
+    """SpilledColumns: string and binary columns (empty values, nulls, multi-byte text, NUL bytes) appended table by
+    table and read back in a shuffled order, with repeats, equal the rows taken from the tables."""
+    from mixture.pipelines.dedup.spilled_columns import SpilledColumns
+
+    schema = pa.schema([("b", pa.binary()), ("s", pa.string())])
+    rng = random.Random(5)
+    tables = [pa.table({"b": [None if rng.random() < 0.2 else rng.randbytes(rng.randrange(0, 40)) for _ in range(n)],
+                        "s": [rng.choice(["", "é\u0301 ✓", "a\x00b", "x" * rng.randrange(1, 300)]) for _ in range(n)]},
+                       schema=schema) for n in (0, 7, 300)]
+    spilled = SpilledColumns(str(tmp_path / "cols"), schema)
+    positions = [spilled.append(t.slice(1) if t.num_rows else t) for t in tables]  # a sliced array: offset != 0
+    whole = pa.concat_tables([t.slice(1) if t.num_rows else t for t in tables])
+    at = {k: np.concatenate([p[k] for p in positions]) for k in spilled.position_names}
+    order = np.array([rng.randrange(whole.num_rows) for _ in range(500)])
+    got = spilled.read({k: v[order] for k, v in at.items()})
+    want = whole.take(pa.array(order))
+    assert [a.to_pylist() for a in got] == [want.column(c).to_pylist() for c in ("b", "s")]
+    with pytest.raises(TypeError, match="not n: int64"):
+        SpilledColumns(str(tmp_path / "bad"), pa.schema([("n", pa.int64())]))
+    spilled.close()
+
+
 # -- the real pipeline on real multilingual text ------------------------------------------------------------
 def _build_multilingual(root, corpus, tasks: int):
     from mixture.demo_corpus.debian_text import multilingual_spec
