@@ -5,6 +5,7 @@ similarity of the two documents' shingle sets decides the others."""
 from __future__ import annotations
 
 import math
+import mmap
 import tempfile
 from dataclasses import dataclass
 
@@ -30,7 +31,7 @@ from mixture.text.shingles import WordHashes
 
 SIGMAS = 6  # a pair whose signature agreement is this many standard errors below the threshold is not compared
 PAIRS_PER_FETCH = 4_096  # pairs read at a time (their two signatures: 4k × 2 × 112 × 8 bytes = 7 MB)
-SHINGLES_PER_CHECK = 1_000_000  # shingles compared at once (value, key, owner and lookups: ~50 bytes each)
+SHINGLES_PER_CHECK = 250_000  # shingles compared at once (value, key, owner and lookups: ~50 bytes each)
 
 VERIFY_COUNTS = pa.schema([(f, pa.int64()) for f in ("documents", "pairs_considered", "pairs_ruled_out",
                                                      "pairs_compared", "pairs_verified")])
@@ -44,17 +45,23 @@ VERIFIED = pa.schema([("a", pa.int64()), ("b", pa.int64()), ("sim", pa.float64()
 class Segments:
     """Variable-length uint64 rows in a local file: row i is `values[start[i]:start[i] + length[i]]`."""
 
-    values: np.ndarray  # np.memmap (or array) of uint64
+    values: np.ndarray  # uint64 over `mapping` (or an array)
     start: np.ndarray  # int64 per row
     length: np.ndarray  # int64 per row
+    mapping: mmap.mmap | None = None  # the file, mapped
 
     def gather(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The values of `rows`, concatenated, and the position in `rows` of each value."""
+        """The values of `rows`, concatenated (a copy), and the position in `rows` of each value. The file's pages
+        read are then let go: the process keeps one gather's values, not every page of the file it has touched
+        (they stay in the page cache, but a task's resident memory counts them while it maps them)."""
         lengths = self.length[rows]
         owner = np.repeat(np.arange(len(rows)), lengths)
         first = np.cumsum(lengths) - lengths
         at = np.repeat(self.start[rows] - first, lengths) + np.arange(int(lengths.sum()))
-        return np.asarray(self.values[at]), owner
+        values = self.values[at]
+        if self.mapping is not None:
+            self.mapping.madvise(mmap.MADV_DONTNEED)
+        return values, owner
 
 
 def unique_shingles(grams: np.ndarray, doc: np.ndarray, n_docs: int) -> tuple[np.ndarray, np.ndarray]:
@@ -189,8 +196,11 @@ class MinhashVerify(PartitionedStep):
                 written += len(values)
                 loaded += len(prio)
         self.stat_update("signatures_loaded" if column == "minhash" else "texts_loaded", value=loaded)
-        values = np.memmap(f"{tmp}/{column}", dtype="<u8", mode="r") if written else np.empty(0, np.uint64)
-        return Segments(values, start, length)
+        if not written:
+            return Segments(np.empty(0, np.uint64), start, length)
+        with open(f"{tmp}/{column}", "rb") as f:
+            mapping = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        return Segments(np.frombuffer(mapping, dtype="<u8"), start, length, mapping)
 
     def _values(self, col: pa.Array, column: str) -> tuple[np.ndarray, np.ndarray]:
         if column == "minhash":
