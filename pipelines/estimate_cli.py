@@ -54,15 +54,16 @@ def print_estimate(est, console: Console, prices: costs.Prices | None = None) ->
 
     t = Table(title=f"the build with {est.tasks:,} tasks on {est.cores:,} cores")
     for col in ("stage", "tasks", "core-hours", "wall hours", "longest task (h)", "peak per task (GiB)", "objects",
-                "range reads", "slurm --time", "slurm mem (GiB)"):
+                "range reads", "listings", "slurm --time", "slurm mem (GiB)"):
         t.add_column(col, justify="left" if col == "stage" else "right")
     for c in est.costs:
         t.add_row(c.stage, f"{c.tasks:,}", f"{c.core_hours:,.1f}", f"{c.wall_hours:,.2f}", f"{c.task_hours:,.2f}",
-                  _gib(c.peak_rss), _count(c.objects), _count(c.reads), costs.slurm_time(c.time_limit_hours(est.tasks_per_job.get(c.stage, 1))),
+                  _gib(c.peak_rss), _count(c.objects), _count(c.reads), _count(c.listings), costs.slurm_time(c.time_limit_hours(est.tasks_per_job.get(c.stage, 1))),
                   str(c.memory_request_gib))
     single = sum(c.wall_hours for c in est.costs if c.tasks == 1)
     t.add_row("total", "", f"{sum(c.core_hours for c in est.costs):,.1f}", f"{est.critical_path_hours:,.2f}", "", "",
-              _count(sum(c.objects for c in est.costs)), _count(sum(c.reads for c in est.costs)), "", "", style="bold")
+              _count(sum(c.objects for c in est.costs)), _count(sum(c.reads for c in est.costs)),
+              _count(sum(c.listings for c in est.costs)), "", "", style="bold")
     console.print(t)
     console.print(f"critical path {est.critical_path_hours:,.2f} h on {est.cores:,} cores, of which single-task "
                   f"stages {single:,.2f} h; {_count(sum(c.objects for c in est.costs))} objects written (a new cloud "
@@ -73,7 +74,8 @@ def print_estimate(est, console: Console, prices: costs.Prices | None = None) ->
                   + (f"the dedup shuffles are combined, {', '.join(map(str, grouped))} writer files to a file, before "
                      "they are read (execution.combine_files)" if grouped else
                      "the dedup shuffles are read from their writers' files (each reader: 2 range reads per writer "
-                     "file; execution.combine_files groups them)"), soft_wrap=True)
+                     "file; execution.combine_files groups them)")
+                  + f"; {_count(sum(c.listings for c in est.costs))} listings of their folders", soft_wrap=True)
     if prices:
         p = costs.price(est.costs, prices)
         console.print(f"price: compute {p['compute']:,.2f} + writes {p['writes']:,.2f} = {p['total']:,.2f} "

@@ -22,6 +22,16 @@ ROUNDS_PER_DOUBLING = 2.0  # star rounds added per doubling of the input (Rounds
 # requests of a `minhash_buckets` task to each signature file of its band (T of them): its size, its slice index, its
 # run (pipelines/dedup/minhash_buckets.py BandCollisions); of the combine round to each: its slice index, its records
 SIGNATURE_READS = 3
+LIST_PAGE = 1000  # objects a listing request returns (GCS and S3)
+# listing requests of a shuffle's reader (the emulator benchmark, docs/performance.md, s3: the larger): over its
+# writers' files 3 and a page per 1,000 files; over combined files 1, and a page per 1,000 of the writers' files
+# (their tiling checked against the writers listed now)
+LISTS_UNCOMBINED, LISTS_COMBINED = 3, 1
+
+
+def list_pages(files: int) -> int:
+    """Listing requests to list a folder of `files` objects."""
+    return max(1, -(-files // LIST_PAGE))
 
 
 class ObjectRate(BaseModel):
@@ -51,6 +61,17 @@ class ObjectRate(BaseModel):
         readers = max(tasks, partitions or tasks)
         group = combine_group(tasks, readers, combine_files)
         per_shuffle = 2 * tasks * readers if group <= 1 else 3 * tasks + 2 * -(-tasks // group) * readers
+        return round(self.shuffles * per_shuffle)
+
+    def listings(self, tasks: int, partitions: int | None = None, combine_files: int | None = None) -> int:
+        """Listing requests of the stage's shuffles: each reader lists the T writer files (and the combined ones),
+        each task of a combine round the writer files."""
+        readers = max(tasks, partitions or tasks)
+        group = combine_group(tasks, readers, combine_files)
+        if group <= 1:
+            per_shuffle = readers * (LISTS_UNCOMBINED + list_pages(tasks))
+        else:
+            per_shuffle = (readers + -(-tasks // group)) * (LISTS_COMBINED + list_pages(tasks))
         return round(self.shuffles * per_shuffle)
 
     def combined(self, tasks: int, partitions: int | None = None, combine_files: int | None = None) -> int:
@@ -135,6 +156,7 @@ class StageCost:
     objects: int
     scaled: str  # how the reference figure was scaled, for a reader
     reads: int = 0  # range reads of the shuffle files it writes
+    listings: int = 0  # listing requests of its readers over those files
     combine_group: int = 1  # writer files of its shuffles combined into one (1: not combined)
 
     def time_limit_hours(self, tasks_per_job: int = 1) -> float:
@@ -160,9 +182,12 @@ def project(rates: Rates, work: Workload, cores: int) -> list[StageCost]:
         objects = r.objects.count(work.tasks, work.cells, work.partitions) \
             + r.objects.combined(work.tasks, work.partitions, work.combine_files)
         reads = r.objects.reads(work.tasks, work.partitions, work.combine_files)
+        listings = r.objects.listings(work.tasks, work.partitions, work.combine_files)
         scaled = f"{r.scaled_by} ×{ratio:,.0f}" + (f" ^{e:.2f}" if e != 1 else "")
         if r.stage in ("minhash_sigs", "minhash_buckets"):  # the bands' signature files, read by slice
             objects, reads = _signature_requests(r.stage, work, objects, reads)
+        if r.stage == "minhash_buckets":  # each task lists its band's T signature files
+            listings += tasks * (LISTS_COMBINED + list_pages(work.tasks))
         if r.rounds is not None:
             tasks = component_partitions(round(r.rounds.pairs * ratio), work.partitions or work.tasks,
                                          work.component_pairs_per_task)
@@ -170,11 +195,12 @@ def project(rates: Rates, work: Workload, cores: int) -> list[StageCost]:
             # per task: each round's edges and counts, the routed pairs, the drops and the greedy's counts; reads:
             # rounds 1 … n-1, the routing and the greedy read P_c² ranges each, `assign`'s T tasks P_c each
             objects, reads = (2 * n + 3) * tasks + 1, 2 * ((n + 1) * tasks * tasks + work.tasks * tasks)
+            listings = ((n + 1) * tasks + work.tasks) * (LISTS_UNCOMBINED + list_pages(tasks))
             scaled += f", {n} rounds of {tasks:,} tasks"
         out.append(StageCost(
             stage=r.stage, tasks=tasks, core_hours=core_s / 3600, linear_core_hours=r.cpu_seconds * ratio / 3600,
             wall_hours=core_s / min(cores, tasks) / 3600, task_hours=core_s / tasks / 3600, peak_rss=r.peak_rss,
-            objects=objects, reads=reads, scaled=scaled,
+            objects=objects, reads=reads, listings=listings, scaled=scaled,
             combine_group=combine_group(work.tasks, max(work.tasks, work.partitions or work.tasks), work.combine_files)
             if r.objects.shuffles else 1))
     return out
@@ -205,13 +231,14 @@ class Prices(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     core_hour: float = Field(ge=0, description="price of one core-hour")
-    per_1000_writes: float = Field(0.0, ge=0, description="price of 1,000 object writes (class A operations)")
+    per_1000_writes: float = Field(0.0, ge=0, description="price of 1,000 object writes (class A operations: "
+                                                          "uploads and listings)")
     currency: str = "USD"
 
 
 def price(costs: list[StageCost], prices: Prices) -> dict[str, float]:
     compute = sum(c.core_hours for c in costs) * prices.core_hour
-    writes = sum(c.objects for c in costs) / 1000 * prices.per_1000_writes
+    writes = sum(c.objects + c.listings for c in costs) / 1000 * prices.per_1000_writes  # listings: class A too
     return {"compute": compute, "writes": writes, "total": compute + writes}
 
 

@@ -73,6 +73,25 @@ def test_combined_shuffles_cut_the_reads_past_the_threshold():
     assert plain[1].reads == 3 * 8_008 * t and plain[0].reads == 0
 
 
+def test_listings_count_each_reader_and_page():
+    """Each reader of a shuffle lists its writers' folder (pages of 1,000 files): 3 requests and a page per 1,000
+    files over the writers' files, 1 and the pages when they are combined (the combine round's tasks list them too);
+    a `minhash_buckets` task lists its band's signature files; the price counts listings with the writes."""
+    obj = costs.ObjectRate(shuffles=2)
+    assert obj.listings(tasks=100, partitions=50) == 2 * 100 * (3 + 1)
+    t = 8_000
+    assert obj.listings(tasks=t, combine_files=1) == 2 * t * (3 + 8)
+    assert obj.listings(tasks=t) == 2 * (t + 64) * (1 + 8)  # 8,000 readers and the 64 tasks of the combine round
+    assert costs.ObjectRate().listings(tasks=t) == 0
+    rates = _rates(costs.StageRate(stage="minhash_buckets", cpu_seconds=1, scaled_by="tokens", reference=1,
+                                   exponent=1.0, peak_rss=0))
+    work = costs.Workload(input_tokens=1, tasks=t, stage_tasks={"minhash_buckets": 8_008}, fit_sample=1)
+    (buckets,) = costs.project(rates, work, cores=1000)
+    assert buckets.listings == 8_008 * (1 + 8)
+    assert costs.price([buckets], costs.Prices(core_hour=0, per_1000_writes=1))["writes"] == pytest.approx(
+        (buckets.objects + buckets.listings) / 1000)
+
+
 def test_a_stage_in_rounds_runs_as_tasks_of_its_pairs_with_rounds_that_grow_with_the_input():
     near = costs.StageRate(stage="a", cpu_seconds=36, scaled_by="tokens", reference=1_000, exponent=1.0, peak_rss=0,
                            rounds=costs.RoundsRate(rounds=5, pairs=300))
