@@ -68,11 +68,18 @@ def test_planted_near_duplicates_dropped(built_store, kept_ids):
     planted = built_store.ground_truth["near_duplicates"]
     assert planted
     dropped_to_kept = near_dropped_to_kept(built_store, kept_ids)
+    # an original the filters dropped never reaches dedup: its copy may stay (the demo corpus draws its text from
+    # the machine's Python packages, so which ones the filters drop varies with what is installed)
+    filtered = drop_ids(built_store, "filtered")
+    caught = 0
     for dup in planted:
         assert dup["jaccard"] >= 0.9
         pair = {dup["id"], dup["duplicate_of"]}
-        assert len(pair & kept_ids) <= 1 and pair & fuzzy, dup  # never both kept; one at least dropped as fuzzy
-        assert pair - kept_ids <= dropped_to_kept | drop_ids(built_store, "exact_duplicate"), dup
+        assert len(pair & kept_ids) <= 1, dup  # never both kept
+        assert pair & fuzzy or dup["duplicate_of"] in filtered, dup  # one at least dropped as fuzzy
+        assert pair - kept_ids <= dropped_to_kept | drop_ids(built_store, "exact_duplicate") | filtered, dup
+        caught += bool(pair & fuzzy)
+    assert caught >= len(planted) - 1
 
 
 def near_dropped_to_kept(built_store, kept_ids) -> set[str]:
