@@ -3,18 +3,24 @@
 from __future__ import annotations
 
 import operator
+import tempfile
 
 from datatrove.data import Document
 from datatrove.pipeline.writers.parquet import ParquetWriter
 
 from mixture.pipelines import schemas
 from mixture.pipelines.runtime.datatrove_compat import ParquetWriterBase
+from mixture.pipelines.spooled_parquet import SpooledParquet
 from mixture.stages.files import RANK, TaskFile
 from mixture.stages.registry import DROPPED, PREPARED, QUARANTINED
 from mixture.store.io import DigestingFile
 
 TEXT_HEAD = 500
 STORE_BATCH = 128  # documents buffered per open output file (datatrove's default 1000 lets big documents pile up)
+# the prepared file's row groups: one file open per task, and pyarrow holds ~15 KiB of every row group's metadata
+# until the file closes (bench/rowgroup_memory_bench.py): ~31k groups of 128 at the pool's ~4M documents a task,
+# 0.54 GiB, against ~68 MiB in groups of 1,024 (BUFFER_CHARS still bounds the text a batch holds)
+PREPARED_BATCH = 1024
 BUFFER_CHARS = 8 * 2**20  # text buffered over all open files of a writer; above it the largest batches are written
 
 
@@ -39,8 +45,10 @@ class BoundedParquetWriter(ParquetWriterBase):
     batches built column by column (3× faster than row by row), and, with `measure`, the facts of every file it
     wrote (`facts`: rows, tokens, bytes, xxh64 by path)."""
 
-    def __init__(self, *args, measure: bool = False, **kwargs):
+    def __init__(self, *args, measure: bool = False, spool: bool = False, **kwargs):
         super().__init__(*args, **kwargs)
+        self.spool = spool  # files written at close from a local spool (SpooledParquet): no metadata held while open
+        self._spool_dir: tempfile.TemporaryDirectory | None = None
         self._chars: dict[str, int] = {}  # characters of text in each open file's pending batch
         self._pending = 0  # their sum
         self.measure = measure
@@ -56,10 +64,32 @@ class BoundedParquetWriter(ParquetWriterBase):
         if self.measure:
             sink = DigestingFile(file_handler)
             self._open[name] = (sink, [0, 0])
-        return pq.ParquetWriter(
-            sink, schema=self.schema, compression=column_codecs(self.schema, self.compression), use_dictionary=short,
-            write_statistics=short, use_content_defined_chunking=self.use_content_defined_chunking,
-            write_page_index=self.write_page_index)
+        options = {"compression": column_codecs(self.schema, self.compression), "use_dictionary": short,
+                   "write_statistics": short, "use_content_defined_chunking": self.use_content_defined_chunking,
+                   "write_page_index": self.write_page_index}
+        if self.spool:
+            if self._spool_dir is None:
+                self._spool_dir = tempfile.TemporaryDirectory(prefix="mixture-spool-")
+            return SpooledParquet(sink, self.schema, self._spool_dir.name, **options)
+        return pq.ParquetWriter(sink, schema=self.schema, **options)
+
+    def file_bytes(self, name: str) -> int:
+        """A spooled file's size is its spool's (LZ4 IPC; the zstd Parquet written at close is smaller)."""
+        if self.spool:
+            writer = self._writers.get(name)
+            return writer.spooled_bytes if writer is not None else 0
+        return super().file_bytes(name)
+
+    def close(self) -> None:
+        if self.spool:  # every pending batch to its spool first: the rows are let go before the files are written
+            for name in list(self._batches):
+                self.flush(name)
+        try:
+            super().close()
+        finally:
+            if self._spool_dir is not None:
+                self._spool_dir.cleanup()
+                self._spool_dir = None
 
     def row_buffered(self, name: str, row: dict) -> None:
         if self.measure:
@@ -187,7 +217,7 @@ def _target(store: str, file: TaskFile) -> tuple[str, str]:
 def work_writer(store: str) -> ParquetWriter:
     return WorkWriter(
         *_target(store, PREPARED), adapter=_work_row, schema=schemas.WORK, max_file_size=-1, compression="zstd",
-        use_content_defined_chunking=False, write_page_index=False, batch_size=STORE_BATCH,
+        use_content_defined_chunking=False, write_page_index=False, batch_size=PREPARED_BATCH,
     )
 
 
@@ -215,7 +245,9 @@ def store_writer(store: str, keep_token_ids: bool, shard_bytes: int, compression
         schema=schemas.store_schema(keep_token_ids),
         max_file_size=shard_bytes,
         compression=None if compression == "none" else compression,
-        # one open file per cell and task: a small batch bounds the task's buffered documents (200 cells × batch)
+        # one open file per cell and task: a small batch bounds the task's buffered documents (200 cells × batch);
+        # spooled, so the open files hold no row group metadata and are written in large row groups at close
         batch_size=STORE_BATCH,
         measure=True,
+        spool=True,
     )

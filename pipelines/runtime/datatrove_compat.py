@@ -198,6 +198,7 @@ class ParquetWriterBase(ParquetWriter):
     - `rows_buffered()`: after each row (a full batch is written by then); `flush(name)` writes a pending batch;
     - `batch_flushed(name)`: a file's pending batch was written (or there was none);
     - `record_batch(rows)`: the rows of a batch as a pyarrow RecordBatch;
+    - `file_bytes(name)`: what an output file holds so far, against `max_file_size`;
     - `file_closed(name)`: a file's footer is written, the file is complete."""
 
     def __init__(self, *args, **kwargs):
@@ -232,6 +233,10 @@ class ParquetWriterBase(ParquetWriter):
     def file_closed(self, name: str) -> None:
         pass
 
+    def file_bytes(self, name: str) -> int:
+        """How much output file `name` holds so far, against `max_file_size` (its bytes written)."""
+        return self._get_output_file_with_retry(name).tell()
+
     def flush(self, name: str) -> None:
         """Write the pending batch of output file `name` (a name with its file id when files rotate)."""
         self._write_batch(name)
@@ -248,7 +253,7 @@ class ParquetWriterBase(ParquetWriter):
         output = original
         if self.max_file_size > 0:
             output = self._get_filename_with_file_id(original)
-            if self._get_output_file_with_retry(output).tell() >= self.max_file_size:
+            if self.file_bytes(output) >= self.max_file_size:
                 self.file_id_counter[original] += 1
                 new_output = self._get_filename_with_file_id(original)
                 self._on_file_switch(original, output, new_output)

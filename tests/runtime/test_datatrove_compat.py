@@ -194,6 +194,51 @@ def test_the_bounded_writer_measures_what_it_wrote(tmp_path):
                          "xxh64": xxhash.xxh64_hexdigest(data)}
 
 
+@pytest.mark.parametrize("max_file_size", [-1, 1200])
+def test_the_spooled_writer_writes_the_same_rows_in_fewer_row_groups(tmp_path, max_file_size, monkeypatch):
+    """With `spool`, a file's batches wait in a local stream and the file is written at close: the same files and
+    rows as the unspooled writer without rotation (rotation goes by the spool's size: every row still in one file
+    in order), row groups regrouped by size, the facts of what was written, the spool folder removed."""
+    import xxhash
+
+    from mixture.pipelines import spooled_parquet
+
+    docs = _docs(100)
+    plain = BoundedParquetWriter(str(tmp_path / "plain"), "${group}/part-${rank}.parquet", adapter=_row,
+                                 schema=SCHEMA, batch_size=4, max_file_size=-1, use_content_defined_chunking=False)
+    list(plain.run(iter(docs), rank=1))
+    monkeypatch.setattr(spooled_parquet, "ROW_GROUP_BYTES", 2000)
+    w = BoundedParquetWriter(str(tmp_path / "spooled"), "${group}/part-${rank}.parquet", adapter=_row, schema=SCHEMA,
+                             batch_size=4, max_file_size=max_file_size, measure=True, spool=True,
+                             use_content_defined_chunking=False)
+    list(w.run(iter(docs), rank=1))
+    files = _files(tmp_path / "spooled")
+    if max_file_size < 0:
+        assert files == _files(tmp_path / "plain")
+    else:
+        assert len(files) > 2
+        for group in ("a", "b"):
+            rows = [r for name in sorted(files) if name.startswith(group) for r in files[name]]
+            assert rows == _files(tmp_path / "plain")[f"{group}/part-00001.parquet"]
+    for name, facts in w.facts.items():
+        data = (tmp_path / "spooled" / name).read_bytes()
+        meta = pq.read_metadata(tmp_path / "spooled" / name)
+        assert facts == {"rows": meta.num_rows, "tokens": 0, "bytes": len(data), "xxh64": xxhash.xxh64_hexdigest(data)}
+        assert meta.num_row_groups == 1 or meta.num_row_groups < -(-meta.num_rows // 4)  # fewer than the batches
+    assert sorted(w.facts) == sorted(files) and w._spool_dir is None
+
+
+def test_a_spooled_file_without_rows_is_a_valid_empty_file(tmp_path):
+    from mixture.pipelines.spooled_parquet import SpooledParquet
+
+    with open(tmp_path / "empty.parquet", "wb") as sink:
+        spooled = SpooledParquet(sink, SCHEMA, str(tmp_path))
+        spooled.close()
+        spooled.close()  # a second close does nothing
+    assert pq.read_table(tmp_path / "empty.parquet").schema.equals(SCHEMA)
+    assert [p.name for p in tmp_path.iterdir()] == ["empty.parquet"]  # the spool is gone
+
+
 class _Odd:
     def filter(self, doc: Document) -> bool | tuple[bool, str]:
         return (False, "odd") if int(doc.id[1:]) % 2 else True
