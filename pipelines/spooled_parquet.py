@@ -15,7 +15,7 @@ ROW_GROUP_BYTES = 8 << 20  # uncompressed bytes of a row group written at close 
 class SpooledParquet:
     """pyarrow's ParquetWriter as the build's writers use it (`write_batch`, `close`), for a file written at close.
 
-    pyarrow keeps ~15 KiB of metadata per row group of an open file until it is closed (bench/rowgroup_memory_bench.py):
+    pyarrow keeps ~18 KiB of metadata per row group of an open file until it is closed (bench/rowgroup_memory_bench.py):
     200 open cell files, each written a few dozen documents at a time, would hold ~1.5 GiB at the pool's ~4M documents
     a task. Here the batches go to a local LZ4-compressed IPC stream in `folder` (a stream keeps nothing per batch),
     and `close` writes them to `sink` regrouped into row groups of ROW_GROUP_BYTES, one row group in memory at a

@@ -17,9 +17,9 @@ from mixture.store.io import DigestingFile
 
 TEXT_HEAD = 500
 STORE_BATCH = 128  # documents buffered per open output file (datatrove's default 1000 lets big documents pile up)
-# the prepared file's row groups: one file open per task, and pyarrow holds ~15 KiB of every row group's metadata
+# the prepared file's row groups: one file open per task, and pyarrow holds ~18 KiB of every row group's metadata
 # until the file closes (bench/rowgroup_memory_bench.py): ~31k groups of 128 at the pool's ~4M documents a task,
-# 0.54 GiB, against ~68 MiB in groups of 1,024 (BUFFER_CHARS still bounds the text a batch holds)
+# 0.55 GiB, against ~71 MiB in groups of 1,024 (BUFFER_CHARS still bounds the text a batch holds)
 PREPARED_BATCH = 1024
 BUFFER_CHARS = 8 * 2**20  # text buffered over all open files of a writer; above it the largest batches are written
 
