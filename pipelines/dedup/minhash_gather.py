@@ -74,6 +74,7 @@ class MinhashGather(PartitionedStep):
         table `docs`: each row's idx and positions there."""
         fs, root = fsspec.core.url_to_fs(self.prepared)
         held: list[dict[str, np.ndarray]] = []
+        pending = 0  # rows in `held`
 
         def insert() -> None:
             con.register("batch", pa.table({k: np.concatenate([h[k] for h in held]) for k in held[0]}))
@@ -89,8 +90,10 @@ class MinhashGather(PartitionedStep):
                 sel = rows[group == g]
                 t = pf.read_row_group(int(g), columns=FETCHED.names).take(pa.array(sel - (ends[g - 1] if g else 0)))
                 held.append({"idx": sel, **spilled.append(t)})
-                if sum(len(h["idx"]) for h in held) >= POSITIONS_ROWS:
+                pending += len(sel)
+                if pending >= POSITIONS_ROWS:
                     insert()
+                    pending = 0
         if held:
             insert()
 
