@@ -14,7 +14,7 @@ from datatrove.pipeline.base import PipelineStep
 
 from mixture.pipelines.context import BuildContext
 from mixture.pipelines.dedup.minhash_buckets import signature_record, slice_offsets
-from mixture.pipelines.dedup.route_drops import load_drops
+from mixture.pipelines.dedup.route_drops import DropList, load_drops
 from mixture.stages.registry import (
     DROP_LISTS,
     PREPARED,
@@ -71,9 +71,10 @@ class MinhashSigs(PipelineStep):
         if data:
             yield from data
 
-    def _spill(self, batch: pa.RecordBatch, drops: dict, bands: list, dtype: np.dtype) -> int:
-        keep = [(i, sig) for i, sig in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True)
-                if sig is not None and i not in drops]
+    def _spill(self, batch: pa.RecordBatch, drops: DropList, bands: list, dtype: np.dtype) -> int:
+        dropped = drops.dropped(batch.column(0).to_numpy()).tolist()
+        keep = [(i, sig) for i, sig, drop in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(), dropped,
+                                                 strict=True) if sig is not None and not drop]
         if not keep:
             return 0
         matrix = np.frombuffer(b"".join(sig for _, sig in keep), dtype="<u8").reshape(len(keep), -1)

@@ -10,6 +10,7 @@ from datatrove.pipeline.base import PipelineStep
 
 from mixture.pipelines.context import BuildContext, BuildError
 from mixture.pipelines.dedup.drop_lists import dropped_count
+from mixture.pipelines.dedup.route_drops import DropList
 from mixture.stages.registry import DEDUP, DROP_LISTS, PREPARED, SAMPLE_DIR
 from mixture.store.formats import NearDuplicateReport, TokenizerRef, read_model
 from mixture.store.row_groups import row_group_batches
@@ -77,15 +78,16 @@ class SampleForFit(PipelineStep):
         return
         yield
 
-    def _pick(self, pf, drops: dict) -> tuple[dict[int, float], set[int]]:
+    def _pick(self, pf, drops: DropList) -> tuple[dict[int, float], set[int]]:
         """({row of the file: draw} of the picked rows, the fill candidates among them): draws below the rate, plus
         each source's lowest draw when it has none below the rate here."""
         picked, first_by_source, sampled_sources = {}, {}, set()
         row = -1
         for batch in row_group_batches(pf, 8192, ["idx", "id", "source"]):
-            for idx, doc_id, src in zip(*(c.to_pylist() for c in batch.columns), strict=True):
+            dropped = drops.dropped(batch.column(0).to_numpy()).tolist()
+            for drop, doc_id, src in zip(dropped, *(c.to_pylist() for c in batch.columns[1:]), strict=True):
                 row += 1
-                if idx in drops:
+                if drop:
                     continue
                 u = stable_unit(doc_id, self.seed)
                 if u < self.rate:
