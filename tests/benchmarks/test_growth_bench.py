@@ -57,6 +57,20 @@ def test_exponent_is_the_log_log_slope():
     assert growth_report.exponent([1e6], [2.0]) is None and growth_report.exponent(xs, [0.0, 1.0, 2.0]) is None
 
 
+def test_per_token_fit_separates_fixed_seconds_from_growth():
+    """A stage of 0.8 s fixed plus linear growth reads as sublinear to a log-log slope; the fit finds k = 1 and the
+    0.8 s; a superlinear growing part stays superlinear; too few points give nothing."""
+    xs = [s * 7.5e6 for s in (1, 2, 4, 8, 16) for _ in range(3)]
+    noise = [1.0, 1.02, 0.98] * 5
+    linear = [(0.8 + 2e-7 * x) * e for x, e in zip(xs, noise, strict=True)]
+    assert growth_report.exponent(xs, linear) < 0.9
+    k, low, high, a = growth_report.per_token_fit(xs, linear)
+    assert k == pytest.approx(1.0, abs=0.05) and low < 1.0 < high and a == pytest.approx(0.8, abs=0.3)
+    k, low, high, _ = growth_report.per_token_fit(xs, [0.8 + 1e-10 * x**1.4 for x in xs])
+    assert k == pytest.approx(1.4, abs=0.01) and low > 1.1
+    assert growth_report.per_token_fit(xs[:4], linear[:4]) is None
+
+
 def test_goals_on_measured_figures(measured):
     report = growth_report.Report(measured)
     lines = report.goal_lines()
