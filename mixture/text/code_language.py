@@ -142,21 +142,22 @@ def passes_py(head: str) -> tuple[Counter, Counter]:
 
 
 def _tokens(head: str) -> Counter:
+    """The head's weighted tokens and their counts, in order of first occurrence (tags as `htmltag`/`xmltag`, `</`
+    counted apart); a word no language weighs is left out: it scores nothing, and most words are such (~120 a code
+    file), so counting them cost more than scoring."""
     starts, words = kernel.code_tokens(head) if kernel else passes_py(head)
     out = Counter(starts)
     for tok, n in words.items():
+        if tok in _INDEX:  # `<<`, `<?php`, `?>` … among them; none starts with `</`
+            out[tok] += n
+            continue
         first = tok[0]
         if first == "<" and tok != "<<" or tok == "?>":
             if tok.startswith("</"):
                 out["</"] += n
-            if tok in ("<?php", "<?xml", "<!DOCTYPE", "?>", "<html"):
-                out[tok] += n
-            else:
-                out["htmltag" if tok.lstrip("</").lower() in HTML_TAGS else "xmltag"] += n
+            out["htmltag" if tok.lstrip("</").lower() in HTML_TAGS else "xmltag"] += n
         elif first == "m" and tok[-1].isspace():  # Perl's `my $x`, not the English word
             out["my $"] += n
-        else:
-            out[tok] += n
     return out
 
 

@@ -73,7 +73,8 @@ def test_the_scorer_reads_line_starts_words_tags_and_perl_declarations():
 
     perl = "#!/usr/bin/perl\nuse strict;\nmy $name = shift;\nprint \"my friend\\n\";\n"
     found = _tokens(perl)
-    assert found["#!"] == 1 and found["my $"] == 1 and found["my"] == 1 and found["use"] == 1
+    # the English `my` is not Perl's `my $`; as no language weighs it, it is not counted at all
+    assert found["#!"] == 1 and found["my $"] == 1 and "my" not in found and found["use"] == 1
     data = "name: demo\n- item: one\nsays: Hello there. How are you?\n"
     found = _tokens(data)  # a data line is read whole: its words are not tokens; a dialogue line is not data
     assert found["ykey"] == 1 and found["ylist"] == 1 and not found["demo"] and not found["says"]
