@@ -27,14 +27,12 @@ class SpooledParquet:
         os.close(fd)
         self._file = pa.OSFile(self.path, "wb")
         self._stream = pa.ipc.new_stream(self._file, schema, options=pa.ipc.IpcWriteOptions(compression="lz4"))
+        self.spooled_bytes = self._file.tell()  # asked before every row a writer adds (it rotates files by size)
         self.closed = False
-
-    @property
-    def spooled_bytes(self) -> int:
-        return self._file.tell()
 
     def write_batch(self, batch: pa.RecordBatch) -> None:
         self._stream.write_batch(batch)
+        self.spooled_bytes = self._file.tell()
 
     def close(self) -> None:
         if self.closed:

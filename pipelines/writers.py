@@ -55,6 +55,7 @@ class BoundedParquetWriter(ParquetWriterBase):
         self._open: dict[str, tuple[DigestingFile, list[int]]] = {}  # file, [rows, tokens]
         self.facts: dict[str, dict] = {}
         self._row = operator.itemgetter(*self.schema.names)  # an adapted row's values in schema order (≥ 2 columns)
+        self._long = tuple(c for c in self.schema.names if c in LONG_TEXT)  # the columns the text budget counts
 
     def open_parquet(self, name: str, file_handler):
         import pyarrow.parquet as pq
@@ -96,7 +97,8 @@ class BoundedParquetWriter(ParquetWriterBase):
             counts = self._open[name][1]
             counts[0] += 1
             counts[1] += row.get("n_tokens") or 0
-        size = sum(len(row.get(c) or "") for c in LONG_TEXT)
+        long = self._long
+        size = len(row.get(long[0]) or "") if len(long) == 1 else sum(len(row.get(c) or "") for c in long)
         self._chars[name] = self._chars.get(name, 0) + size
         self._pending += size
 

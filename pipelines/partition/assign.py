@@ -29,6 +29,8 @@ from mixture.store.formats import TokenizerRef
 from mixture.store.io import open_atomic
 from mixture.text.normalize import stable_unit
 
+SAMPLE_FIELDS = ("source", "category", "origin", "n_tokens", "content_type", "code_language", "language",
+                 "language_score", "raw_score", "quality_score", "cluster", "quality", "fine_cluster", "cluster_distance")
 SAMPLE_GROUP = 64  # rows per row group of a task's sample candidates: finalize reads only the groups it picks from
 
 
@@ -130,20 +132,20 @@ class Assign(PipelineStep):
                 m["input_ids"] = ids[i]
 
     def _collect(self, doc: Document, uniform: dict, exemplars: dict) -> None:
+        """Offers the document to its cell's two heaps (a uniform draw, the nearest to the centroid); its sample row
+        is built only when a heap takes it (a few documents of a cell, not every one)."""
         m = doc.metadata
         cell = (m["cluster"], m["quality"])
-        row = {k: m.get(k) for k in ("source", "category", "origin", "n_tokens", "content_type", "code_language", "language",
-                                      "language_score", "raw_score", "quality_score", "cluster", "quality",
-                                      "fine_cluster", "cluster_distance")}
-        row.update(id=doc.id, text=doc.text, n_chars=len(doc.text))
+        row = None
         for heap, n, key in ((uniform.setdefault(cell, []), self.n_uniform, stable_unit(doc.id, self.seed)),
                              (exemplars.setdefault(cell, []), self.n_exemplars, m["cluster_distance"])):
             self._seq += 1
-            item = (-key, doc.id, self._seq, row)
-            if len(heap) < n:
-                heapq.heappush(heap, item)
-            elif n and item > heap[0]:
-                heapq.heapreplace(heap, item)
+            head = (-key, doc.id, self._seq)  # unique (seq): an item compares as its head
+            if len(heap) < n or (n and head > heap[0][:3]):
+                if row is None:
+                    row = {k: m.get(k) for k in SAMPLE_FIELDS}
+                    row.update(id=doc.id, text=doc.text, n_chars=len(doc.text))
+                (heapq.heappush if len(heap) < n else heapq.heapreplace)(heap, (*head, row))
 
     def _write_samples(self, rank: int, uniform: dict, exemplars: dict) -> None:
         import pyarrow as pa

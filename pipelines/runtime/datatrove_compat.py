@@ -207,6 +207,15 @@ class ParquetWriterBase(ParquetWriter):
         self._fields = [f for f in self.output_filename.get_identifiers() if f != "rank"]  # metadata in the name
         self._names: dict[tuple, tuple[str, str]] = {}  # those fields' values -> (file name, its stats label)
         self._written: Counter = Counter()  # documents per stats label, added to the stats at close
+        self._with_id: dict[tuple[str, int], str] = {}  # (file name, file id) -> the name with its id
+
+    def _get_filename_with_file_id(self, filename: str) -> str:
+        """datatrove's name with the file id, made once per (name, id): it was asked for every document."""
+        key = (filename, self.file_id_counter[filename])
+        name = self._with_id.get(key)
+        if name is None:
+            name = self._with_id[key] = super()._get_filename_with_file_id(filename)
+        return name
 
     # ---- hooks
     def open_parquet(self, name: str, file_handler):
