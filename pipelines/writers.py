@@ -10,7 +10,7 @@ from datatrove.pipeline.writers.parquet import ParquetWriter
 
 from mixture.pipelines import schemas
 from mixture.pipelines.runtime.datatrove_compat import ParquetWriterBase
-from mixture.pipelines.spooled_parquet import SpooledParquet
+from mixture.pipelines.spooled_parquet import HeldBytes, SpooledParquet
 from mixture.stages.files import RANK, TaskFile
 from mixture.stages.registry import DROPPED, PREPARED, QUARANTINED
 from mixture.store.io import DigestingFile
@@ -49,6 +49,7 @@ class BoundedParquetWriter(ParquetWriterBase):
         super().__init__(*args, **kwargs)
         self.spool = spool  # files written at close from a local spool (SpooledParquet): no metadata held while open
         self._spool_dir: tempfile.TemporaryDirectory | None = None
+        self._held = HeldBytes()  # the batches its spooled files hold in memory, all files together
         self._chars: dict[str, int] = {}  # characters of text in each open file's pending batch
         self._pending = 0  # their sum
         self.measure = measure
@@ -71,7 +72,7 @@ class BoundedParquetWriter(ParquetWriterBase):
         if self.spool:
             if self._spool_dir is None:
                 self._spool_dir = tempfile.TemporaryDirectory(prefix="mixture-spool-")
-            return SpooledParquet(sink, self.schema, self._spool_dir.name, **options)
+            return SpooledParquet(sink, self.schema, self._spool_dir.name, self._held, **options)
         return pq.ParquetWriter(sink, schema=self.schema, **options)
 
     def file_bytes(self, name: str) -> int:

@@ -194,15 +194,22 @@ def test_the_bounded_writer_measures_what_it_wrote(tmp_path):
                          "xxh64": xxhash.xxh64_hexdigest(data)}
 
 
+@pytest.mark.parametrize("held", [None, 0, 3000])  # every file's batches in memory, every file spooled, a small budget
 @pytest.mark.parametrize("max_file_size", [-1, 1200])
-def test_the_spooled_writer_writes_the_same_rows_in_fewer_row_groups(tmp_path, max_file_size, monkeypatch):
-    """With `spool`, a file's batches wait in a local stream and the file is written at close: the same files and
-    rows as the unspooled writer without rotation (rotation goes by the spool's size: every row still in one file
-    in order), row groups regrouped by size, the facts of what was written, the spool folder removed."""
+def test_the_spooled_writer_writes_the_same_rows_in_fewer_row_groups(tmp_path, max_file_size, held, monkeypatch):
+    """With `spool`, a file's batches wait (in memory within the writer's budget, else in a local stream) and the
+    file is written at close: the same files and rows as the unspooled writer without rotation (rotation goes by
+    the waiting batches' size: every row still in one file in order), row groups regrouped by size, the facts of
+    what was written, the spool folder removed, nothing left counted as held."""
     import xxhash
 
     from mixture.pipelines import spooled_parquet
 
+    if held is not None:
+        monkeypatch.setattr(spooled_parquet, "HELD_BYTES", held)
+    spooled: list[spooled_parquet.SpooledParquet] = []
+    monkeypatch.setattr(spooled_parquet.SpooledParquet, "_spool", lambda self, f=spooled_parquet.SpooledParquet._spool:
+                        (spooled.append(self), f(self))[1])
     docs = _docs(100)
     plain = BoundedParquetWriter(str(tmp_path / "plain"), "${group}/part-${rank}.parquet", adapter=_row,
                                  schema=SCHEMA, batch_size=4, max_file_size=-1, use_content_defined_chunking=False)
@@ -226,6 +233,16 @@ def test_the_spooled_writer_writes_the_same_rows_in_fewer_row_groups(tmp_path, m
         assert facts == {"rows": meta.num_rows, "tokens": 0, "bytes": len(data), "xxh64": xxhash.xxh64_hexdigest(data)}
         assert meta.num_row_groups == 1 or meta.num_row_groups < -(-meta.num_rows // 4)  # fewer than the batches
     assert sorted(w.facts) == sorted(files) and w._spool_dir is None
+    assert w._held.used == 0
+    assert len(spooled) == {None: 0, 0: len(files)}.get(held, len(spooled)) and (held != 3000 or spooled)
+    if max_file_size < 0 and held is not None:  # the same bytes whichever way the batches waited
+        unspooled = tmp_path / "held"
+        monkeypatch.setattr(spooled_parquet, "HELD_BYTES", 1 << 30)
+        again = BoundedParquetWriter(str(unspooled), "${group}/part-${rank}.parquet", adapter=_row, schema=SCHEMA,
+                                     batch_size=4, max_file_size=-1, spool=True, use_content_defined_chunking=False)
+        list(again.run(iter(docs), rank=1))
+        for name in files:
+            assert (unspooled / name).read_bytes() == (tmp_path / "spooled" / name).read_bytes()
 
 
 def test_a_spooled_file_without_rows_is_a_valid_empty_file(tmp_path):
