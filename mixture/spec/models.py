@@ -273,7 +273,7 @@ class StoreSection(Strict):
     samples_per_cell: int = Field(4, ge=0)
     exemplars_per_cell: int = Field(2, ge=0)
     keep_token_ids: bool = False
-    shard_bytes: int = Field(256 * 2**20, gt=0, description="rotate a cell's Parquet file of a task when its data reaches this size (LZ4-compressed, as spooled before the file is written; the zstd file is smaller)")
+    shard_bytes: int = Field(256 * 2**20, gt=0, description="rotate a cell's Parquet file of a task when its data reaches this size (as it waits before the file is written: Arrow bytes while held in memory, LZ4-compressed once spooled to local disk; the zstd file is smaller)")
     compression: Literal["zstd", "snappy", "gzip", "none"] = "zstd"
 
 
