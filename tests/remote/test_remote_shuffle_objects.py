@@ -27,7 +27,7 @@ def shuffle_objects(fs, store: str) -> dict[str, int]:
 
 @pytest.mark.parametrize(("protocol", "tasks", "partitions", "combine"), [
     ("gs", 4, None, None),
-    ("gs", 4, None, 2),
+    pytest.param("gs", 4, None, 2, marks=pytest.mark.heavy),  # combined (~60 s; covered locally in make test)
     pytest.param("s3", 16, 6, None, marks=pytest.mark.heavy),  # 16 tasks on 2 cores: make test-heavy (CI runs both)
 ])
 def test_each_shuffle_is_one_object_per_writer(request, protocol: str, tasks: int, partitions: int | None,

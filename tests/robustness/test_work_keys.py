@@ -272,6 +272,7 @@ STOPS = [None, "prepare", "minhash_cluster", "fit", "assign"]
 step = st.tuples(st.sampled_from(list(EDITS)), st.sampled_from(STOPS), st.booleans())
 
 
+@pytest.mark.heavy  # a repeated-kill stress run (~50 s): make test-heavy, which CI runs after make test
 @settings(max_examples=4, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(first=st.sampled_from(STOPS[1:]), steps=st.lists(step, min_size=1, max_size=2))
