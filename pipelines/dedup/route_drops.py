@@ -19,7 +19,7 @@ from mixture.stages.registry import EXACT_DROPS, FUZZY_DROPS, ID_DROPS
 
 class DropList:
     """{document index: (reason, detail)} of one prepared file, held as sorted arrays: the table's rows as Python
-    objects took ~395 MiB more per million drops (detail strings of ~150 characters; a pool task lists ~0.4–1M),
+    objects held ~370 MiB per million drops (detail strings of ~150 characters; a pool task lists ~0.4–1M),
     and converting the whole table at once held every row twice."""
 
     def __init__(self, table: pa.Table):
