@@ -97,7 +97,6 @@ class SpooledParquet:
                 if group:
                     out.write_table(pa.Table.from_batches(group), row_group_size=sum(b.num_rows for b in group))
         finally:
-            self.held.used -= self._bytes
-            self._bytes = 0
+            self._release()
             if self.path is not None:
                 os.remove(self.path)

@@ -76,7 +76,8 @@ class BoundedParquetWriter(ParquetWriterBase):
         return pq.ParquetWriter(sink, schema=self.schema, **options)
 
     def file_bytes(self, name: str) -> int:
-        """A spooled file's size is its spool's (LZ4 IPC; the zstd Parquet written at close is smaller)."""
+        """A spooled file's size is what its batches take while they wait: Arrow bytes in memory, LZ4 once spooled
+        (the zstd Parquet written at close is smaller)."""
         if self.spool:
             writer = self._writers.get(name)
             return writer.spooled_bytes if writer is not None else 0
@@ -98,8 +99,7 @@ class BoundedParquetWriter(ParquetWriterBase):
             counts = self._open[name][1]
             counts[0] += 1
             counts[1] += row.get("n_tokens") or 0
-        long = self._long
-        size = len(row.get(long[0]) or "") if len(long) == 1 else sum(len(row.get(c) or "") for c in long)
+        size = sum(len(row.get(c) or "") for c in self._long)
         self._chars[name] = self._chars.get(name, 0) + size
         self._pending += size
 
