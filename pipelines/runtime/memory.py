@@ -17,7 +17,8 @@ def configure_memory() -> None:
     largest block freed so far, after which big batch buffers come from the heap and their pages stay: −56 MiB at
     the end of a 1× build and −64 MiB at 10× in bench/memory_bench.py) and Arrow's buffers on the system allocator
     instead of mimalloc, which keeps freed segments. With the bounded writer buffers and single-threaded
-    tokenizing, the build's peak memory over 10x the input went from 1.30x to 1.12x."""
+    tokenizing, the build's peak memory over 10x the input went from 1.30x to 1.12x. The C++ code that takes Arrow's
+    own default pool is put on the system allocator when `mixture` is imported (mixture/__init__.py)."""
     import pyarrow as pa
 
     name = ctypes.util.find_library("c")
