@@ -3,6 +3,7 @@ kept, as datatrove's signature files, one per band, sorted (the input of `minhas
 
 from __future__ import annotations
 
+import os
 import tempfile
 
 import fsspec
@@ -15,6 +16,7 @@ from datatrove.pipeline.base import PipelineStep
 from mixture.pipelines.context import BuildContext
 from mixture.pipelines.dedup.minhash_buckets import signature_record, slice_offsets
 from mixture.pipelines.dedup.route_drops import DropList, load_drops
+from mixture.pipelines.dedup.sorted_runs import sorted_blocks
 from mixture.stages.registry import (
     DROP_LISTS,
     PREPARED,
@@ -23,7 +25,7 @@ from mixture.stages.registry import (
     SLICE_INDEX,
     bucket_slices,
 )
-from mixture.store.io import write_atomic
+from mixture.store.io import open_atomic, write_atomic
 from mixture.store.row_groups import row_group_batches
 
 
@@ -59,17 +61,22 @@ class MinhashSigs(PipelineStep):
                 for band in bands:
                     band.close()
             for b in range(self.bands):
-                records = np.fromfile(f"{tmp}/{b}", dtype=dtype)
-                records.sort(order=dtype.names)  # the bucket stage merges files sorted by signature
-                path = SIGNATURES.path(out_root, rank, b)
-                out_fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
-                if self.slices > 1:  # the index first: a published signature file always has its index
-                    write_atomic(out_fs, SLICE_INDEX.path(out_root, rank, b),
-                                 slice_offsets(records["h0"], self.slices).tobytes())
-                write_atomic(out_fs, path, records.tobytes())
+                self._publish(f"{tmp}/{b}", dtype, out_fs, out_root, rank, b)
         self.stat_update("signatures", value=n)
         if data:
             yield from data
+
+    def _publish(self, unsorted: str, dtype: np.dtype, fs, root: str, rank: int, band: int) -> None:
+        """One band's records sorted (the bucket stage merges files sorted by signature) in bounded memory, written
+        as they come; with slices > 1 the slice index first: a published signature file always has its index."""
+        index = np.zeros(self.slices + 1, dtype="<u8")  # a count of records per entry: the blocks' indexes add up
+        with open_atomic(fs, SIGNATURES.path(root, rank, band)) as f:
+            for block in sorted_blocks(unsorted, dtype):
+                index += slice_offsets(block["h0"], self.slices)
+                f.write(block.tobytes())
+            if self.slices > 1:
+                write_atomic(fs, SLICE_INDEX.path(root, rank, band), index.tobytes())
+        os.remove(unsorted)
 
     def _spill(self, batch: pa.RecordBatch, drops: DropList, bands: list, dtype: np.dtype) -> int:
         dropped = drops.dropped(batch.column(0).to_numpy()).tolist()

@@ -1,0 +1,79 @@
+"""A local file of fixed-size records sorted in bounded memory: sorted runs written beside it, then merged block by
+block (an external merge sort), for a task whose input outgrows one sort in memory."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import numpy as np
+
+RUN_BYTES = 32 << 20  # records sorted in memory at once (a sort holds them twice)
+MERGE_BYTES = 32 << 20  # the merge's blocks, over all its runs
+
+
+def sorted_blocks(path: str, dtype: np.dtype, run_bytes: int | None = None,
+                  merge_bytes: int | None = None) -> Iterator[np.ndarray]:
+    """The records of `path` (a file of `dtype` records) in the order of `dtype.names`, as consecutive sorted
+    blocks. A file of at most `run_bytes` is sorted in memory as one block; a larger one is cut into sorted runs of
+    `run_bytes` (files beside `path`, removed when the merge ends) that are merged in blocks of `merge_bytes` in all.
+    Memory: about 2 × max(run_bytes, merge_bytes), whatever the file's size."""
+    run_bytes, merge_bytes = run_bytes or RUN_BYTES, merge_bytes or MERGE_BYTES
+    per_run = max(1, run_bytes // dtype.itemsize)
+    n = os.path.getsize(path) // dtype.itemsize
+    if n <= per_run:
+        yield sort_records(np.fromfile(path, dtype=dtype))
+        return
+    runs = []
+    with open(path, "rb") as f:
+        for start in range(0, n, per_run):
+            runs.append(f"{path}.run{len(runs)}")
+            sort_records(np.fromfile(f, dtype=dtype, count=min(per_run, n - start))).tofile(runs[-1])
+    yield from _merged(runs, dtype, max(1, merge_bytes // (len(runs) * dtype.itemsize)))
+
+
+def sort_records(records: np.ndarray) -> np.ndarray:
+    """`records` sorted by every field in order: by the first (a numeric sort, ~2.5x faster than a sort of whole
+    records; stable, so the sorted parts of a merge are found as runs), then the records that share a first field
+    among themselves, by every field."""
+    first = records.dtype.names[0]
+    # taken as opaque records: numpy's take of a structured dtype goes field by field (~3x slower)
+    out = records.view(f"V{records.dtype.itemsize}")[np.argsort(records[first], kind="stable")].view(records.dtype)
+    same = out[first][1:] == out[first][:-1]
+    if same.any():  # the tied records sorted together keep their groups' places: the first field leads the order
+        tied = np.zeros(len(out), dtype=bool)
+        tied[1:] |= same
+        tied[:-1] |= same
+        out[tied] = np.sort(out[tied], order=records.dtype.names)
+    return out
+
+
+def _merged(paths: list[str], dtype: np.dtype, block: int) -> Iterator[np.ndarray]:
+    """Sorted runs merged: each step takes, from every run's current block, the records up to the least last
+    record among the runs that have more to read (nothing unread can come before it), and sorts them together;
+    the run that bounded the step is then used up and reads its next block."""
+    files = [open(p, "rb") for p in paths]  # noqa: SIM115 - closed below
+    left = [os.path.getsize(p) // dtype.itemsize for p in paths]
+    blocks = [np.empty(0, dtype) for _ in paths]
+    try:
+        while True:
+            for i, f in enumerate(files):
+                if not len(blocks[i]) and left[i]:
+                    blocks[i] = np.fromfile(f, dtype=dtype, count=min(block, left[i]))
+                    left[i] -= len(blocks[i])
+            if not any(len(b) for b in blocks):
+                return
+            pending = [blocks[i][-1:] for i in range(len(files)) if left[i] and len(blocks[i])]
+            if pending:
+                lasts = np.concatenate(pending)
+                lasts.sort(order=dtype.names)
+                cuts = [int(np.searchsorted(b, lasts[:1], side="right")[0]) for b in blocks]
+            else:  # every run read to its end: what is left of the blocks is the rest
+                cuts = [len(b) for b in blocks]
+            out = sort_records(np.concatenate([b[:c] for b, c in zip(blocks, cuts, strict=True)]))
+            blocks = [b[c:] for b, c in zip(blocks, cuts, strict=True)]
+            yield out
+    finally:
+        for f, p in zip(files, paths, strict=True):
+            f.close()
+            os.remove(p)
