@@ -12,7 +12,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 ROW_GROUP_BYTES = 8 << 20  # uncompressed bytes of a row group written at close (at least one batch)
-HELD_BYTES = 32 << 20  # batches the files of one writer hold in memory before a file goes to its local spool
+HELD_BYTES = 8 << 20  # batches the files of one writer hold in memory before a file goes to its local spool
+# (32 MiB: 2.6 % less CPU on a 1-worker demo build, but assign's peak 1.28x at 100x its input against 1.20x)
 
 
 class HeldBytes:
