@@ -36,15 +36,16 @@ def sort_records(records: np.ndarray) -> np.ndarray:
     """`records` sorted by every field in order: by the first (a numeric sort, ~2.5x faster than a sort of whole
     records; stable, so the sorted parts of a merge are found as runs), then the records that share a first field
     among themselves, by every field."""
-    first = records.dtype.names[0]
+    names, opaque = records.dtype.names, f"V{records.dtype.itemsize}"
     # taken as opaque records: numpy's take of a structured dtype goes field by field (~3x slower)
-    out = records.view(f"V{records.dtype.itemsize}")[np.argsort(records[first], kind="stable")].view(records.dtype)
-    same = out[first][1:] == out[first][:-1]
+    out = records.view(opaque)[np.argsort(records[names[0]], kind="stable")].view(records.dtype)
+    same = out[names[0]][1:] == out[names[0]][:-1]
     if same.any():  # the tied records sorted together keep their groups' places: the first field leads the order
         tied = np.zeros(len(out), dtype=bool)
         tied[1:] |= same
         tied[:-1] |= same
-        out[tied] = np.sort(out[tied], order=records.dtype.names)
+        sub = out[tied]  # by every field: lexsort, ~3x faster than a structured sort on near-duplicate families
+        out[tied] = sub.view(opaque)[np.lexsort([sub[name] for name in reversed(names)])].view(records.dtype)
     return out
 
 
