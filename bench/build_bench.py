@@ -267,23 +267,22 @@ def markdown(results: list[dict], args, cmd: str, corpus: dict) -> str:
         lines.append(f"| `{name}` | " + " | ".join(
             f"{r['stages'][i][1]:.2f} s ({100 * r['stages'][i][1] / r['wall']:.0f} %)" for r in results) + " |")
     lines.append("| total | " + " | ".join(f"{r['wall']:.1f} s" for r in results) + " |")
-    best = max(r["ratio"] for r in results)
     top = sorted(r0["stages"], key=lambda s: -s[1])[:3]
     speedup = (f" Speed-up from 1 to 2 workers (1-worker time / 2-worker time): build "
                f"{by_w[1]['wall'] / by_w[2]['wall']:.2f}×, bare tokenizer {by_w[1]['tok_time'] / by_w[2]['tok_time']:.2f}×." if 1 in by_w and 2 in by_w else "")
     lines += [
         "",
-        f"Target: build ≥ 0.5× the bare tokenizer: {'met' if best >= 0.5 else 'NOT met'} (ratio "
-        + ", ".join(f"{r['ratio']:.3f} on {r['workers']} worker{'s' if r['workers'] > 1 else ''}" for r in results)
-        + "). Tokenization is one step of many: on 1 worker the largest stages are "
-        + ", ".join(f"`{n}` ({s:.1f} s)" for n, s in top) + "." + speedup,
+        "Target (issue 26): the whole build ≥ 1.0× bare tiktoken's rate on its input (last rows of the first "
+        "table): " + ("met" if min(r["raw_ratio"] for r in results) >= 1.0 else "NOT met") + " ("
+        + ", ".join(f"{r['raw_ratio']:.3f}× on {r['workers']} worker{'s' if r['workers'] > 1 else ''}" for r in results)
+        + "). On 1 worker the largest stages are " + ", ".join(f"`{n}` ({s:.1f} s)" for n, s in top) + "." + speedup,
         "",
-        f"Reading the ratio: the build tokenizes the same text as the baseline (inside `assign`, one text at a time "
-        f"like the baseline's per-text call), so on one worker the tokenizer's own work is about {r0['tok_time']:.1f} s "
-        f"of the build's {r0['wall']:.1f} s and everything else (reading and decompressing the sources, normalising, "
-        "gates, fingerprints, content type and quality, the dedup decisions, the fit, embedding and writing the "
-        f"cells) takes about {r0['wall'] - r0['tok_time']:.1f} s, {(r0['wall'] - r0['tok_time']) / r0['tok_time']:.2f}x "
-        "the tokenizer; 0.5x needs it at 1.0x.",
+        "Reading the ratio: the build does not run tiktoken. It counts the kept documents' tokens with the "
+        "`bpe-openai` crate (mixture/tokenizer.py: the same counts, ~2.5× tiktoken's `encode_ordinary` rate; "
+        "bench/tokenizer_bench.py), in `sample` and `assign`. So the baseline's "
+        f"{r0['tok_time']:.1f} s of tiktoken stand for a rate, not for a part of the build's {r0['wall']:.1f} s: "
+        "the rest of the build (reading and decompressing the sources, normalising, gates, fingerprints, content "
+        "type and quality, the dedup decisions, the fit, embedding and writing the cells) is most of it.",
         "",
         "The target's \"bare tokenizer on the same text\" is read here strictly: the text the build keeps. Read as "
         "the corpus the build is given (every well-formed record, duplicates and gated documents included, which the "
