@@ -20,6 +20,7 @@ ROWS = 8  # rows per band of the default spec (112 permutations, 14 bands)
 
 SORT = r"""
 import json, resource, sys, time
+import mixture  # first, as in a build: it picks numpy's and Arrow's allocators before they are imported
 import numpy as np
 from mixture.pipelines.dedup import sorted_runs
 from mixture.pipelines.dedup.minhash_buckets import signature_record
@@ -40,7 +41,7 @@ print(json.dumps({"records": n, "cpu": cpu, "peak": resource.getrusage(resource.
 
 BASE = r"""
 import json, resource, sys
-import numpy as np, mixture.pipelines.dedup.sorted_runs
+import mixture, numpy as np, mixture.pipelines.dedup.sorted_runs
 print(json.dumps({"peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 

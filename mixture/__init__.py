@@ -10,5 +10,7 @@ __version__ = "0.2.0"  # 0.2.0: content type as kind + code language; language `
 #   purges in system time.
 # - numpy asks for transparent huge pages on arrays of 4 MiB and more; a build allocates and frees such arrays
 #   batch after batch, and each first touch then zeroes (and, under THP defrag=madvise, compacts) 2 MiB.
-os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
-os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
+ALLOCATOR_ENV = {"ARROW_DEFAULT_MEMORY_POOL": "system", "NUMPY_MADVISE_HUGEPAGE": "0"}
+for _name, _value in ALLOCATOR_ENV.items():
+    os.environ.setdefault(_name, _value)
+del _name, _value

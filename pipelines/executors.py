@@ -120,7 +120,9 @@ def ensure_ray(address: str | None, num_cpus: int) -> bool:
     if ray.is_initialized():
         return False
     # the allocators importing mixture chose (mixture/__init__.py), set before a worker imports anything
-    allocators = {k: os.environ[k] for k in ("ARROW_DEFAULT_MEMORY_POOL", "NUMPY_MADVISE_HUGEPAGE") if k in os.environ}
+    from mixture import ALLOCATOR_ENV
+
+    allocators = {k: os.environ[k] for k in ALLOCATOR_ENV if k in os.environ}
     opts = {"log_to_driver": False, "runtime_env": {"env_vars": {"TQDM_DISABLE": "1", **allocators},
                                                     "worker_process_setup_hook": "mixture.pipelines.executors.ray_worker_setup"}}
     if address:

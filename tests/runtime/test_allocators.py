@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+from mixture import ALLOCATOR_ENV
+
 PROBE = """
 import mixture
 import numpy, pyarrow
@@ -15,7 +17,7 @@ print(pyarrow.default_memory_pool().backend_name, _set_madvise_hugepage(False))
 
 
 def _probe(**env: str) -> list[str]:
-    clean = {k: v for k, v in os.environ.items() if k not in ("ARROW_DEFAULT_MEMORY_POOL", "NUMPY_MADVISE_HUGEPAGE")}
+    clean = {k: v for k, v in os.environ.items() if k not in ALLOCATOR_ENV}
     out = subprocess.run([sys.executable, "-c", PROBE], env={**clean, **env}, capture_output=True, text=True,
                          check=True)
     return out.stdout.split()
