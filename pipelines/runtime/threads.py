@@ -9,10 +9,8 @@ from collections.abc import Iterator
 _task_threads = 0  # 0: no task is running in this process (libraries keep their defaults)
 # read by OpenMP and BLAS libraries when they load: a library first loaded inside a task (scipy's own OpenBLAS and
 # scikit-learn's OpenMP in a fresh Slurm or Ray process) would otherwise take one thread per core of the node,
-# which threadpoolctl cannot limit after the fact and which changed the fitted embedder with the node's core count;
-# the token counter (fastokens) reads the last two when it first splits a long text across threads
-THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS", "RAYON_NUM_THREADS",
-              "FASTOKENS_BPE_THREADS")
+# which threadpoolctl cannot limit after the fact and which changed the fitted embedder with the node's core count
+THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
 
 
 @contextlib.contextmanager
