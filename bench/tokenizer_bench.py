@@ -125,6 +125,7 @@ def main() -> None:
 
 
 def version(package: str) -> str | None:
+    """The installed version of `package`, None when it is not installed."""
     from importlib.metadata import PackageNotFoundError
     from importlib.metadata import version as installed
 
