@@ -749,6 +749,56 @@ done:
     return out;
 }
 
+/* ---- near-duplicate verification (pipelines/dedup/minhash_verify.py's numpy jaccard is the reference) ---- */
+
+static PyObject *shared_counts(PyObject *self, PyObject *args) {
+    Py_buffer vb, sb, lb, ab, bb;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*", &vb, &sb, &lb, &ab, &bb)) return NULL;
+    PyObject *out = NULL;
+    if (check_words(&vb, "values") < 0 || check_words(&sb, "start") < 0 || check_words(&lb, "length") < 0 ||
+        check_words(&ab, "a") < 0 || check_words(&bb, "b") < 0) goto done;
+    const uint64_t *v = vb.buf;
+    const int64_t *start = sb.buf, *length = lb.buf, *a = ab.buf, *b = bb.buf;
+    Py_ssize_t n_values = vb.len / 8, rows = sb.len / 8, pairs = ab.len / 8;
+    if (lb.len != sb.len || bb.len != ab.len) {
+        PyErr_SetString(PyExc_ValueError, "shared_counts: one length per start and one b per a");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < pairs; i++) {  /* every row a pair names lies inside the values */
+        int64_t r[2] = {a[i], b[i]};
+        for (int k = 0; k < 2; k++) {
+            if (r[k] < 0 || r[k] >= rows || start[r[k]] < 0 || length[r[k]] < 0 ||
+                start[r[k]] > n_values - length[r[k]]) {
+                PyErr_Format(PyExc_ValueError, "shared_counts: pair %zd names row %lld, not a row inside the values",
+                             i, (long long)r[k]);
+                goto done;
+            }
+        }
+    }
+    out = PyBytes_FromStringAndSize(NULL, pairs * 8);
+    if (!out) goto done;
+    int64_t *shared = (int64_t *)PyBytes_AS_STRING(out);
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < pairs; i++) {  /* both rows ascending and distinct: one merge */
+        const uint64_t *x = v + start[a[i]], *xe = x + length[a[i]], *y = v + start[b[i]], *ye = y + length[b[i]];
+        int64_t n = 0;
+        while (x < xe && y < ye) {
+            if (*x < *y) x++;
+            else if (*y < *x) y++;
+            else { n++; x++; y++; }
+        }
+        shared[i] = n;
+    }
+    Py_END_ALLOW_THREADS
+done:
+    PyBuffer_Release(&vb);
+    PyBuffer_Release(&sb);
+    PyBuffer_Release(&lb);
+    PyBuffer_Release(&ab);
+    PyBuffer_Release(&bb);
+    return out;
+}
+
 static int cmp_int64(const void *a, const void *b) {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
     return (x > y) - (x < y);
@@ -853,6 +903,9 @@ static PyMethodDef METHODS[] = {
     {"minhash_bins", minhash_bins, METH_VARARGS,
      "minhash_bins(uint64 shingles, int64 doc of each, n_docs, k, seed mix) -> uint64 (n_docs, k): every bin's "
      "minimum before densification, as minhash_signatures (EMPTY where no shingle fell)"},
+    {"shared_counts", shared_counts, METH_VARARGS,
+     "shared_counts(uint64 values, int64 start, int64 length of each row, int64 a, int64 b) -> int64: for each "
+     "pair, how many values rows a[i] and b[i] share (each row ascending and distinct)"},
     {"code_head", code_head, METH_O,
      "code_head(text[:HEAD]) -> (the head the scorer reads: comment lines cut to their marker, docstrings emptied; "
      "its non-blank lines, at least 1), as code_language.head_py"},
@@ -868,7 +921,7 @@ static struct PyModuleDef MODULE = {
     NULL, NULL, NULL, NULL};
 
 /* bumped with every change of a function's arguments or results; mixture/text/kernel.py ignores another version */
-#define KERNEL_VERSION 6
+#define KERNEL_VERSION 7
 
 PyMODINIT_FUNC PyInit__signals(void) {
     init_tables();

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from types import ModuleType
 
-VERSION = 6  # the `VERSION` of _signals.c these modules call; an extension built from other sources is not used
+VERSION = 7  # the `VERSION` of _signals.c these modules call; an extension built from other sources is not used
 
 
 def _load() -> ModuleType | None:

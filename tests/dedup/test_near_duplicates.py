@@ -27,6 +27,7 @@ from mixture.pipelines.dedup.minhash_buckets import (
 )
 from mixture.pipelines.dedup.minhash_verify import MinhashVerify
 from mixture.store.formats import NearDuplicateReport, read_model, read_store_artifact
+from mixture.text.kernel import kernel
 from tests.dedup.cluster_reference import drops_by_file, resolve
 from tests.dedup.dedup_reference import assert_same_as_reference
 
@@ -126,9 +127,22 @@ def test_exact_jaccard_of_segments():
     try:
         for per_check in (old, 100):  # one group, then many
             minhash_verify.SHINGLES_PER_CHECK = per_check
-            assert np.allclose(minhash_verify.jaccard(seg, a, b), want)
+            reference = minhash_verify.jaccard_py(seg, a, b)
+            assert np.allclose(reference, want)
+            assert np.array_equal(minhash_verify.jaccard(seg, a, b), reference)  # the kernel's, where it is built
     finally:
         minhash_verify.SHINGLES_PER_CHECK = old
+
+
+@pytest.mark.skipif(kernel is None, reason="the compiled kernel is not built here")
+def test_shared_counts_refuses_rows_outside_the_values():
+    values, start, length = np.arange(10, dtype=np.uint64), np.array([0, 4], np.int64), np.array([4, 6], np.int64)
+    pair = np.array([0], np.int64), np.array([1], np.int64)
+    assert np.frombuffer(kernel.shared_counts(values, start, length, *pair), np.int64).tolist() == [0]
+    for bad_start, bad_length, a in (([0, 5], [4, 6], [0]), ([0, 4], [4, 6], [2]), ([0, -1], [4, 6], [0])):
+        with pytest.raises(ValueError, match="not a row inside the values"):
+            kernel.shared_counts(values, np.array(bad_start, np.int64), np.array(bad_length, np.int64),
+                                 np.array(a, np.int64), pair[1])
 
 
 def _words(rng: random.Random, n: int) -> list[str]:
