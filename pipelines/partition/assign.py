@@ -68,6 +68,12 @@ class Assign(PipelineStep):
         self.keep_token_ids, self.seed, self.samples_folder = keep_token_ids, seed, samples_folder
         self.n_uniform, self.n_exemplars, self.batch_size = samples_per_cell, exemplars_per_cell, batch_size
 
+    def preload(self) -> None:
+        """The token counter, loaded once per process (pipelines/runtime/preload.py)."""
+        from mixture.tokenizer import load_tokenizer
+
+        load_tokenizer(self.tokenizer)
+
     def _load(self, rank: int):
         from mixture.fit.model_store import load_model, read_sample_assignments
         from mixture.tokenizer import load_tokenizer

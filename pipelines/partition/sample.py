@@ -37,6 +37,13 @@ class SampleForFit(PipelineStep):
         self.rate, self.seed, self.prepared, self.output_folder = rate, seed, prepared, output_folder
         self.drop_lists, self.fuzzy_drops, self.tokenizer = drop_lists, fuzzy_drops, tokenizer
 
+    def preload(self) -> None:
+        """The token counter, loaded once per process (pipelines/runtime/preload.py)."""
+        if self.tokenizer:
+            from mixture.tokenizer import load_tokenizer
+
+            load_tokenizer(self.tokenizer)
+
     def run(self, data: DocumentsPipeline = None, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
         import pyarrow as pa
         import pyarrow.parquet as pq

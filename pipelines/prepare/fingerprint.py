@@ -47,6 +47,11 @@ class Fingerprint(PipelineStep):
         self.decontamination = decontamination  # decontaminate.settings(...) or None
         self._finder = ContaminationFinder(decontamination) if decontamination else None
 
+    def preload(self) -> None:
+        """The benchmark index, built once per process (pipelines/runtime/preload.py)."""
+        if self._finder:
+            self._finder.index  # noqa: B018 - builds and caches it
+
     def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
         for batch in text_batches(data):
             with self.track_time("batch"):

@@ -30,6 +30,7 @@ from datatrove.utils.stats import PipelineStats
 from datatrove.utils.typeshelper import StatHints
 
 from mixture.pipelines.runtime.memory import configure_memory
+from mixture.pipelines.runtime.preload import preload
 from mixture.pipelines.runtime.task_usage import record_usage
 from mixture.pipelines.runtime.threads import task_threads
 
@@ -384,6 +385,7 @@ class LocalExecutor(LocalPipelineExecutor):
                         stats.append(self.run_task(rank))
                     self.pipeline = pipeline
                 else:
+                    preload(self.pipeline)  # inherited by the workers instead of loaded by each
                     with sigint_held() as held:  # Ctrl-C reaches the whole process group: only this driver answers
                         pool = multiprocess.get_context(self.start_method).Pool(
                             min(self.workers, len(ranks)), initializer=pool_worker_setup)

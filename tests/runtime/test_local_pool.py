@@ -55,3 +55,33 @@ def test_a_pool_worker_freezes_what_it_inherited(tmp_path: Path, monkeypatch):
     ex.run()
     counts = [json.loads((tmp_path / f"{r}.json").read_text()) for r in range(2)]
     assert all(c > 1000 for c in counts), counts  # every object the driver held when the worker was forked
+
+
+LOADED: dict[str, int] = {}  # what PreloadedStep loaded, and in which process
+
+
+class PreloadedStep:
+    """A step with a per-process resource: `preload()` loads it, a task uses what is there or loads it itself."""
+
+    def preload(self) -> None:
+        LOADED.setdefault("resource", os.getpid())
+
+    def __call__(self, data, rank: int, world_size: int):
+        loader = LOADED.setdefault("resource", os.getpid())
+        Path(os.environ["PRELOAD_OUT"], f"{rank}.json").write_text(json.dumps([loader, os.getpid()]))
+        return data
+
+
+def test_a_pool_worker_inherits_what_the_driver_preloaded(tmp_path: Path, monkeypatch):
+    """The driver loads each step's per-process resources before it forks the pool (pipelines/runtime/preload.py):
+    no worker loads them again on its first task."""
+    monkeypatch.setenv("PRELOAD_OUT", str(tmp_path))
+    LOADED.clear()
+    try:
+        ex = compat.LocalExecutor([PreloadedStep()], tasks=3, workers=2, logging_dir=str(tmp_path / "logs"),
+                                  start_method="fork")
+        ex.run()
+        seen = [json.loads((tmp_path / f"{r}.json").read_text()) for r in range(3)]
+        assert all(loader == os.getpid() != worker for loader, worker in seen), seen
+    finally:
+        LOADED.clear()
