@@ -7,6 +7,7 @@ maps them; the two must agree on every pair. A table into docs/performance.md.
 from __future__ import annotations
 
 import argparse
+import json
 import mmap
 import random
 import tempfile
@@ -38,6 +39,17 @@ def _texts(store: Path, n: int) -> list[str]:
     return random.Random(0).sample(texts, min(n, len(texts)))
 
 
+def _debian_texts(folder: str) -> list[str]:
+    """Debian's translated man pages and fortunes (mixture/demo_corpus/debian_text.py), where they are installed."""
+    from mixture.demo_corpus import debian_text
+
+    if debian_text.missing_reason():
+        return []
+    debian_text.write_multilingual_corpus(Path(folder) / "debian", seed=0, scale=1.0)
+    return [t for path in sorted((Path(folder) / "debian").glob("*/part-*.jsonl"))
+            for line in path.read_text(encoding="utf-8").splitlines() if len((t := json.loads(line)["text"]).split()) >= 20]
+
+
 def _near_copy(text: str, rng: random.Random) -> str:
     words = text.split()
     for i in rng.sample(range(len(words)), max(1, int(len(words) * EDIT))):
@@ -45,7 +57,7 @@ def _near_copy(text: str, rng: random.Random) -> str:
     return " ".join(words)
 
 
-def _segments(texts: list[str], folder: str) -> Segments:
+def _segments(texts: list[str], path: Path) -> Segments:
     """The texts' distinct shingles in a mapped file, as `minhash_verify` loads them."""
     values, lengths = [], []
     for i in range(0, len(texts), 256):
@@ -54,7 +66,6 @@ def _segments(texts: list[str], folder: str) -> Segments:
         values.append(v)
         lengths.append(c)
     length = np.concatenate(lengths)
-    path = Path(folder) / "text"
     path.write_bytes(np.concatenate(values).astype("<u8").tobytes())
     with open(path, "rb") as f:
         mapping = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
@@ -67,6 +78,29 @@ def _cpu(fn, seg: Segments, a: np.ndarray, b: np.ndarray) -> tuple[float, np.nda
     return time.process_time() - start, np.concatenate(out)
 
 
+def _compare(corpus: str, originals: list[str], folder: str, repeats: int) -> list[tuple]:
+    """Rows (corpus, pairs, count, shingles per pair, median similarity, numpy CPU, kernel CPU) for each text with
+    its near copy and for random pairs of the same texts; the two ways must agree on every pair."""
+    rng = random.Random(1)
+    texts = originals + [_near_copy(t, rng) for t in originals]
+    n = len(originals)
+    near = np.arange(n, dtype=np.int64), np.arange(n, 2 * n, dtype=np.int64)  # each document and its near copy
+    order = np.random.default_rng(2).permutation(2 * n).astype(np.int64)
+    unlike = order[:n], order[n:]  # random pairs, mostly unrelated documents
+    seg = _segments(texts, Path(folder) / f"shingles-{len(texts)}-{corpus.split()[0]}")
+    rows = []
+    for name, (x, y) in (("document and its near copy", near), ("random pairs", unlike)):
+        best = {"numpy": float("inf"), "kernel": float("inf")}
+        for _ in range(repeats):  # in turn
+            t_py, ref = _cpu(jaccard_py, seg, x, y)
+            t_c, got = _cpu(jaccard, seg, x, y)
+            assert np.array_equal(ref, got), f"{corpus}, {name}: the kernel and the reference differ"
+            best["numpy"], best["kernel"] = min(best["numpy"], t_py), min(best["kernel"], t_c)
+        shingles = int((seg.length[x] + seg.length[y]).sum())
+        rows.append((corpus, name, len(x), shingles / len(x), float(np.median(ref)), best["numpy"], best["kernel"]))
+    return rows
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--store", type=Path, default=STORE)
@@ -76,25 +110,12 @@ def main() -> None:
     a = p.parse_args()
     if kernel is None:
         raise SystemExit("the compiled kernel is not built: nothing to compare (pip install -e .)")
-    rng = random.Random(1)
-    originals = _texts(a.store, a.documents)
-    texts = originals + [_near_copy(t, rng) for t in originals]
-    n = len(originals)
-    near = np.arange(n, dtype=np.int64), np.arange(n, 2 * n, dtype=np.int64)  # each document and its near copy
-    order = np.random.default_rng(2).permutation(2 * n).astype(np.int64)
-    unlike = order[:n], order[n:]  # random pairs, mostly unrelated documents
     rows = []
     with tempfile.TemporaryDirectory(prefix="verify-jaccard-bench-") as tmp:
-        seg = _segments(texts, tmp)
-        for name, (x, y) in (("document and its near copy", near), ("random pairs", unlike)):
-            best = {"numpy": float("inf"), "kernel": float("inf")}
-            for _ in range(a.repeats):  # in turn
-                t_py, ref = _cpu(jaccard_py, seg, x, y)
-                t_c, got = _cpu(jaccard, seg, x, y)
-                assert np.array_equal(ref, got), f"{name}: the kernel and the reference differ"
-                best["numpy"], best["kernel"] = min(best["numpy"], t_py), min(best["kernel"], t_c)
-            shingles = int((seg.length[x] + seg.length[y]).sum())
-            rows.append((name, len(x), shingles / len(x), float(np.median(ref)), best["numpy"], best["kernel"]))
+        for corpus, originals in (("demo store", _texts(a.store, a.documents)),
+                                  ("Debian man pages and fortunes", _debian_texts(tmp))):
+            if originals:
+                rows += _compare(corpus, originals, tmp, a.repeats)
     lines = [
         BEGIN,
         "## Exact Jaccard of the verified pairs (`python -m bench.verify_jaccard_bench`)",
@@ -102,15 +123,17 @@ def main() -> None:
         f"{machine()}. `minhash_verify` compares the distinct word {NGRAM}-gram hashes of the two documents of every "
         "plausible pair (sorted sets of 64-bit values, mapped from a local file). `jaccard_py`, the reference: numpy "
         "gathers, a binary search of one set's keys in the other's and a count per pair. `jaccard`: the compiled "
-        "kernel's `shared_counts`, one merge of the two sorted rows where they are mapped. "
-        f"{n:,} documents of the demo store (50 words or more) and a near copy of each ({EDIT:.0%} of its words "
-        f"replaced); {PAIRS_PER_FETCH:,} pairs per call as the stage fetches them; CPU the least of {a.repeats} "
-        "runs, the two in turn; the similarities are equal on every pair.",
+        "kernel's `shared_counts`, one merge of the two sorted rows where they are mapped. Texts: up to "
+        f"{a.documents:,} documents of the demo store (50 words or more), and Debian's translated man pages and "
+        "fortunes in several languages (mixture/demo_corpus/debian_text.py, 20 words or more) where they are "
+        f"installed; each with a near copy ({EDIT:.0%} of its words replaced). {PAIRS_PER_FETCH:,} pairs per call "
+        f"as the stage fetches them; CPU the least of {a.repeats} runs, the two in turn; the similarities are equal "
+        "on every pair (the run stops otherwise).",
         "",
-        "| pairs | count | shingles per pair | median similarity | numpy CPU s | kernel CPU s | speed-up |",
-        "|---|---:|---:|---:|---:|---:|---:|",
-        *(f"| {name} | {count:,} | {per:,.0f} | {sim:.3f} | {tp:.3f} | {tc:.3f} | {tp / tc:.1f}× |"
-          for name, count, per, sim, tp, tc in rows),
+        "| texts | pairs | count | shingles per pair | median similarity | numpy CPU s | kernel CPU s | speed-up |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+        *(f"| {corpus} | {name} | {count:,} | {per:,.0f} | {sim:.3f} | {tp:.3f} | {tc:.3f} | {tp / tc:.1f}× |"
+          for corpus, name, count, per, sim, tp, tc in rows),
         END,
     ]
     show("\n".join(lines), BEGIN, END, not a.no_publish)

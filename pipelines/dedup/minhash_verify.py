@@ -96,7 +96,7 @@ def _similarity(shared: np.ndarray, size: np.ndarray) -> np.ndarray:
 
 def jaccard(shingles: Segments, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """The Jaccard similarity of the shingle sets of documents a[i] and b[i] (rows of `shingles`, each sorted and
-    distinct): the compiled kernel merges each pair's two rows where the file maps them (5-8x `jaccard_py`, the
+    distinct): the compiled kernel merges each pair's two rows where the file maps them (6-12x `jaccard_py`, the
     reference, bench/verify_jaccard_bench.py), in groups of at most SHINGLES_PER_CHECK shingles, after each of
     which the pages it read are let go (Segments.gather)."""
     if kernel is None:
