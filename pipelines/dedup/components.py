@@ -139,15 +139,19 @@ class RouteToComponents(PartitionedStep):
     def process(self, con, rank: int) -> dict[str, int]:
         with_partition_function(con)
         con.execute("CREATE TABLE label AS SELECT u, min(v) AS comp FROM edges_in WHERE v < u GROUP BY u")
-        con.execute(f"""CREATE TABLE pairs AS SELECT p.*, l.comp FROM verified p LEFT JOIN label l ON l.u = p.b
-                        WHERE mixture_partition(p.b, {self.partitions}) = {rank}""")
-        lost = scalar(con, "SELECT count(*) FROM pairs WHERE comp IS NULL")
+        # the task's pairs are read where they lie, not copied into a table: with their evidence (ids, sources,
+        # files) they are most of the task's memory, and the stream is sorted only when there is more than one
+        # partition to route to
+        mine = (f"FROM verified p LEFT JOIN label l ON l.u = p.b "
+                f"WHERE mixture_partition(p.b, {self.partitions}) = {rank}")
+        lost = scalar(con, f"SELECT count(*) {mine} AND l.comp IS NULL")
         if lost:  # a later document outside the graph of its own partition: the rounds' files do not match
             raise RuntimeError(f"{lost} verified pairs of partition {rank} of {self.partitions} have no component "
                                f"in partition {rank} of {star_edges(self.last).every(self.folder)}; remove the store's "
                                "_build/minhash_cluster/ and build again")
-        columns = ", ".join(f"x.{c}" for c in VERIFIED.names)
+        columns = ", ".join(f"p.{c}" for c in VERIFIED.names)
+        order = f" ORDER BY {PART}" if self.partitions > 1 else ""
         written = write_partitions(sorted_batches(con, f"""
-            SELECT {columns}, mixture_partition(x.comp, {self.partitions}) AS {PART} FROM pairs x ORDER BY {PART}"""),
+            SELECT {columns}, mixture_partition(l.comp, {self.partitions}) AS {PART} {mine}{order}"""),
             ROUTED_PAIRS.path(self.folder, rank), self.partitions)
-        return {"pairs_routed": sum(written.values()), "components": scalar(con, "SELECT count(DISTINCT comp) FROM pairs")}
+        return {"pairs_routed": sum(written.values()), "components": scalar(con, f"SELECT count(DISTINCT l.comp) {mine}")}

@@ -70,7 +70,9 @@ class MinhashCluster(PartitionedStep):
         return [("raw_verified", ROUTED_PAIRS.every(self.folder), VERIFIED, rank)]
 
     def process(self, con, rank: int) -> dict[str, int]:
-        con.execute("CREATE TABLE edges AS SELECT * FROM raw_verified")
+        # the pairs without their evidence (the kept document's id, source and file): ~3x less to hold and sort;
+        # the drops' evidence is read back at the end (`_greedy`)
+        con.execute("CREATE TABLE edges AS SELECT a, b, sim FROM raw_verified")
         con.execute("""CREATE TABLE nodes AS SELECT g, row_number() OVER (ORDER BY g) - 1 AS i
                        FROM (SELECT a AS g FROM edges UNION SELECT b FROM edges)""")
         drops, kept_similar = self._greedy(con, rank)
@@ -83,12 +85,10 @@ class MinhashCluster(PartitionedStep):
         similar such document. Writes the drops; returns their number and the number of documents kept although
         similar to an earlier one (every such one was dropped: a components approach would drop them)."""
         dropped = np.zeros(scalar(con, "SELECT count(*) FROM nodes"), dtype=bool)
-        con.execute("""CREATE TABLE decided (rank INTEGER, idx BIGINT, kept_id VARCHAR, kept_source VARCHAR,
-                       kept_file VARCHAR, kept_record BIGINT, sim DOUBLE)""")
+        con.execute("CREATE TABLE decided (a BIGINT, b BIGINT)")
         kept_similar, current, done = 0, -1, False
         stream = con.cursor().sql("""
-            SELECT na.i AS ai, nb.i AS bi, e.sim, e.rank_b AS rank, e.idx_b AS idx, e.kept_id, e.kept_source,
-                   e.kept_file, e.kept_record
+            SELECT na.i AS ai, nb.i AS bi, e.a, e.b
             FROM edges e JOIN nodes na ON na.g = e.a JOIN nodes nb ON nb.g = e.b ORDER BY e.b, e.sim DESC, e.a""")
         for batch in stream.to_arrow_reader(PAIRS_PER_FETCH):
             taken = []
@@ -101,14 +101,18 @@ class MinhashCluster(PartitionedStep):
                     taken.append(row)
             if taken:
                 con.register("batch", batch.take(pa.array(taken, pa.int64())))
-                con.execute("""INSERT INTO decided SELECT rank, idx, kept_id, kept_source, kept_file, kept_record, sim
-                               FROM batch""")
+                con.execute("INSERT INTO decided SELECT a, b FROM batch")
                 con.unregister("batch")
         kept_similar += current >= 0 and not done
         measure = f"word {self.ngram}-gram Jaccard"
 
         def rows() -> Iterator[pa.RecordBatch]:
-            for batch in sorted_batches(con, "SELECT * FROM decided ORDER BY rank, idx"):
+            # each dropped document (b) once, with the evidence of the pair that decided it
+            for batch in sorted_batches(con, """
+                    SELECT * FROM (SELECT DISTINCT ON (d.b) v.rank_b AS rank, v.idx_b AS idx, v.kept_id, v.kept_source,
+                                          v.kept_file, v.kept_record, v.sim
+                                   FROM decided d JOIN raw_verified v ON v.a = d.a AND v.b = d.b ORDER BY d.b)
+                    ORDER BY rank, idx"""):
                 cols = [batch.column(c).to_pylist() for c in ("kept_id", "kept_source", "kept_file", "kept_record",
                                                                "sim")]
                 detail = [f"near duplicate of {i!r} ({s}, {f}:{r}): {measure} {sim:.3f} ({WORD_RULE})" for i, s, f, r, sim in zip(
