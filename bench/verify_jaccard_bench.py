@@ -7,7 +7,6 @@ maps them; the two must agree on every pair. A table into docs/performance.md.
 from __future__ import annotations
 
 import argparse
-import json
 import mmap
 import random
 import tempfile
@@ -18,6 +17,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from bench.common import machine, show
+from bench.tokenizer_bench import multilingual_texts
 from mixture.pipelines.dedup.minhash_verify import (
     PAIRS_PER_FETCH,
     Segments,
@@ -40,14 +40,8 @@ def _texts(store: Path, n: int) -> list[str]:
 
 
 def _debian_texts(folder: str) -> list[str]:
-    """Debian's translated man pages and fortunes (mixture/demo_corpus/debian_text.py), where they are installed."""
-    from mixture.demo_corpus import debian_text
-
-    if debian_text.missing_reason():
-        return []
-    debian_text.write_multilingual_corpus(Path(folder) / "debian", seed=0, scale=1.0)
-    return [t for path in sorted((Path(folder) / "debian").glob("*/part-*.jsonl"))
-            for line in path.read_text(encoding="utf-8").splitlines() if len((t := json.loads(line)["text"]).split()) >= 20]
+    """Debian's translated man pages and fortunes of 20 words or more, where they are installed."""
+    return [t for t in multilingual_texts(Path(folder)) if len(t.split()) >= 20]
 
 
 def _near_copy(text: str, rng: random.Random) -> str:

@@ -144,7 +144,8 @@ class RouteToComponents(PartitionedStep):
         # partition to route to
         mine = (f"FROM verified p LEFT JOIN label l ON l.u = p.b "
                 f"WHERE mixture_partition(p.b, {self.partitions}) = {rank}")
-        lost = scalar(con, f"SELECT count(*) {mine} AND l.comp IS NULL")
+        lost, components = con.execute(
+            f"SELECT count(*) FILTER (WHERE l.comp IS NULL), count(DISTINCT l.comp) {mine}").fetchall()[0]
         if lost:  # a later document outside the graph of its own partition: the rounds' files do not match
             raise RuntimeError(f"{lost} verified pairs of partition {rank} of {self.partitions} have no component "
                                f"in partition {rank} of {star_edges(self.last).every(self.folder)}; remove the store's "
@@ -154,4 +155,4 @@ class RouteToComponents(PartitionedStep):
         written = write_partitions(sorted_batches(con, f"""
             SELECT {columns}, mixture_partition(l.comp, {self.partitions}) AS {PART} {mine}{order}"""),
             ROUTED_PAIRS.path(self.folder, rank), self.partitions)
-        return {"pairs_routed": sum(written.values()), "components": scalar(con, f"SELECT count(DISTINCT l.comp) {mine}")}
+        return {"pairs_routed": sum(written.values()), "components": components}

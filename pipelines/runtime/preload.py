@@ -8,7 +8,7 @@ from mixture.pipelines.runtime.memory import configure_memory
 
 # modules the tasks import lazily (the dedup stages' DuckDB, the shuffles' Arrow datasets): imported in each forked
 # worker on its first task, they cost ~0.05-0.2 s per worker and stage. None starts a thread on import.
-TASK_IMPORTS = ("duckdb", "pyarrow.dataset", "pyarrow.parquet")
+TASK_IMPORTS = ("duckdb", "pyarrow.dataset")
 
 
 def preload(pipeline: list) -> None:
