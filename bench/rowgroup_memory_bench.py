@@ -34,13 +34,12 @@ def _measure(kind: str, files: int, groups: int, folder: str) -> dict:
 
     from mixture.pipelines import schemas
     from mixture.pipelines.runtime.memory import configure_memory
-    from mixture.pipelines.writers import LONG_TEXT, column_codecs
+    from mixture.pipelines.writers import column_codecs
+    from mixture.store.schema import short_column_options
 
     configure_memory()
     schema = schemas.WORK if kind == "prepared" else schemas.store_schema(False)
-    short = [f.name for f in schema if f.name not in LONG_TEXT]
-    options = {"compression": column_codecs(schema, "zstd"), "use_dictionary": short, "write_statistics": short,
-               "write_page_index": False}
+    options = {"compression": column_codecs(schema, "zstd"), **short_column_options(schema), "write_page_index": False}
     rng = random.Random(0)
 
     def value(field: pa.Field, i: int):

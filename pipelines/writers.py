@@ -14,6 +14,7 @@ from mixture.pipelines.spooled_parquet import HeldBytes, SpooledParquet
 from mixture.stages.files import RANK, TaskFile
 from mixture.stages.registry import DROPPED, PREPARED, QUARANTINED
 from mixture.store.io import DigestingFile
+from mixture.store.schema import LONG_TEXT, short_column_options
 
 TEXT_HEAD = 500
 STORE_BATCH = 128  # documents buffered per open output file (datatrove's default 1000 lets big documents pile up)
@@ -24,7 +25,6 @@ PREPARED_BATCH = 1024
 BUFFER_CHARS = 8 * 2**20  # text buffered over all open files of a writer; above it the largest batches are written
 
 
-LONG_TEXT = frozenset({"text", "raw", "text_head", "minhash"})  # columns of long, mostly distinct values
 BULKY = LONG_TEXT | {"input_ids"}  # columns worth the spec's codec; the small ones get snappy
 
 
@@ -61,13 +61,12 @@ class BoundedParquetWriter(ParquetWriterBase):
     def open_parquet(self, name: str, file_handler):
         import pyarrow.parquet as pq
 
-        short = [f.name for f in self.schema if f.name not in LONG_TEXT]
         sink = file_handler
         if self.measure:
             sink = DigestingFile(file_handler)
             self._open[name] = (sink, [0, 0])
-        options = {"compression": column_codecs(self.schema, self.compression), "use_dictionary": short,
-                   "write_statistics": short, "use_content_defined_chunking": self.use_content_defined_chunking,
+        options = {"compression": column_codecs(self.schema, self.compression), **short_column_options(self.schema),
+                   "use_content_defined_chunking": self.use_content_defined_chunking,
                    "write_page_index": self.write_page_index}
         if self.spool:
             if self._spool_dir is None:

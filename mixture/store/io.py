@@ -15,6 +15,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import xxhash
 
+from mixture.store.schema import short_column_options
+
 
 class DigestingFile:
     """A write-only file that passes bytes on to another and keeps their count and xxh64 (a shard's checksum
@@ -97,7 +99,9 @@ def parquet_bytes(table: pa.Table, compression: str | None = "zstd") -> bytes:
 def write_parquet_atomic(uri: str, table: pa.Table, compression: str | None = "zstd",
                          row_group_size: int | None = None) -> None:
     """Write an Arrow table to a Parquet file at `uri` (any fsspec URI), atomically: streamed into `path.tmp`
-    (never the whole file in memory), then renamed."""
+    (never the whole file in memory), then renamed. Long text columns get neither a dictionary nor statistics
+    (`short_column_options`)."""
     fs, path = fsspec.core.url_to_fs(uri)
     with open_atomic(fs, path) as f:
-        pq.write_table(table, f, compression=compression, row_group_size=row_group_size)
+        pq.write_table(table, f, compression=compression, row_group_size=row_group_size,
+                       **short_column_options(table.schema))

@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 import xxhash
 
 from mixture.store.io import open_atomic
+from mixture.store.schema import short_column_options
 
 PART = "part"  # the column that names a row's partition in the streams given to `write_partitions`
 # A shuffle file: the partitions' Parquet files one after the other, then the index, an entry (ENTRY: partitions,
@@ -161,7 +162,8 @@ def write_partitions(batches: Iterable[pa.RecordBatch], path_of: str | Callable[
                     ranges[current] = (at, out.written)
                     at += out.written
                 out = _Range(sink)
-                writer = stack.enter_context(pq.ParquetWriter(out, rows.schema, compression=compression))
+                writer = stack.enter_context(pq.ParquetWriter(out, rows.schema, compression=compression,
+                                                                  **short_column_options(rows.schema)))
                 current = part
             writer.write_batch(rows)
             written[part] = written.get(part, 0) + rows.num_rows
@@ -183,7 +185,8 @@ def _write_files(batches: Iterable[pa.RecordBatch], path_of: Callable[[int], str
                 stack.close()  # publish the previous partition's file
                 fs, path = fsspec.core.url_to_fs(path_of(part))
                 sink = stack.enter_context(open_atomic(fs, path))
-                writer = stack.enter_context(pq.ParquetWriter(sink, rows.schema, compression=compression))
+                writer = stack.enter_context(pq.ParquetWriter(sink, rows.schema, compression=compression,
+                                                                  **short_column_options(rows.schema)))
                 current = part
             writer.write_batch(rows)
             written[part] = written.get(part, 0) + rows.num_rows

@@ -27,6 +27,7 @@ from mixture.stages.registry import (
 from mixture.store import drops, layout
 from mixture.store.formats import TokenizerRef
 from mixture.store.io import open_atomic
+from mixture.store.schema import short_column_options
 from mixture.text.normalize import stable_unit
 
 SAMPLE_FIELDS = ("source", "category", "origin", "n_tokens", "content_type", "code_language", "language",
@@ -37,13 +38,14 @@ SAMPLE_GROUP = 64  # rows per row group of a task's sample candidates: finalize 
 def write_parquet_rows(uri: str, rows: list[dict], schema) -> None:
     """Write rows to `uri`, published atomically, SAMPLE_GROUP rows to a row group, each group converted on its own:
     a task's samples hold a few documents of every cell, and converted at once they doubled their texts at the
-    task's end, its peak."""
+    task's end, its peak. The texts get neither a dictionary nor statistics (short_column_options)."""
     import fsspec
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     fs, path = fsspec.core.url_to_fs(uri)
-    with open_atomic(fs, path) as f, pq.ParquetWriter(f, schema, compression="zstd") as out:
+    options = short_column_options(schema)
+    with open_atomic(fs, path) as f, pq.ParquetWriter(f, schema, compression="zstd", **options) as out:
         for at in range(0, len(rows), SAMPLE_GROUP):
             out.write_table(pa.Table.from_pylist(rows[at:at + SAMPLE_GROUP], schema=schema))
 

@@ -63,3 +63,17 @@ def test_another_partition_count_or_unsorted_rows_are_refused(tmp_path):
     with pytest.raises(ValueError, match=r"partition 4 of a shuffle of 4"):
         write_partitions(_rows(1, np.array([4])).to_batches(), str(tmp_path / "00001.parquet"), 4)
     assert sorted(p.name for p in tmp_path.glob("*.parquet")) == ["00000.parquet"]  # a failed writer publishes none
+
+
+def test_long_text_is_written_without_dictionary_or_statistics(tmp_path):
+    import pyarrow.parquet as pq
+
+    text = [f"a gathered text {i} " * 50 for i in range(40)]
+    rows = pa.table({"g": pa.array(np.arange(40)), "text": pa.array(text), "source": pa.array(["web"] * 40),
+                     PART: pa.array(np.zeros(40, np.int32))})
+    write_partitions(rows.to_batches(), lambda q: str(tmp_path / f"{q}.parquet"))
+    chunks = pq.ParquetFile(tmp_path / "0.parquet").metadata.row_group(0)
+    by_name = {chunks.column(i).path_in_schema: chunks.column(i) for i in range(chunks.num_columns)}
+    assert not by_name["text"].is_stats_set and not by_name["text"].has_dictionary_page
+    assert by_name["source"].is_stats_set and by_name["source"].has_dictionary_page  # short columns keep both
+    assert pq.read_table(tmp_path / "0.parquet").column("text").to_pylist() == text
