@@ -2,13 +2,14 @@
 candidate texts: every column dictionary-encoded with min/max statistics (pyarrow's default), against the long
 columns without either (`mixture.store.schema.short_column_options`). A table into docs/performance.md.
 
-`python -m bench.parquet_range_bench` (~30 s; the demo store's texts, `make demo` first), `--no-publish`."""
+`python -m bench.parquet_range_bench` (~1 min; the demo store's texts, `make demo` first; Debian's where installed), `--no-publish`."""
 
 from __future__ import annotations
 
 import argparse
 import io
 import random
+import tempfile
 import time
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bench.common import machine, show
+from bench.tokenizer_bench import multilingual_texts
 from mixture.pipelines.dedup.minhash_gather import GATHERED
 from mixture.store.schema import short_column_options
 
@@ -24,18 +26,29 @@ BEGIN, END = "<!-- parquet-range-bench:begin -->", "<!-- parquet-range-bench:end
 STORE = Path(__file__).resolve().parents[1] / "demo" / "store"
 
 
-def _gathered(store: Path, rows: int, rng: random.Random) -> pa.Table:
-    """`rows` documents of the demo store as GATHERED rows (their MinHash signatures random 112 × 8 bytes)."""
+COLUMNS = ["text", "id", "source", "origin"]  # GATHERED's columns read from the documents
+
+
+def _store_docs(store: Path, rng: random.Random) -> list[dict]:
     files = sorted(store.glob("cluster=*/quality=*/*.parquet"))
     if not files:
         raise SystemExit(f"no store at {store}: run `make demo` first, or pass --store")
-    columns = ["text", "id", "source", "origin"]
-    docs = [d for f in rng.sample(files, min(len(files), 40)) for d in pq.read_table(f, columns=columns).to_pylist()]
+    return [d for f in rng.sample(files, min(len(files), 40)) for d in pq.read_table(f, columns=COLUMNS).to_pylist()]
+
+
+def _debian_docs(folder: Path) -> list[dict]:
+    """Debian's translated man pages and fortunes, where they are installed."""
+    return [{"text": t, "id": f"debian/{i}", "source": "debian", "origin": ""}
+            for i, t in enumerate(multilingual_texts(folder))]
+
+
+def _gathered(docs: list[dict], rows: int, rng: random.Random) -> pa.Table:
+    """`rows` of `docs` as GATHERED rows (their MinHash signatures random 112 × 8 bytes)."""
     picked = rng.sample(docs, min(rows, len(docs)))
     data = np.random.default_rng(0)
     return pa.table({"g": pa.array(data.integers(0, 2**62, len(picked))),
                      "minhash": pa.array([data.bytes(112 * 8) for _ in picked], pa.binary()),
-                     **{c: pa.array([d[c] for d in picked], pa.string()) for c in columns}}, schema=GATHERED)
+                     **{c: pa.array([d[c] for d in picked], pa.string()) for c in COLUMNS}}, schema=GATHERED)
 
 
 def _range(table: pa.Table, options: dict, repeats: int, calls: int) -> tuple[float, int]:
@@ -61,11 +74,14 @@ def main() -> None:
     a = p.parse_args()
     rng = random.Random(0)
     rows = []
-    for n in (4, 16, 64):
-        table = _gathered(a.store, n, rng)
-        default_ms, default_bytes = _range(table, {}, a.repeats, a.calls)
-        short_ms, short_bytes = _range(table, short_column_options(table.schema), a.repeats, a.calls)
-        rows.append((n, default_ms, short_ms, default_bytes, short_bytes))
+    with tempfile.TemporaryDirectory(prefix="parquet-range-bench-") as tmp:
+        for corpus, docs in (("demo store", _store_docs(a.store, rng)),
+                             ("Debian man pages and fortunes", _debian_docs(Path(tmp)))):
+            for n in (4, 16, 64) if docs else ():
+                table = _gathered(docs, n, rng)
+                default_ms, default_bytes = _range(table, {}, a.repeats, a.calls)
+                short_ms, short_bytes = _range(table, short_column_options(table.schema), a.repeats, a.calls)
+                rows.append((corpus, n, default_ms, short_ms, default_bytes, short_bytes))
     lines = [
         BEGIN,
         "## One shuffle range of candidate texts (`python -m bench.parquet_range_bench`)",
@@ -73,12 +89,14 @@ def main() -> None:
         f"{machine()}. A shuffle file holds a small Parquet file per destination partition; `minhash_gather`'s "
         "ranges hold candidate documents (signature, text, id). Written with pyarrow's defaults, the text and the "
         "signature get a dictionary page and min/max statistics (a whole text stored twice more in the footer); "
-        "without them on the long columns (`short_column_options`, as the store's writer had already), rows of "
-        f"demo store documents, zstd; CPU the least of {a.repeats} runs of {a.calls} ranges.",
+        "without them on the long columns (`short_column_options`, as the store's writer had already). Rows of "
+        "demo store documents, and of Debian's translated man pages and fortunes where they are installed "
+        f"(mixture/demo_corpus/debian_text.py); zstd; CPU the least of {a.repeats} runs of {a.calls} ranges.",
         "",
-        "| rows per range | CPU ms, defaults | CPU ms, short columns only | ratio | bytes, defaults | bytes, short only |",
-        "|---:|---:|---:|---:|---:|---:|",
-        *(f"| {n} | {d:.3f} | {s:.3f} | {s / d:.2f} | {db:,} | {sb:,} |" for n, d, s, db, sb in rows),
+        "| texts | rows per range | CPU ms, defaults | CPU ms, short columns only | ratio | bytes, defaults | "
+        "bytes, short only |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+        *(f"| {c} | {n} | {d:.3f} | {s:.3f} | {s / d:.2f} | {db:,} | {sb:,} |" for c, n, d, s, db, sb in rows),
         END,
     ]
     show("\n".join(lines), BEGIN, END, not a.no_publish)

@@ -70,10 +70,15 @@ def test_long_text_is_written_without_dictionary_or_statistics(tmp_path):
 
     text = [f"a gathered text {i} " * 50 for i in range(40)]
     rows = pa.table({"g": pa.array(np.arange(40)), "text": pa.array(text), "source": pa.array(["web"] * 40),
-                     PART: pa.array(np.zeros(40, np.int32))})
-    write_partitions(rows.to_batches(), lambda q: str(tmp_path / f"{q}.parquet"))
-    chunks = pq.ParquetFile(tmp_path / "0.parquet").metadata.row_group(0)
-    by_name = {chunks.column(i).path_in_schema: chunks.column(i) for i in range(chunks.num_columns)}
-    assert not by_name["text"].is_stats_set and not by_name["text"].has_dictionary_page
-    assert by_name["source"].is_stats_set and by_name["source"].has_dictionary_page  # short columns keep both
-    assert pq.read_table(tmp_path / "0.parquet").column("text").to_pylist() == text
+                     PART: pa.array(np.repeat(np.arange(2, dtype=np.int32), 20))})
+    write_partitions(rows.to_batches(), str(tmp_path / "00000.parquet"), 2)  # a shuffle file: a range per partition
+    (tmp_path / "files").mkdir()
+    write_partitions(rows.to_batches(), lambda q: str(tmp_path / "files" / f"{q}.parquet"))  # a file per partition
+    (tmp_path / "scratch").mkdir()
+    ranges = [fetch_partition(f"{tmp_path}/*.parquet", q, str(tmp_path / "scratch"), 2)[0] for q in range(2)]
+    for path in [*ranges, *sorted((tmp_path / "files").iterdir())]:
+        chunks = pq.ParquetFile(path).metadata.row_group(0)
+        by_name = {chunks.column(i).path_in_schema: chunks.column(i) for i in range(chunks.num_columns)}
+        assert not by_name["text"].is_stats_set and not by_name["text"].has_dictionary_page, path
+        assert by_name["source"].is_stats_set and by_name["source"].has_dictionary_page  # short columns keep both
+    assert read_shuffle_file(str(tmp_path / "00000.parquet"), rows.schema.remove(3)).column("text").to_pylist() == text
