@@ -20,6 +20,7 @@ from mixture.pipelines.executors import SlurmChain, make_executor
 from mixture.pipelines.locks import folder_lock, lock_is_stale, read_lock
 from mixture.pipelines.runtime.attempts import ClearTaskFiles
 from mixture.pipelines.runtime.datatrove_compat import quiet_datatrove_console
+from mixture.pipelines.runtime.shared_workers import shared_workers
 from mixture.spec.load import load_spec
 from mixture.stages import registry as stage_registry
 from mixture.store import layout
@@ -225,7 +226,7 @@ def build_store(spec_path: str, *, executor: str | None = None, tasks: int | Non
     if get_console().width >= 130:  # room for the stage's one-line description
         columns.append(TextColumn("[dim]{task.fields[about]}"))
     with store_lock(store, break_lock), Progress(*columns, disable=not progress, transient=False) as bar, \
-            StageBars(ctx, bar) as bars:
+            StageBars(ctx, bar) as bars, shared_workers():
         plan = reuse.plan_reuse(ctx, redo_changed)  # before any work: reuse only work of the keys computed now
         ctx.tasks = plan.tasks
         records = {r.name: r for r in plan.records}

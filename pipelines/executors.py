@@ -27,7 +27,7 @@ from mixture.pipelines.runtime.datatrove_compat import (
     TaskSetup,
 )
 from mixture.spec.models import Execution
-from mixture.stages.registry import COMBINE_ROUND, driver_waits_after
+from mixture.stages.registry import COMBINE_ROUND, driver_waits_after, worker_group
 from mixture.store import layout
 
 EXECUTORS = ("local", "ray", "slurm")
@@ -50,16 +50,18 @@ def make_executor(ctx: BuildContext, stage: Stage, executor: str, workers: int, 
                           ctx.execution(registered), executor, workers,
                           f"{ctx.spec.name}.{stage.name.replace('/', '.')}", chain,
                           (bool(round_) and not round_.startswith(COMBINE_ROUND))
-                          or driver_waits_after(ctx.spec, registered))
+                          or driver_waits_after(ctx.spec, registered), worker_group(registered))
 
 
 def stage_executor(pipeline: list, tasks: int, name: str, logging_dir: str, ex: Execution, executor: str,
-                   workers: int, job_name: str, chain: SlurmChain | None = None, barrier: bool = True):
+                   workers: int, job_name: str, chain: SlurmChain | None = None, barrier: bool = True,
+                   worker_group: str | None = None):
     """The datatrove executor that runs `pipeline` as `tasks` tasks with its logs and completions in `logging_dir`
-    (a build's stage, or `mixture materialize`); `barrier`: a Slurm driver waits for the chain after it."""
+    (a build's stage, or `mixture materialize`); `barrier`: a Slurm driver waits for the chain after it;
+    `worker_group`: locally, the group whose stages share their worker processes (pipelines/runtime/shared_workers.py)."""
     if executor == "local":
         return LocalExecutor(pipeline=pipeline, tasks=tasks, workers=min(workers, tasks),
-                             logging_dir=logging_dir, start_method=LOCAL_START_METHOD)
+                             logging_dir=logging_dir, start_method=LOCAL_START_METHOD, worker_group=worker_group)
     if executor == "ray":
         address = ex.address or os.environ.get("RAY_ADDRESS")
         with _quiet_unless(address, "datatrove.executor.ray"):  # its "local logging dir" warning is moot on one host

@@ -64,6 +64,9 @@ class StageDef:
     # missing here lets a rerun reuse work the edited spec would not have made (tests/stages/test_stage_keys.py
     # records what each stage's steps read and fails on a field not listed).
     reads: tuple[str, ...] = ()
+    # stages of one group run one after another on the same local worker processes (forked once for the group,
+    # each worker's DuckDB instance opened once): small stages whose fixed cost per worker is most of their work
+    worker_group: str | None = None
 
     def runs(self, spec: Spec) -> bool:
         return self.when is None or bool(operator.attrgetter(self.when)(spec))
@@ -219,6 +222,8 @@ CELL_SAMPLES = TaskFile(f"{WORK}/samples", f"{RANK}.parquet")
 SHARD_FACTS = TaskFile(f"{WORK}/shard_facts", f"{RANK}.json")
 ID_QUARANTINED = TaskFile(layout.QUARANTINE_DIR, f"part-ids-{RANK}.parquet")  # repeated ids, as bad input
 
+DEDUP_GROUP = "dedup"  # the dedup stages' worker group (StageDef.worker_group)
+
 STAGES: tuple[StageDef, ...] = (
     StageDef("prepare", "read, clean, filter, fingerprint and score every document",
              "mixture.pipelines.prepare.stage:steps", TASKS, chained=True,
@@ -229,30 +234,37 @@ STAGES: tuple[StageDef, ...] = (
                     "processing.language", "partition.quality.scorer", "partition.quality.fasttext_model", "partition.quality.fasttext_label")),
     StageDef("duplicate_ids", "repeated ids, one id hash partition per task (DuckDB)",
              "mixture.pipelines.dedup.duplicate_ids:steps", PARTITIONS, chained=True,
+             worker_group=DEDUP_GROUP,
              files=StageFiles(tasks=(ID_DROPS, ID_GONE, ID_COUNTS), outputs=combined_outputs(ID_DROPS, ID_GONE))),
     StageDef("find_duplicates", "exact duplicates, one text hash partition per task (DuckDB)",
              "mixture.pipelines.dedup.find_duplicates:steps", PARTITIONS, chained=True,
+             worker_group=DEDUP_GROUP,
              files=StageFiles(tasks=(EXACT_DROPS, EXACT_COUNTS), outputs=combined_outputs(EXACT_DROPS)),
              reads=("processing.dedup.exact.enabled",)),
     StageDef("minhash_sigs", "MinHash signatures of the kept fuzzy-group documents",
              "mixture.pipelines.dedup.minhash_sigs:steps", TASKS, when=FUZZY, chained=True,
+             worker_group=DEDUP_GROUP,
              reads=MINHASH,
              files=StageFiles(outputs=(SIGNATURES_DIR,))),
     StageDef("minhash_buckets", "candidate near-duplicate pairs, one task per band and first-hash slice",
              "mixture.pipelines.dedup.minhash_buckets:steps", BAND_SLICES, when=FUZZY, chained=True,
+             worker_group=DEDUP_GROUP,
              reads=MINHASH,
              files=StageFiles(tasks=(CANDIDATE_PAIRS, BUCKET_MEMBERS, GATHER_REQUESTS, BAND_TASK_COUNTS),
                               outputs=(COLLISIONS_DIR, *combined_outputs(CANDIDATE_PAIRS, BUCKET_MEMBERS,
                                                                          GATHER_REQUESTS)))),
     StageDef("minhash_gather", "candidate documents, each prepared file read once, to their partitions",
              "mixture.pipelines.dedup.minhash_gather:steps", TASKS, when=FUZZY, chained=True,
+             worker_group=DEDUP_GROUP,
              files=StageFiles(tasks=(GATHERED_TEXTS,), outputs=combined_outputs(GATHERED_TEXTS))),
     StageDef("minhash_verify", "candidate pairs verified on their shingles, by partition",
              "mixture.pipelines.dedup.minhash_verify:steps", PARTITIONS, when=FUZZY, chained=True,
+             worker_group=DEDUP_GROUP,
              files=StageFiles(tasks=(VERIFIED_PAIRS, VERIFY_TASK_COUNTS)),
              reads=("processing.dedup.fuzzy",)),
     StageDef("minhash_cluster", "near duplicates: components in rounds, greedy keep per component",
              "mixture.pipelines.dedup.minhash_cluster:steps", PARTITIONS, when=FUZZY, chained=True, rounds=True,
+             worker_group=DEDUP_GROUP,
              reads=("processing.dedup.fuzzy",),
              files=StageFiles(outputs=(COMPONENTS, FUZZY_DROPS_DIR, NEAR_DUPLICATES_REPORT))),
     # not chained: its sample rate comes from the number of documents dedup kept
@@ -283,6 +295,11 @@ def get(name: str) -> StageDef:
         if s.name == name:
             return s
     raise KeyError(f"no stage {name!r}; stages are {', '.join(names())}")
+
+
+def worker_group(name: str) -> str | None:
+    """The worker group of stage `name` (StageDef.worker_group); None for a name not in the registry."""
+    return next((s.worker_group for s in STAGES if s.name == name), None)
 
 
 def planned(spec: Spec) -> list[StageDef]:

@@ -29,6 +29,7 @@ from datatrove.utils.logging import logger
 from datatrove.utils.stats import PipelineStats
 from datatrove.utils.typeshelper import StatHints
 
+from mixture.pipelines.runtime import shared_workers
 from mixture.pipelines.runtime.memory import configure_memory
 from mixture.pipelines.runtime.preload import preload
 from mixture.pipelines.runtime.task_usage import record_usage
@@ -344,7 +345,12 @@ class FailedTask:
 
 class LocalExecutor(LocalPipelineExecutor):
     """datatrove's local executor: task logs go to _build/<stage>/logs only, the console keeps errors (the build
-    shows progress bars); a failed task does not stop the others (see FailedTask)."""
+    shows progress bars); a failed task does not stop the others (see FailedTask). With a `worker_group`, inside a
+    shared_workers scope, its tasks run on the pool that the group's stages share."""
+
+    def __init__(self, *args, worker_group: str | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.worker_group = worker_group
 
     def _run_for_rank(self, rank: int, local_rank: int = 0, node_rank: int = -1):
         configure_memory()
@@ -368,6 +374,29 @@ class LocalExecutor(LocalPipelineExecutor):
     def _ranked_task(self, rank: int) -> tuple[int, object]:
         return rank, self.run_task(rank)
 
+    def _fork_pool(self, size: int):
+        """A pool of `size` workers forked from this driver once it loaded what they would each load."""
+        preload(self.pipeline)  # inherited by the workers instead of loaded by each
+        with sigint_held() as held:  # Ctrl-C reaches the whole process group: only this driver answers
+            pool = multiprocess.get_context(self.start_method).Pool(size, initializer=pool_worker_setup)
+        if held:
+            pool.terminate()
+            raise KeyboardInterrupt
+        return pool
+
+    def _run_on_pool(self, ranks: list[int]) -> list:
+        """Each rank's result, on the group's shared pool or on a pool of this stage's own."""
+        scope, size = shared_workers.current(), min(self.workers, len(ranks))
+        if scope is None or self.worker_group is None:
+            with self._fork_pool(size) as pool:  # left on Ctrl-C: its workers are terminated
+                return results_while_workers_live(pool, self._ranked_task, ranks)
+        pool = scope.get((self.worker_group, self.start_method), size, self._fork_pool)
+        try:
+            return results_while_workers_live(pool, self._ranked_task, ranks)
+        except BaseException:
+            scope.discard()
+            raise
+
     def run(self):
         """datatrove's local run without its multiprocess Manager: a server process started and stopped per
         stage (~50 ms each) only to hand out the local ranks that choose which task logs to the console, and
@@ -376,6 +405,7 @@ class LocalExecutor(LocalPipelineExecutor):
         if not ranks:
             return PipelineStats()
         self.save_executor_as_json()
+        shared_workers.end_other_groups(self.worker_group)  # their workers go before this stage's run
         try:
             with silence_tqdm():
                 if self.workers == 1:
@@ -385,14 +415,7 @@ class LocalExecutor(LocalPipelineExecutor):
                         stats.append(self.run_task(rank))
                     self.pipeline = pipeline
                 else:
-                    preload(self.pipeline)  # inherited by the workers instead of loaded by each
-                    with sigint_held() as held:  # Ctrl-C reaches the whole process group: only this driver answers
-                        pool = multiprocess.get_context(self.start_method).Pool(
-                            min(self.workers, len(ranks)), initializer=pool_worker_setup)
-                    with pool:  # on Ctrl-C the driver leaves this block: the pool's workers are terminated
-                        if held:
-                            raise KeyboardInterrupt
-                        stats = results_while_workers_live(pool, self._ranked_task, ranks)
+                    stats = self._run_on_pool(ranks)
         finally:
             quiet_datatrove_console()
         merged = sum(stats, start=PipelineStats())  # a FailedTask raises here, once every task has ended
