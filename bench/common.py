@@ -13,6 +13,24 @@ DOC = Path(__file__).resolve().parent.parent / "docs" / "performance.md"
 HEADER = "# Performance\n\nFigures written by `make bench` (`python -m bench.run`).\n\n"
 
 
+def live_children_cpu(pid: int | None = None) -> float:
+    """User + system CPU seconds of the live child processes of `pid` (this process by default), from
+    /proc/<child>/stat: a process's own `os.times()` counts a child only once it has been reaped, and the workers
+    that the dedup stages share are reaped when the group ends, not with each stage."""
+    parent, tick, total = pid or os.getpid(), os.sysconf("SC_CLK_TCK"), 0
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry.name}/stat").read_text()
+        except OSError:  # exited meanwhile
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()  # state ppid ... utime (12th) stime (13th)
+        if int(fields[1]) == parent:
+            total += int(fields[11]) + int(fields[12])
+    return total / tick
+
+
 def machine(libraries: str = "") -> str:
     """`nproc`, CPU model, RAM and Python version (plus the given library versions)."""
     cpu = "unknown CPU"

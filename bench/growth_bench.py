@@ -26,7 +26,7 @@ import yaml
 
 from bench import growth_corpus, growth_report, pool_truth
 from bench.build_bench import REPO, bare_tokenizer, demo_spec, input_texts, load
-from bench.common import DOC, machine, publish
+from bench.common import DOC, live_children_cpu, machine, publish
 
 RESULTS = "growth.json"
 # sample_docs well under one variant's kept documents (12.8k at scale 1): `sample` tokenizes the sample, `assign` the
@@ -44,8 +44,9 @@ MIB = 2**20
 
 def child_build(spec_path: str, workers: int, out_json: str, executor: str = "local",
                 overrides: dict | None = None) -> None:
-    """Run in a fresh process: build `spec_path`, timing every stage (wall, and CPU of this process and of the worker
-    processes it reaped: a stage's pool ends with the stage) and this driver's own peak memory while it ran."""
+    """Run in a fresh process: build `spec_path`, timing every stage (wall, and CPU of this process and of its worker
+    processes: those it reaped and those still running, as the dedup stages' shared workers are until the group
+    ends) and this driver's own peak memory while it ran."""
     import mixture.pipelines.build as pb
     import mixture.pipelines.finalize.store_json as pf
     from mixture.pipelines.runtime.task_usage import peak_rss, reset_peak
@@ -54,7 +55,7 @@ def child_build(spec_path: str, workers: int, out_json: str, executor: str = "lo
 
     def clock() -> tuple[float, float]:
         t = os.times()
-        return time.perf_counter(), t.user + t.system + t.children_user + t.children_system
+        return time.perf_counter(), t.user + t.system + t.children_user + t.children_system + live_children_cpu()
 
     def timed(fn, name_of):
         def run(*a, **kw):

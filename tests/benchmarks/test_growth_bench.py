@@ -151,3 +151,34 @@ def test_skip_build_renders_from_a_results_file(measured, tmp_path, capsys):
     out = capsys.readouterr().out
     assert growth_report.BEGIN in out and growth_report.PROJECTION_END in out
     assert ("PASS " in out or "FAIL " in out) and "two workers" in out
+
+
+def _burn_then_wait(ready, done) -> None:
+    import time
+
+    while time.process_time() < 0.3:
+        pass
+    ready.set()
+    done.wait(60)
+
+
+def test_a_stage_s_cpu_counts_the_workers_still_running():
+    """The dedup stages share workers that are reaped only when the group ends: `os.times()` would give their CPU
+    to the stage that closed the pool, so child_build also counts the live children's (bench.common)."""
+    import multiprocessing
+
+    from bench.common import live_children_cpu
+
+    ctx = multiprocessing.get_context("fork")
+    ready, done = ctx.Event(), ctx.Event()
+    child = ctx.Process(target=_burn_then_wait, args=(ready, done))
+    before = live_children_cpu()
+    child.start()
+    try:
+        assert ready.wait(60)
+        running = live_children_cpu()
+    finally:
+        done.set()
+        child.join()
+    assert running - before >= 0.25, (before, running)
+    assert live_children_cpu() <= running - 0.25  # reaped: its CPU is the parent's children_user/system now
