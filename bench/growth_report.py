@@ -343,7 +343,7 @@ class Report:
             "", "The mix at every size (shares of the records read, of the kept tokens):", "",
             f"| | {heads} |", cols,
         ]
-        lines += self._mix_rows() + self._truth_rows()
+        lines += self._mix_rows() + self._truth_rows() + self._truth_notes()
         bw, bc = self.build_exponents()
         lines += ["", f"Per stage ({self.series_w} workers; exponents over the sizes; the whole build: wall "
                   f"{_exp(bw)}, CPU {_exp(bc)}):", "",
@@ -419,6 +419,8 @@ class Report:
 
         return [
             _row("pool truth: named kept documents lost", (f"{t['named_kept_lost']} of {t['named_kept']:,}" for t in truths)),
+            _row("pool truth: named originals dropped as near duplicates in their own source ²",
+                 (f"{len(t.get('named_near_duplicates_in_source', []))}" for t in truths)),
             _row("pool truth: near-duplicate drops not verified", (f"{t['fuzzy_drops_unverified']} of {t['fuzzy_drops']:,}" for t in truths)),
             _row("pool truth: exact copies dropped", (gone(t, "exact_copies", "exact_duplicate") for t in truths)),
             _row("pool truth: near copies dropped", (gone(t, "near_copies", "fuzzy_duplicate") for t in truths)),
@@ -426,6 +428,21 @@ class Report:
             _row("pool truth: chain links kept (every other one)", (gone(t, "chain_links", "kept") for t in truths)),
             _row("duplicates' share of the input characters", (f"{t['duplicate_share']:.1%}" for t in truths)),
         ]
+
+    def _truth_notes(self) -> list[str]:
+        """² under the truth rows: each named original the crawl took from another source and that source's own
+        text holds a verified near duplicate of (bench/pool_truth.py), with its evidence and the sizes it was in."""
+        seen: dict[str, dict] = {}
+        for s in self.scales:
+            for e in (s.get("truth") or {}).get("named_near_duplicates_in_source", []):
+                seen.setdefault(e["id"], {**e, "sizes": []})["sizes"].append(f"{s['variants']}×")
+        if not seen:
+            return []
+        cases = "; ".join(f"`{e['id']}` ({e['why']}) near duplicate of `{e['near_duplicate_of']}`, word n-gram "
+                          f"Jaccard {e['jaccard']:.3f} verified (at {', '.join(e['sizes'])})" for e in seen.values())
+        return ["", "² Not lost: an original the crawl copied from another source that the source's own text holds a "
+                "near duplicate of, kept in its place (not one of the planted documents), at or above the threshold: "
+                + cases + "."]
 
     def _workers_rows(self) -> list[str]:
         ws = self.by_workers()

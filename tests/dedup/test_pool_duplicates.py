@@ -5,6 +5,7 @@ threshold against a kept document, every planted copy and family member gone, ch
 from __future__ import annotations
 
 import argparse
+import json
 
 import pytest
 import yaml
@@ -38,3 +39,23 @@ def test_the_pool_profile_duplicates_are_found_with_their_evidence(tmp_path):
     assert t["chain_links"].get("kept", 0) >= 0.4 * t["chain_links"]["planted"]
     assert t["chain_links"].get("fuzzy_duplicate", 0) >= 0.4 * t["chain_links"]["planted"]
     assert 0.04 < t["duplicate_share"] < 0.2
+    assert t["named_near_duplicates_in_source"] == []
+
+    # a named original that its own source's text holds a verified near duplicate of (an unplanted document kept in
+    # its place) is listed apart with its evidence; one dropped any other way is lost
+    _, dropped = pool_truth.store_facts(tmp_path / "store")
+    near = next(r for r in dropped["fuzzy_duplicate"] if r["source"] != "web-crawl" and "crawl" not in r["detail"])
+    exact = next(r for r in dropped["exact_duplicate"] if r["source"] != "web-crawl")
+    named = []
+    for i, folder in enumerate((folders[1], folders[2])):
+        truth = json.loads((folder / "ground_truth.json").read_text())
+        if i == 1:
+            truth["pool_kept"] += [{"id": near["id"], "why": "named here"}, {"id": exact["id"], "why": "named here"}]
+        named.append(tmp_path / f"truth-{i}")
+        named[-1].mkdir()
+        (named[-1] / "ground_truth.json").write_text(json.dumps(truth))
+    t = pool_truth.check(tmp_path / "store", named)
+    assert [e["id"] for e in t["lost_examples"]] == [exact["id"]] and t["named_kept_lost"] == 1
+    [listed] = t["named_near_duplicates_in_source"]
+    assert listed["id"] == near["id"] and listed["near_duplicate_of"] in near["detail"]
+    assert listed["jaccard"] >= t["threshold"]
