@@ -36,11 +36,13 @@ def test_a_group_s_stages_share_their_workers_and_others_fork_their_own(tmp_path
         a = _run(tmp_path, "a", "dedup")
         b = _run(tmp_path, "b", "dedup")
         assert scope.pool is not None and len(scope.forks) == 1
+        workers = {p.pid for p in scope.pool._pool}
         c = _run(tmp_path, "c", None)  # outside the group: the group's pool is closed first
         assert scope.pool is None
         d = _run(tmp_path, "d", "dedup")
-    assert a == b and len(a) == 2 and os.getpid() not in a, (a, b)
-    assert not c & a and not d & (a | c), (a, c, d)  # a stage of the group after another stage: a new pool
+    # which worker takes which task is the pool's choice: one may take them all
+    assert len(workers) == 2 and a | b <= workers and os.getpid() not in workers, (a, b, workers)
+    assert not c & workers and not d & (workers | c), (workers, c, d)  # after another stage: a new pool
     assert scope.forks == [(("dedup", "fork"), 2), (("dedup", "fork"), 2)]
     assert not multiprocess.active_children()  # every worker has exited with its pool
 
@@ -69,7 +71,7 @@ def test_a_dead_worker_fails_its_stage_and_the_next_stage_gets_new_workers(tmp_p
                                  start_method="fork", worker_group="dedup").run()
         assert scope.pool is None  # the broken pool was stopped, not kept for the next stage
         after = _run(tmp_path, "b", "dedup")
-    assert not before & after and len(after) == 2, (before, after)
+    assert not before & after and after, (before, after)
     assert not multiprocess.active_children()
 
 
@@ -93,6 +95,6 @@ def test_a_build_runs_its_dedup_stages_on_one_set_of_workers(built_store):
     assert "duplicate_ids" in grouped and "minhash_verify" in grouped
     driver = pids("fit")  # one task: run in the build's own process
     shared = set().union(*(pids(n) for n in grouped)) - driver
-    assert len(shared) == 2, {n: pids(n) for n in grouped}
+    assert 1 <= len(shared) <= 2, {n: pids(n) for n in grouped}  # a pool per stage: up to 2 for each stage
     for other in ("prepare", "sample", "assign"):
         assert pids(other) and not pids(other) & (shared | driver), (other, pids(other), shared)
