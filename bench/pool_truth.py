@@ -1,6 +1,7 @@
 """A store built from `pool`-profile demo corpora (mixture/demo_corpus/crawl.py) against their ground truth: every
-named kept document kept (but one its source's own text holds a verified near duplicate of: listed apart), every near-duplicate drop verified at the threshold against a kept document, how many of
-the planted copies, family members and chain links went, and the duplicates' share of the input.
+named kept document kept (one that its own source's text holds a verified near duplicate of is listed apart), every
+near-duplicate drop verified at the threshold against a kept document, how many of the planted copies, family
+members and chain links went, and the duplicates' share of the input.
 
 `python -m bench.pool_truth STORE CORPUS_VARIANT...` prints the figures as JSON."""
 
@@ -53,11 +54,10 @@ def check(store: Path, variants: list[Path]) -> dict:
             verified[row["id"]] = (m.group(1), float(m.group(4)))
 
     copies = [e for t in truth for e in t.get("pool_copies", [])]
-    members = [m for t in truth for f in t.get("pool_families", []) for m in f["members"]
-               if m != f["root"]]
+    families = [f for t in truth for f in t.get("pool_families", [])]
+    members = [m for f in families for m in f["members"] if m != f["root"]]
     links = [(i, link) for t in truth for c in t.get("pool_chains", []) for i, link in enumerate(c["links"])]
-    planted = {e["id"] for e in copies} | {m for t in truth for f in t.get("pool_families", []) for m in f["members"]} \
-        | {link for _, link in links}
+    planted = {e["id"] for e in copies} | {m for f in families for m in f["members"]} | {link for _, link in links}
     # an original the crawl copied from another source may itself be a near duplicate in that source's real text
     # (two pages of one README): dropped for an unplanted kept document, verified at the threshold, it is not lost
     named = [e for t in truth for e in t.get("pool_kept", [])]
