@@ -1,4 +1,5 @@
-"""What every benchmark shares: the machine description and publishing its own section of docs/performance.md."""
+"""What every benchmark shares: the machine description, the processes under /proc, and publishing its own section of
+docs/performance.md."""
 
 from __future__ import annotations
 
@@ -7,17 +8,16 @@ import os
 import platform
 import re
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "performance.md"
 HEADER = "# Performance\n\nFigures written by `make bench` (`python -m bench.run`).\n\n"
 
 
-def live_children_cpu(pid: int | None = None) -> float:
-    """User + system CPU seconds of the live child processes of `pid` (this process by default), from
-    /proc/<child>/stat: a process's own `os.times()` counts a child only once it has been reaped, and the workers
-    that the dedup stages share are reaped when the group ends, not with each stage."""
-    parent, tick, total = pid or os.getpid(), os.sysconf("SC_CLK_TCK"), 0
+def proc_stats() -> Iterator[tuple[int, list[str]]]:
+    """(pid, the fields of /proc/<pid>/stat after its command name: state, ppid, … utime, stime at 11 and 12) of
+    every process that is still there when read."""
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
@@ -25,10 +25,16 @@ def live_children_cpu(pid: int | None = None) -> float:
             stat = Path(f"/proc/{entry.name}/stat").read_text()
         except OSError:  # exited meanwhile
             continue
-        fields = stat[stat.rindex(")") + 2 :].split()  # state ppid ... utime (12th) stime (13th)
-        if int(fields[1]) == parent:
-            total += int(fields[11]) + int(fields[12])
-    return total / tick
+        yield int(entry.name), stat[stat.rindex(")") + 2 :].split()
+
+
+def live_children_cpu(pid: int | None = None) -> float:
+    """User + system CPU seconds of the live child processes of `pid` (this process by default): a process's own
+    `os.times()` counts a child only once it has been reaped, and the workers that the dedup stages share are
+    reaped when the group ends, not with each stage."""
+    parent = pid or os.getpid()
+    ticks = sum(int(f[11]) + int(f[12]) for _, f in proc_stats() if int(f[1]) == parent)
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def machine(libraries: str = "") -> str:

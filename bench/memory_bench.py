@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from bench.build_bench import REPO, demo_corpus, demo_spec, load, write_spec
-from bench.common import machine, publish
+from bench.common import machine, proc_stats, publish
 from mixture.stages import registry as stage_registry
 from mixture.store.formats import read_store_artifact
 
@@ -25,15 +25,8 @@ MIB = 2**20
 
 def _children() -> dict[int, list[int]]:
     kids: dict[int, list[int]] = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry.name}/stat").read_text()
-        except OSError:
-            continue
-        ppid = int(stat[stat.rindex(")") + 2 :].split()[1])
-        kids.setdefault(ppid, []).append(int(entry.name))
+    for pid, fields in proc_stats():
+        kids.setdefault(int(fields[1]), []).append(pid)
     return kids
 
 

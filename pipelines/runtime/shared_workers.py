@@ -30,16 +30,19 @@ class SharedWorkers:
 
     def close(self) -> None:
         """Let the held pool's workers finish and exit."""
-        pool, self.pool, self.key, self.size = self.pool, None, None, 0
-        if pool is not None:
-            pool.close()
-            pool.join()
+        self._release(terminate=False)
 
     def discard(self) -> None:
         """Stop the held pool's workers now (after a failed or interrupted stage: a worker may be dead or busy)."""
+        self._release(terminate=True)
+
+    def _release(self, terminate: bool) -> None:
         pool, self.pool, self.key, self.size = self.pool, None, None, 0
         if pool is not None:
-            pool.terminate()
+            if terminate:
+                pool.terminate()
+            else:
+                pool.close()
             pool.join()
 
 

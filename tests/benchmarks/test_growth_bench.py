@@ -162,6 +162,17 @@ def _burn_then_wait(ready, done) -> None:
     done.wait(60)
 
 
+def _parent_of_one(ready, done, reaped, leave) -> None:
+    """A process whose only child burns 0.3 s of CPU; it reaps the child, then waits to be let go."""
+    import multiprocessing
+
+    child = multiprocessing.get_context("fork").Process(target=_burn_then_wait, args=(ready, done))
+    child.start()
+    child.join()
+    reaped.set()
+    leave.wait(60)
+
+
 def test_a_stage_s_cpu_counts_the_workers_still_running():
     """The dedup stages share workers that are reaped only when the group ends: `os.times()` would give their CPU
     to the stage that closed the pool, so child_build also counts the live children's (bench.common)."""
@@ -170,15 +181,18 @@ def test_a_stage_s_cpu_counts_the_workers_still_running():
     from bench.common import live_children_cpu
 
     ctx = multiprocessing.get_context("fork")
-    ready, done = ctx.Event(), ctx.Event()
-    child = ctx.Process(target=_burn_then_wait, args=(ready, done))
-    before = live_children_cpu()
-    child.start()
+    ready, done, reaped, leave = ctx.Event(), ctx.Event(), ctx.Event(), ctx.Event()
+    parent = ctx.Process(target=_parent_of_one, args=(ready, done, reaped, leave))
+    parent.start()
     try:
         assert ready.wait(60)
-        running = live_children_cpu()
+        running = live_children_cpu(parent.pid)
+        done.set()
+        assert reaped.wait(60)
+        after = live_children_cpu(parent.pid)
     finally:
         done.set()
-        child.join()
-    assert running - before >= 0.25, (before, running)
-    assert live_children_cpu() <= running - 0.25  # reaped: its CPU is the parent's children_user/system now
+        leave.set()
+        parent.join()
+    assert running >= 0.25, running  # the live child's CPU, read from /proc
+    assert after == 0, after  # reaped: counted in its parent's os.times() now, no longer a live child
