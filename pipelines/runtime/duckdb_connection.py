@@ -17,6 +17,22 @@ _db: dict = {}  # pid → this process's DuckDB instance (a forked child never u
 # ~20 ms, and a build opens one per task of every dedup stage
 _db_lock = threading.Lock()
 _db_dirty: list = []  # not empty: the last task's tables may remain
+_spill_root: list = []  # [folder]: the spill folders' parent, removed at the exit of the process that made it
+
+
+def spill_root() -> str:
+    """The parent of this process's spill folders, made (and removed at exit) by the first process that asks. A
+    driver asks before it forks workers: a pool worker exits without running `atexit` (terminated, or `os._exit`),
+    so the folders its DuckDB instance spilled to go with the driver's instead of staying in the temporary folder."""
+    if not _spill_root:
+        root = tempfile.mkdtemp(prefix="mixture-duckdb-")
+        atexit.register(shutil.rmtree, root, ignore_errors=True)
+        _spill_root.append(root)
+    return _spill_root[0]
+
+
+def _spill_folder() -> str:
+    return tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=spill_root())
 
 
 def _process_db():
@@ -24,9 +40,7 @@ def _process_db():
 
     pid = os.getpid()
     if pid not in _db:
-        spill = tempfile.mkdtemp(prefix="mixture-duckdb-")
-        atexit.register(shutil.rmtree, spill, ignore_errors=True)
-        _db[pid] = duckdb.connect(config={"temp_directory": spill, "preserve_insertion_order": False})
+        _db[pid] = duckdb.connect(config={"temp_directory": _spill_folder(), "preserve_insertion_order": False})
     return _db[pid]
 
 
@@ -47,7 +61,7 @@ def duckdb_connection(memory_limit: str | None = None) -> Iterator:
     import duckdb
 
     if not _db_lock.acquire(blocking=False):
-        spill = tempfile.mkdtemp(prefix="mixture-duckdb-")
+        spill = _spill_folder()
         config = {"temp_directory": spill, "preserve_insertion_order": False, **duckdb_threads()}
         con = duckdb.connect(config={**config, **({"memory_limit": memory_limit} if memory_limit else {})})
         try:
