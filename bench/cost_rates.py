@@ -2,7 +2,8 @@
 CPU, exponents and peaks per stage from a growth benchmark run (its growth.json), and the files each stage writes as
 a function of the tasks T, fitted on builds of one small `pool` corpus at T = 2, 4 and 8 kept with their work files.
 
-`python -m bench.cost_rates --growth DIR/growth.json` (writes mixture/stages/rates.json; `--no-write` prints)."""
+`python -m bench.cost_rates --growth DIR/growth.json [--fixed-tasks-run DIR2/growth.json]` (writes
+mixture/stages/rates.json; `--no-write` prints)."""
 
 from __future__ import annotations
 
@@ -95,9 +96,12 @@ def fit_objects(tmp: Path, log=print) -> dict[str, costs.ObjectRate]:
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--growth", required=True, help="a growth benchmark's growth.json (bench/growth_bench.py --out)")
+    p.add_argument("--fixed-tasks-run", help="growth.json of a run at one T for every size (growth_bench "
+                   "--fixed-tasks): each stage's CPU fitted as fixed + per task + per T·P + per unit over both runs")
     p.add_argument("--no-write", action="store_true", help=f"print the rates, do not write {RATES}")
     args = p.parse_args(argv)
-    report = growth_report.Report(json.loads(Path(args.growth).read_text()))
+    fixed = json.loads(Path(args.fixed_tasks_run).read_text()) if args.fixed_tasks_run else None
+    report = growth_report.Report(json.loads(Path(args.growth).read_text()), fixed)
     with tempfile.TemporaryDirectory(prefix="cost-rates-") as tmp:
         objects = fit_objects(Path(tmp))
     rates = report.rates(objects)

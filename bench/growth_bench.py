@@ -326,6 +326,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--keep-stores", action="store_true", help="keep every store (default: removed once measured)")
     p.add_argument("--skip-build", action="store_true", help="re-render the docs from --out's growth.json")
     p.add_argument("--no-publish", action="store_true", help="print, do not write docs/performance.md, docs/scaling.md")
+    p.add_argument("--fixed-tasks-run", help="growth.json of a run of this corpus at one T for every size "
+                   "(--fixed-tasks): the projection then takes each stage's CPU fitted as fixed + per task + per T·P + "
+                   "per unit of work over both runs (docs/scaling.md)")
     args = p.parse_args(argv)
     for k, v in {**DEFAULTS, **(QUICK if args.quick else {})}.items():
         if getattr(args, k) is None:
@@ -344,7 +347,8 @@ def main(argv: list[str] | None = None) -> None:
         results["cmd"] = command(args)
         (out / RESULTS).write_text(json.dumps(results, indent=1))
         print(f"  results: {out / RESULTS}")
-    report = growth_report.Report(results)
+    fixed = json.loads(Path(args.fixed_tasks_run).read_text()) if args.fixed_tasks_run else None
+    report = growth_report.Report(results, fixed)
     for line in report.goal_lines():
         print(line)
     section, projection = report.performance_section(), report.projection_section()

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
+from mixture.pipelines.dedup.minhash_buckets import ANCHORS
+from mixture.spec.models import FuzzyDedup
 from mixture.stages import costs
 
 REPO = Path(__file__).resolve().parent.parent
@@ -22,11 +24,15 @@ CORES, POOL_TASKS, FIT_SAMPLE = 1000, 8000, 50_000  # cluster, execution.tasks a
 # stages whose work does not grow with the tokens by design, and what it grows with
 NOT_PER_TOKEN = {"fit": "the fit sample (`partition.clusters.sample_docs`, the same at every size)",
                  "finalize": "tasks and cells (it merges every task's shard facts and writes every cell's ledger)"}
+# stages whose work grows with the near-duplicate candidate pairs, which grow with the corpus's duplicates (the pool
+# corpus's pairs per document grow with its size by design): their exponents and projection are against the pairs
+PER_PAIR = ("minhash_verify",)
 DRIVER_STAGES = ("finalize",)  # run by the driver alone: a single task, whatever the registry holds
 LINEAR, FLAT, SINGLE_SHARE, SPEEDUP, VS_TOKENIZER = 0.1, 1.2, 0.10, 1.8, 0.5  # the goals of issue 15
 STEADY = 0.05  # a per-token stage's CPU exponent, over repeated interleaved builds
 MIB = 2**20
 FULL_KEPT = 500e6  # kept tokens at the largest size of a full run
+MARIN_CANDIDATES = 5_951_299_430  # candidate documents of Marin's fuzzy dedup of the pool (marin-community/marin #8237)
 
 
 def exponent(xs: list[float], ys: list[float]) -> float | None:
@@ -70,6 +76,21 @@ def per_token_fit(xs: list[float], ys: list[float]) -> tuple[float, float, float
         return None
     half = float(stats.t.ppf(0.975, len(xs) - 3)) * err
     return float(k), float(k) - half, float(k) + half, float(a)
+
+
+def linear_cost(rows: list[tuple[float, float, float, float]]) -> costs.LinearCost | None:
+    """(stage tasks, T · P, work, CPU seconds) of builds → the stage's fixed, per-task, per-range and per-unit seconds
+    by non-negative least squares, with its R²; None unless the builds vary the tasks and the work apart (four
+    independent columns) or when the CPU does not vary."""
+    from scipy import optimize
+
+    x = np.array([[1.0, t, r, w] for t, r, w, _ in rows])
+    y = np.array([c for *_, c in rows])
+    if len(rows) < 5 or np.linalg.matrix_rank(x / x.max(axis=0)) < 4 or y.var() == 0:
+        return None
+    coef, _ = optimize.nnls(x, y)
+    r2 = 1 - float(((y - x @ coef) ** 2).sum() / ((y - y.mean()) ** 2).sum())
+    return costs.LinearCost(fixed=coef[0], per_task=coef[1], per_range=coef[2], per_unit=coef[3], r2=r2)
 
 
 def merge_rounds(stages: list[dict]) -> list[dict]:
@@ -158,7 +179,11 @@ def _exp(b: float | None) -> str:
 class Report:
     """The figures of one run (growth.json) and what they say."""
 
-    def __init__(self, results: dict):
+    def __init__(self, results: dict, fixed_tasks: dict | None = None):
+        """`fixed_tasks`: a run of the same corpus at one T for every size (`--fixed-tasks`); with this run's T growing
+        with the input, the cost model's rates take each stage's fitted fixed, per-task, per-range and per-unit
+        seconds (`linear_costs`) instead of its exponent."""
+        self.fixed_tasks = Report(fixed_tasks) if fixed_tasks else None
         for s in results["scales"]:
             for b in [*s["builds"].values(), *s.get("repeats", [])]:
                 b["stages"] = merge_rounds(b["stages"])
@@ -178,8 +203,13 @@ class Report:
     def values(self, name: str, key: str) -> list[float]:
         return [self.stage(b, name)[key] for b in self.series]
 
-    def exponents(self, name: str) -> tuple[float | None, float | None]:
-        return exponent(self.kept, self.values(name, "wall")), exponent(self.kept, self.values(name, "cpu"))
+    def exponents(self, name: str, xs: list[float] | None = None) -> tuple[float | None, float | None]:
+        """The stage's wall and CPU exponents over the series, against `xs` (default: the kept tokens)."""
+        xs = xs or self.kept
+        return exponent(xs, self.values(name, "wall")), exponent(xs, self.values(name, "cpu"))
+
+    def series_pairs(self) -> list[float]:
+        return [self.candidate_pairs(b) for b in self.series]
 
     def repeats(self) -> list[tuple[float, dict]]:
         """(kept tokens, build) of every repeated build of the series (the sizes interleaved, `--repeats`); the
@@ -193,6 +223,46 @@ class Report:
         """The stage's CPU exponent over every repeated build, with its 95 % interval."""
         runs = self.repeats()
         return exponent_interval([k for k, _ in runs], [self.stage(b, name)["cpu"] for _, b in runs])
+
+    @staticmethod
+    def candidate_pairs(build: dict) -> float:
+        """A build's near-duplicate candidate pairs (its report's `pairs_considered`)."""
+        return build["mix"]["pairs_per_doc"] * build["counters"]["records_out"]
+
+    def cost_rows(self, name: str) -> list[tuple[float, float, float, float]]:
+        """(the stage's tasks, T · P, its work, CPU seconds) of every repeated build: work in input tokens, or in
+        candidate pairs for a stage scaled by them; P = T (`execution.partitions` unset in the growth spec)."""
+        work = self.series_pairs() if self.by_pairs(name) else [s["input_tokens"] for s in self.scales]
+        at = {k: (s["tasks"], w) for k, s, w in zip(self.kept, self.scales, work, strict=True)}
+        out = []
+        for k, b in self.repeats():
+            st, (t, w) = self.stage(b, name), at[k]
+            out.append((float(st.get("tasks", t)), float(t * t), float(w), float(st["cpu"])))
+        return out
+
+    def linear_costs(self) -> dict[str, costs.LinearCost]:
+        """Per stage that grows with the input (not `NOT_PER_TOKEN`): its CPU as fixed, per-task, per-range and
+        per-unit seconds over this run's builds and the fixed-T run's (`linear_cost`); none without that run."""
+        if self.fixed_tasks is None:
+            return {}
+        fits = {n: linear_cost(self.cost_rows(n) + self.fixed_tasks.cost_rows(n))
+                for n in self.names if n not in NOT_PER_TOKEN}
+        return {n: f for n, f in fits.items() if f is not None}
+
+    def by_pairs(self, name: str) -> bool:
+        """Whether the stage is measured and projected against the candidate pairs (every size has some)."""
+        return name in PER_PAIR and min(self.series_pairs()) > 0
+
+    def pairs_interval(self, name: str) -> tuple[float, float, float] | None:
+        """The stage's CPU exponent against the candidate pairs over every repeated build (a size's pairs are its
+        series build's: the same spec and input), with its 95 % interval."""
+        pairs = dict(zip(self.kept, self.series_pairs(), strict=True))
+        runs = self.repeats()
+        return exponent_interval([pairs[k] for k, _ in runs], [self.stage(b, name)["cpu"] for _, b in runs])
+
+    def pairs_growth(self) -> tuple[float, float, float] | None:
+        """The candidate pairs' exponent against the input tokens over the sizes (the corpus's, not a stage's)."""
+        return exponent_interval([s["input_tokens"] for s in self.scales], self.series_pairs())
 
     def per_token(self, name: str) -> tuple[float, float, float, float] | None:
         """The stage's CPU over every repeated build as fixed seconds plus a growing part (`per_token_fit`)."""
@@ -228,18 +298,20 @@ class Report:
         for name in self.names:
             if name in NOT_PER_TOKEN:
                 continue
-            bw, bc = self.exponents(name)
+            bw, bc = self.exponents(name, self.series_pairs() if self.by_pairs(name) else None)
             if bw is None or bc is None:
                 continue
             ok = all(abs(b - 1) <= LINEAR for b in (bw, bc))
             how = "" if ok else ("; superlinear" if max(bw, bc) > 1 + LINEAR else
                                  "; sublinear: fixed costs still weigh at these sizes")
             share = self.stage(self.series[-1], name)["wall"] / self.series[-1]["wall"]
-            out.append(Goal(f"`{name}` grows linearly (exponent 1.0 ± {LINEAR})", ok,
+            out.append(Goal(f"`{name}` grows linearly{' with its candidate pairs' * self.by_pairs(name)} "
+                            f"(exponent 1.0 ± {LINEAR})", ok,
                             f"wall {bw:.2f}, CPU {bc:.2f}{how} ({share:.1%} of the largest build's wall time)"))
-            ci = self.interval(name)
+            ci = self.pairs_interval(name) if self.by_pairs(name) else self.interval(name)
             if ci is not None:
-                out.append(Goal(f"`{name}` CPU exponent 1.00 ± {STEADY}, its 95 % interval inside 1.00 ± {LINEAR}",
+                against = " against its candidate pairs" if self.by_pairs(name) else ""
+                out.append(Goal(f"`{name}` CPU exponent{against} 1.00 ± {STEADY}, its 95 % interval inside 1.00 ± {LINEAR}",
                                 abs(ci[0] - 1) <= STEADY and abs(ci[1] - 1) <= LINEAR and abs(ci[2] - 1) <= LINEAR,
                                 f"{ci[0]:.3f} [{ci[1]:.3f}, {ci[2]:.3f}] over {len(self.repeats())} builds"))
         first, last = self.series[0], self.series[-1]
@@ -483,45 +555,108 @@ class Report:
         """The stage's CPU exponent the projection applies: over every repeated build (the table's, with its
         interval), or over the series where the run has no repeats. The series alone moved `assign`'s from 0.99 to
         1.03 between two runs, which the projection magnifies over five orders of magnitude (+500 core-hours)."""
-        ci = self.interval(name)
+        ci = self.pairs_interval(name) if self.by_pairs(name) else self.interval(name)
         return ci[0] if ci is not None else self.exponents(name)[1]
 
     def rates(self, objects: dict[str, costs.ObjectRate] | None = None) -> costs.Rates:
         """The cost model's rates (mixture/stages/costs.py) from this run: per stage its CPU seconds at the largest
         size (1 worker if measured), its CPU exponent (`cpu_exponent`) and largest task's peak; `objects` as
-        bench/cost_rates.py fits them. `fit` is scaled by its sample, `finalize` by the tasks, every other stage by
-        the tokens."""
+        bench/cost_rates.py fits them. `fit` is scaled by its sample, `finalize` by the tasks, `minhash_verify` by
+        the candidate pairs (`PER_PAIR`, with their growth with the tokens), every other stage by the tokens."""
         build = self.by_workers().get(1, self.series[-1])
+        linear = self.linear_costs()
         stages = []
         for name in self.names:
             scaled_by, reference = (("sample", self.r["args"]["sample_docs"]) if name == "fit" else
                                     ("tasks", self.largest["tasks"]) if name == "finalize" else
+                                    ("pairs", self.candidate_pairs(build)) if self.by_pairs(name) else
                                     ("tokens", self.largest["input_tokens"]))
             st = self.stage(build, name)
             rounds = (costs.RoundsRate(rounds=st["rounds"], pairs=build.get("pairs_verified", 0))
                       if "rounds" in st else None)
             stages.append(costs.StageRate(stage=name, cpu_seconds=st["cpu"], scaled_by=scaled_by, reference=reference,
                                           exponent=self.cpu_exponent(name), peak_rss=int(st.get("peak_rss") or 0),
-                                          objects=(objects or {}).get(name, costs.ObjectRate()), rounds=rounds))
+                                          objects=(objects or {}).get(name, costs.ObjectRate()), rounds=rounds,
+                                          linear=linear.get(name)))
         t = self.throughput(1)
         measured = (f"{self.r.get('cmd', 'python -m bench.growth_bench')} (load average {self.r.get('load_start', '?')} "
                     f"at its start, {self.r.get('load_end', '?')} at its end)")
+        if linear:
+            f = self.fixed_tasks.r
+            measured += (f", with {f.get('cmd', 'python -m bench.growth_bench --fixed-tasks')} (load average "
+                         f"{f.get('load_start', '?')} at its start, {f.get('load_end', '?')} at its end) for the fitted costs")
         return costs.Rates(machine=self.r["machine"]["machine"], measured=measured,
                            input_tokens=self.largest["input_tokens"],
                            kept_share=self.kept[-1] / self.largest["input_tokens"],
-                           bare_tokenizer=t["bare_in"] if t else None, stages=tuple(stages))
+                           bare_tokenizer=t["bare_in"] if t else None,
+                           candidate_pairs=self.candidate_pairs(build) or None,
+                           pairs_exponent=(self.pairs_growth() or (None,))[0], stages=tuple(stages))
 
-    def projection_rows(self) -> list[dict]:
+    def projection_rows(self, candidate_pairs: float | None = None) -> list[dict]:
         """Per stage: CPU seconds at the largest size, its CPU exponent, and the cost model's core-hours and wall
         hours on CORES cores for RAW_POOL raw tokens (mixture/stages/costs.py `project`, the model `mixture estimate`
-        applies to a spec)."""
+        applies to a spec), with `candidate_pairs` near-duplicate candidate pairs (None: grown as over the sizes)."""
         rates = self.rates()
         tasks = self.r.get("pool_tasks", {})
         work = costs.Workload(input_tokens=RAW_POOL, tasks=POOL_TASKS, fit_sample=FIT_SAMPLE, stage_tasks={
-            n: tasks.get(n, 1 if n in self.r["single_task"] else POOL_TASKS) for n in self.names})
+            n: tasks.get(n, 1 if n in self.r["single_task"] else POOL_TASKS) for n in self.names},
+            candidate_pairs=candidate_pairs)
         return [{"stage": c.stage, "cpu": r.cpu_seconds, "exponent": r.exponent, "how": c.scaled,
                  "core_hours": c.core_hours, "linear_hours": c.linear_core_hours, "tasks": c.tasks,
                  "wall_hours": c.wall_hours} for r, c in zip(rates.stages, costs.project(rates, work, CORES), strict=True)]
+
+    def _projection_method(self) -> str:
+        exp = ("a stage's CPU seconds times (pool tokens / measured tokens)^e, e its CPU growth exponent over the sizes "
+               "and every repeated build (the table's), never under 1 (the linear figure beside)")
+        fits = self.linear_costs()
+        if not fits:
+            return exp
+        f = self.fixed_tasks
+        return (f"every stage that grows with its input by its CPU seconds fitted as fixed + per task + per T·P + per "
+                f"unit of work (input tokens; `{'`, `'.join(n for n in fits if self.by_pairs(n))}` candidate pairs), "
+                "by non-negative least squares over the builds of this run (T = "
+                f"{self.scales[0]['tasks']} … {self.largest['tasks']}, growing with the input) and of a run at T = "
+                f"{f.scales[0]['tasks']} for every size (`{f.r.get('cmd', '--fixed-tasks')}`), R² "
+                f"{min(x.r2 for x in fits.values()):.3f}–{max(x.r2 for x in fits.values()):.3f}: in a run whose T "
+                "grows with its input, what a task and a shuffle's writer–reader pair cost reads as superlinear "
+                "work; at the pool T = P = "
+                f"{POOL_TASKS:,} (the table's `its tasks` and `T·P` hours are in its core-hours); other stages: "
+                + exp)
+
+    def pairs_scenarios(self, rows: list[dict]) -> list[str]:
+        """The projection under other counts of the pool's candidate pairs: `minhash_verify`'s work is the corpus's
+        duplicates, which this corpus cannot tell for the real pool."""
+        per_pair = [n for n in self.names if self.by_pairs(n)]
+        if not per_pair:
+            return []
+        rates, growth = self.rates(), self.pairs_growth()
+        docs = RAW_POOL * self.largest["input_records"] / self.largest["input_tokens"]
+        bands = FuzzyDedup.model_fields["bands"].default  # the growth spec's (specs/demo.yaml)
+        grown = rates.pairs_at(RAW_POOL)
+        cases = [(f"as at the largest size measured ({rates.candidate_pairs / self.largest['input_records']:.2f} per "
+                  "input document, held)", rates.candidate_pairs * RAW_POOL / rates.input_tokens),
+                 ("grown with the tokens as over the sizes (exponent "
+                  + (f"{growth[0]:.2f} [{growth[1]:.2f}, {growth[2]:.2f}]" if growth else "–")
+                  + "): the table above", grown),
+                 (f"Marin's pool: {MARIN_CANDIDATES / 1e9:.2f}B candidate documents, one pair each", MARIN_CANDIDATES),
+                 (f"… {ANCHORS} pairs each (a member of a large family paired with the same {ANCHORS} first members "
+                  "in every band)", ANCHORS * MARIN_CANDIDATES),
+                 (f"the bound: every document paired with {ANCHORS} members before it in each of {bands} bands",
+                  ANCHORS * bands * docs)]
+        lines = ["", f"`{'`, `'.join(per_pair)}` is scaled by the near-duplicate candidate pairs, and the pool's "
+                 "pairs are a property of its duplicates that "
+                 f"this corpus cannot tell. The projection with other counts (pool documents: {docs / 1e9:.1f}B at "
+                 f"this corpus's {self.largest['input_tokens'] / self.largest['input_records']:,.0f} tokens per "
+                 "record):", "",
+                 "| the pool's candidate pairs | pairs | per input document | "
+                 + " + ".join(f"`{n}`" for n in per_pair) + " core-hours | build core-hours | critical path on "
+                 f"{CORES:,} cores |", "|---|---:|---:|---:|---:|---:|"]
+        for label, pairs in cases:
+            case = rows if pairs == grown else self.projection_rows(pairs)
+            lines.append(f"| {label} | {pairs / 1e9:,.1f}B | {pairs / docs:.2f} | "
+                         f"{_hours(sum(r['core_hours'] for r in case if r['stage'] in per_pair))} | "
+                         f"{_hours(sum(r['core_hours'] for r in case))} | {_hours(sum(r['wall_hours'] for r in case))} h |")
+        return [*lines, ""]
 
     def projection_section(self) -> str:
         rows = self.projection_rows()
@@ -537,9 +672,9 @@ class Report:
             f"Projected by `bench/growth_bench.py` from its largest size ({self.largest['variants']} variants, "
             f"{_fmt_tokens(self.largest['input_tokens'])} input tokens, {_fmt_tokens(self.kept[-1])} kept, "
             f"{kept_share:.0%}; CPU seconds of the build on {w} worker{'s' * (w > 1)}; {self.r['machine']['machine']}) to "
-            f"{RAW_POOL / 1e12:.1f}T raw tokens ({RAW_POOL * kept_share / 1e12:.1f}T kept at the same share): a "
-            "stage's CPU seconds times (pool tokens / measured tokens)^e, e its CPU growth exponent over the sizes and every repeated build (the table's), "
-            f"never under 1 (the linear figure beside); `finalize` by the tasks ({POOL_TASKS:,} against "
+            f"{RAW_POOL / 1e12:.1f}T raw tokens ({RAW_POOL * kept_share / 1e12:.1f}T kept at the same share): "
+            + self._projection_method() +
+            f"; `finalize` by the tasks ({POOL_TASKS:,} against "
             f"{self.largest['tasks']}), `fit` by its sample ({FIT_SAMPLE:,} documents, the default, against "
             f"{self.r['args']['sample_docs']:,}). Wall on {CORES:,} cores: core-hours / min({CORES:,}, tasks), tasks "
             f"as the stage registry gives them for `execution.tasks: {POOL_TASKS:,}`; the stages run one after "
@@ -564,6 +699,7 @@ class Report:
                 "where its own code uses threads: DuckDB); the per-token stages with T ≥ cores use every core"
                 + "".join(f"; `minhash_buckets` runs {r['tasks']:,} tasks (one per band and slice of its first-hash "
                           "range: bands × ⌈T / bands⌉)" for r in rows if r["stage"] == "minhash_buckets") + ".")
+        lines += self.pairs_scenarios(rows)
         superlinear = [r["stage"] for r in rows if r["exponent"] is not None and r["exponent"] > 1 + LINEAR]
         if superlinear:
             lines.append(f"{', '.join(f'`{n}`' for n in superlinear)} grew faster than linearly over the measured "

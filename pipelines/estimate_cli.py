@@ -40,6 +40,18 @@ def slurm_block(est) -> dict:
         for c in est.costs if c.stage != "finalize"}}}
 
 
+def _pairs_note(est) -> str:
+    """How `minhash_verify`'s work was projected: the candidate pairs given, or grown from the rates'."""
+    r = est.rates
+    if not r.candidate_pairs or est.candidate_pairs is None:
+        return ""
+    if est.pairs_per_doc is not None:
+        return f"; minhash_verify's by the candidate pairs: {est.pairs_per_doc:g} per record (yours)"
+    return (f"; minhash_verify's by the candidate pairs: {_count(est.candidate_pairs)}, grown from the rates' "
+            f"{_count(r.candidate_pairs)} as measured (exponent {max(1.0, r.pairs_exponent or 1.0):.2f}), a property of "
+            "the benchmark's duplicates: give your corpus's with --pairs-per-doc")
+
+
 def print_estimate(est, console: Console, prices: costs.Prices | None = None) -> None:
     t = Table(title=f"inputs of {est.spec} (whole files read per source, the rest projected by bytes)")
     for col in ("source", "files", "GiB listed", "files read", "records (est.)", "bad records", "tokens (est.)",
@@ -82,8 +94,11 @@ def print_estimate(est, console: Console, prices: costs.Prices | None = None) ->
                       f"{prices.currency}")
     r = est.rates
     console.print(f"[dim]rates measured on {r.machine} by `{r.measured}` at {_count(r.input_tokens)} input tokens; "
-                  "a stage's CPU is scaled by (tokens / those)^e, e its measured growth exponent (never under 1). "
-                  "Your machine's speed differs: time the bare tokenizer on both to compare.[/dim]", soft_wrap=True)
+                  + ("a stage's CPU is its fitted fixed, per-task, per-T·P and per-unit seconds where the rates have "
+                     "them, else " if any(s.linear for s in r.stages) else "a stage's CPU is ")
+                  + "scaled by (tokens / those)^e, e its measured growth exponent (never under 1)"
+                  f"{_pairs_note(est)}. Your machine's speed differs: time the bare tokenizer on both to compare.[/dim]",
+                  soft_wrap=True)
     console.print("Slurm requests (paste into the spec; each stage's time limit is twice the projected time of an "
                   "array element, its tasks_per_job tasks one after another; its memory 1.5× the measured peak):")
     console.print(yaml.safe_dump(slurm_block(est), sort_keys=False), markup=False, highlight=False)
@@ -97,6 +112,12 @@ def register(app: typer.Typer) -> None:
         cores: int = typer.Option(1000, min=1, help="cores the build runs on at once"),
         sample_mb: float = typer.Option(16, "--sample-mb", min=0.001, help="MiB of whole files read per source"),
         rates: Path = typer.Option(None, help="rates JSON (bench/cost_rates.py; default: the packaged ones)"),
+        pairs_per_doc: float = typer.Option(
+            None, "--pairs-per-doc", min=0,
+            help="near-duplicate candidate pairs per input record, what minhash_verify's work grows with: a property "
+                 "of your corpus's duplicates (a previous build's store.json near_duplicates.pairs_considered / "
+                 "records in; at most 8 × bands). Default: the rates' reference, grown with the tokens as the growth "
+                 "benchmark measured (docs/scaling.md)"),
         prices: Path = typer.Option(None, help="YAML with core_hour and per_1000_writes (your prices)"),
         as_json: bool = typer.Option(False, "--json", help="print the estimate as JSON"),
     ) -> None:
@@ -108,7 +129,8 @@ def register(app: typer.Typer) -> None:
         try:
             price = costs.Prices.model_validate(load_yaml(prices.read_text())) if prices else None
             rate = costs.load_rates(rates) if rates else None
-            est = run(spec, tasks=tasks, cores=cores, budget=int(sample_mb * 2**20), rates=rate)
+            est = run(spec, tasks=tasks, cores=cores, budget=int(sample_mb * 2**20), rates=rate,
+                      pairs_per_doc=pairs_per_doc)
         except SpecError as exc:
             console.print(f"[red]{exc}[/red]", soft_wrap=True)
             raise typer.Exit(2) from None
@@ -122,6 +144,7 @@ def register(app: typer.Typer) -> None:
                 "stages": [{**vars(c), "time_limit": costs.slurm_time(c.time_limit_hours(est.tasks_per_job.get(c.stage, 1))),
                             "memory_request_gib": c.memory_request_gib} for c in est.costs],
                 "critical_path_hours": est.critical_path_hours,
+                "candidate_pairs": est.candidate_pairs, "pairs_per_doc": est.pairs_per_doc,
                 **({"price": costs.price(est.costs, price)} if price else {}),
                 "rates": {"machine": est.rates.machine, "measured": est.rates.measured}}, indent=1))
             return

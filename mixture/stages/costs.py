@@ -97,6 +97,25 @@ class RoundsRate(BaseModel):
         return self.rounds + math.ceil(ROUNDS_PER_DOUBLING * math.log2(max(1.0, ratio)))
 
 
+class LinearCost(BaseModel):
+    """A stage's CPU seconds as fixed + per_task · its tasks + per_range · T · P + per_unit · its work (input tokens,
+    or candidate pairs), fitted by non-negative least squares on growth runs that vary the tasks and the input apart
+    (bench/cost_rates.py): what a task pays whatever its input (its start, listings, small files, a DuckDB query),
+    what a shuffle's writer–reader pair costs (a range written and read), and the work itself. An exponent fitted on
+    a run whose T grows with its input reads the T · P ranges as superlinear work."""
+
+    model_config = ConfigDict(frozen=True)
+
+    fixed: float = Field(0.0, ge=0, description="seconds per build")
+    per_task: float = Field(0.0, ge=0, description="seconds per task of the stage")
+    per_range: float = Field(0.0, ge=0, description="seconds per writer × reader pair of the build's shuffles (T · P)")
+    per_unit: float = Field(0.0, ge=0, description="seconds per input token, or per candidate pair (`scaled_by`)")
+    r2: float | None = Field(None, description="share of the measured CPU's variance the fit explains")
+
+    def seconds(self, tasks: float, ranges: float, amount: float) -> float:
+        return self.fixed + self.per_task * tasks + self.per_range * ranges + self.per_unit * amount
+
+
 class StageRate(BaseModel):
     """One stage as the growth benchmark measured it: its CPU at the reference size and how it grows."""
 
@@ -104,14 +123,17 @@ class StageRate(BaseModel):
 
     stage: str
     cpu_seconds: float = Field(ge=0, description="CPU seconds of the stage at the reference size")
-    scaled_by: Literal["tokens", "sample", "tasks"] = Field(
-        description="what its work grows with: the input tokens, the fit sample or the tasks")
+    scaled_by: Literal["tokens", "pairs", "sample", "tasks"] = Field(
+        description="what its work grows with: the input tokens, the near-duplicate candidate pairs, the fit sample "
+                    "or the tasks")
     reference: float = Field(gt=0, description="that quantity at the reference size")
     exponent: float | None = Field(description="CPU growth exponent over the sizes (never applied below 1)")
     peak_rss: int = Field(ge=0, description="peak resident bytes of its largest task at the reference size")
     objects: ObjectRate = Field(ObjectRate(), description="files it writes as a function of the tasks and cells")
     rounds: RoundsRate | None = Field(None, description="a stage run in rounds: its rounds and pairs (its objects "
                                                         "and tasks then follow them)")
+    linear: LinearCost | None = Field(None, description="its CPU as fixed, per-task, per-range and per-unit seconds "
+                                                        "(applied instead of the exponent when present)")
 
 
 class Rates(BaseModel):
@@ -125,7 +147,18 @@ class Rates(BaseModel):
     input_tokens: int = Field(gt=0, description="input tokens of the reference size")
     kept_share: float = Field(gt=0, le=1, description="kept tokens / input tokens at the reference size")
     bare_tokenizer: float | None = Field(None, description="the bare tokenizer's tokens per second per core there")
+    candidate_pairs: float | None = Field(None, gt=0, description="near-duplicate candidate pairs at the reference "
+                                                                  "size (a stage scaled by `pairs` is scaled by them)")
+    pairs_exponent: float | None = Field(None, description="growth exponent of the candidate pairs with the input "
+                                                           "tokens over the sizes: the corpus's duplicates, not a "
+                                                           "stage's cost")
     stages: tuple[StageRate, ...]
+
+    def pairs_at(self, input_tokens: float) -> float:
+        """Candidate pairs projected to `input_tokens`: the reference's grown by `pairs_exponent` (never under 1)."""
+        if self.candidate_pairs is None:
+            raise ValueError("these rates have no candidate pairs: give the workload's")
+        return self.candidate_pairs * (input_tokens / self.input_tokens) ** max(1.0, self.pairs_exponent or 1.0)
 
 
 @dataclass(frozen=True)
@@ -142,6 +175,7 @@ class Workload:
     component_pairs_per_task: int = COMPONENT_PAIRS_PER_TASK  # execution.component_pairs_per_task: P_c in rounds
     combine_files: int | None = None  # execution.combine_files: the shuffles' combine group (None: the default)
     bands: int = 14  # processing.dedup.fuzzy.bands: `minhash_sigs` writes a signature file per band and task
+    candidate_pairs: float | None = None  # near-duplicate candidate pairs; None: the rates' growth of them
 
 
 @dataclass(frozen=True)
@@ -170,11 +204,13 @@ class StageCost:
 
 
 def project(rates: Rates, work: Workload, cores: int) -> list[StageCost]:
-    """Every stage of `rates` scaled to `work` on `cores` cores: a stage's CPU seconds times (work / reference)^e,
-    e its CPU growth exponent, never under 1 (the linear figure beside it)."""
+    """Every stage of `rates` scaled to `work` on `cores` cores: with its fitted `linear` cost, its fixed, per-task,
+    per-range (T · P) and per-unit seconds; otherwise its CPU seconds times (work / reference)^e, e its CPU growth
+    exponent, never under 1 (the linear figure beside it). A stage scaled by the candidate pairs takes the
+    workload's, or the rates' grown to its tokens (`Rates.pairs_at`)."""
     out = []
     for r in rates.stages:
-        amount = {"tokens": work.input_tokens, "sample": work.fit_sample, "tasks": work.tasks}[r.scaled_by]
+        amount = _amount(r, rates, work)
         ratio = amount / r.reference
         e = 1.0 if r.exponent is None or r.scaled_by == "sample" else max(r.exponent, 1.0)
         core_s = r.cpu_seconds * ratio**e
@@ -183,7 +219,7 @@ def project(rates: Rates, work: Workload, cores: int) -> list[StageCost]:
             + r.objects.combined(work.tasks, work.partitions, work.combine_files)
         reads = r.objects.reads(work.tasks, work.partitions, work.combine_files)
         listings = r.objects.listings(work.tasks, work.partitions, work.combine_files)
-        scaled = f"{r.scaled_by} ×{ratio:,.0f}" + (f" ^{e:.2f}" if e != 1 else "")
+        scaled = [f"{r.scaled_by} ×{ratio:,.0f}" + (f" ^{e:.2f}" if e != 1 and r.linear is None else "")]
         if r.stage in ("minhash_sigs", "minhash_buckets"):  # the bands' signature files, read by slice
             objects, reads = _signature_requests(r.stage, work, objects, reads)
         if r.stage == "minhash_buckets":  # each task lists its band's T signature files
@@ -196,14 +232,28 @@ def project(rates: Rates, work: Workload, cores: int) -> list[StageCost]:
             # rounds 1 … n-1, the routing and the greedy read P_c² ranges each, `assign`'s T tasks P_c each
             objects, reads = (2 * n + 3) * tasks + 1, 2 * ((n + 1) * tasks * tasks + work.tasks * tasks)
             listings = ((n + 1) * tasks + work.tasks) * (LISTS_UNCOMBINED + list_pages(tasks))
-            scaled += f", {n} rounds of {tasks:,} tasks"
+            scaled.append(f"{n} rounds of {tasks:,} tasks")
+        if r.linear is not None:
+            ranges = work.tasks * (work.partitions or work.tasks)
+            core_s = r.linear.seconds(tasks, ranges, amount)
+            unit = "a token" if r.scaled_by == "tokens" else "a pair" if r.scaled_by == "pairs" else "each"
+            rate = f"{r.linear.per_unit * 1e6:.3g} µs" if r.linear.per_unit >= 1e-6 else f"{r.linear.per_unit * 1e9:.3g} ns"
+            scaled.append(f"{rate} {unit}; its tasks {r.linear.per_task * tasks / 3600:,.1f} h, "
+                          f"T·P {r.linear.per_range * ranges / 3600:,.1f} h")
         out.append(StageCost(
             stage=r.stage, tasks=tasks, core_hours=core_s / 3600, linear_core_hours=r.cpu_seconds * ratio / 3600,
             wall_hours=core_s / min(cores, tasks) / 3600, task_hours=core_s / tasks / 3600, peak_rss=r.peak_rss,
-            objects=objects, reads=reads, listings=listings, scaled=scaled,
+            objects=objects, reads=reads, listings=listings, scaled=", ".join(scaled),
             combine_group=combine_group(work.tasks, max(work.tasks, work.partitions or work.tasks), work.combine_files)
             if r.objects.shuffles else 1))
     return out
+
+
+def _amount(r: StageRate, rates: Rates, work: Workload) -> float:
+    """What the stage's work grows with, in `work`."""
+    if r.scaled_by == "pairs":
+        return work.candidate_pairs if work.candidate_pairs is not None else rates.pairs_at(work.input_tokens)
+    return {"tokens": work.input_tokens, "sample": work.fit_sample, "tasks": work.tasks}[r.scaled_by]
 
 
 def _signature_requests(stage: str, work: Workload, objects: int, reads: int) -> tuple[int, int]:

@@ -13,6 +13,7 @@ import yaml
 
 from bench import growth_bench, growth_corpus, growth_report
 from mixture.spec.load import load_spec
+from mixture.stages import costs
 from mixture.stages import registry as stage_registry
 
 DATA = Path(__file__).parent / "data" / "growth_quick.json"
@@ -69,6 +70,41 @@ def test_per_token_fit_separates_fixed_seconds_from_growth():
     k, low, high, _ = growth_report.per_token_fit(xs, [0.8 + 1e-10 * x**1.4 for x in xs])
     assert k == pytest.approx(1.4, abs=0.01) and low > 1.1
     assert growth_report.per_token_fit(xs[:4], linear[:4]) is None
+
+
+def test_linear_cost_separates_tasks_and_ranges_from_the_work():
+    """CPU = 0.3 s + 20 ms per task + 1 ms per T·P + 0.2 µs per token: a run whose T grows with its input cannot tell
+    the tasks from the tokens (None); with a run at a fixed T beside it the fit finds every term."""
+    def cpu(t: int, tokens: float) -> float:
+        return 0.3 + 0.02 * t + 0.001 * t * t + 2e-7 * tokens
+
+    sizes = [(2 * n, n * 7.5e6) for n in (1, 2, 4, 8, 16)]
+    growing = [(t, t * t, x, cpu(t, x)) for t, x in sizes]
+    fixed = [(2, 4, x, cpu(2, x)) for _, x in sizes]
+    assert growth_report.linear_cost(growing) is None
+    fit = growth_report.linear_cost(growing + fixed)
+    assert (fit.fixed, fit.per_task, fit.per_range, fit.per_unit) == pytest.approx((0.3, 0.02, 0.001, 2e-7), rel=1e-6)
+    assert fit.r2 == pytest.approx(1.0)
+    assert growth_report.linear_cost([(t, r, x, 5.0) for t, r, x, _ in growing + fixed]) is None  # never varies
+    assert growth_report.linear_cost(fixed[:4]) is None
+
+
+def test_a_fixed_tasks_run_gives_the_projection_fitted_costs(measured):
+    fixed = copy.deepcopy(measured)
+    for s in fixed["scales"]:  # one T at every size, as `--fixed-tasks 2` builds it
+        s["tasks"] = 2
+        for b in s["builds"].values():
+            for st in b["stages"]:
+                st["tasks"] = min(st.get("tasks", 2), 2)
+    report = growth_report.Report(copy.deepcopy(measured), fixed)
+    fits = report.linear_costs()
+    assert "prepare" in fits and "fit" not in fits and "finalize" not in fits
+    rates = report.rates()
+    assert rates.model_copy() == costs.Rates.model_validate_json(rates.model_dump_json())
+    assert {r.stage for r in rates.stages if r.linear is not None} == set(fits)
+    projection = report.projection_section()
+    assert "non-negative least squares" in projection and "T·P" in projection
+    _tables_are_rectangular(projection)
 
 
 def test_goals_on_measured_figures(measured):

@@ -82,3 +82,16 @@ def test_estimate_command(spec_path, tmp_path):
     assert out["tasks"] == 64 and out["price"]["total"] > 0 and out["stages"][0]["time_limit"].endswith(":00")
     res = CliRunner().invoke(app, ["estimate", str(tmp_path / "missing.yaml")])
     assert res.exit_code == 2 and "missing.yaml" in res.output
+
+
+def test_candidate_pairs_per_record_scale_the_verification(spec_path):
+    verify = costs.StageRate(stage="minhash_verify", cpu_seconds=36, scaled_by="pairs", reference=1_000, exponent=1.0,
+                             peak_rss=0)
+    rates = costs.Rates(machine="m", measured="test", input_tokens=1_000, kept_share=0.8, candidate_pairs=1_000,
+                        pairs_exponent=1.2, stages=(verify,))
+    one, two = (estimate(str(spec_path), tasks=4, rates=rates, budget=2**20, pairs_per_doc=x) for x in (1.0, 2.0))
+    records = sum(s.est_records for s in one.sources)
+    assert one.candidate_pairs == pytest.approx(records) and two.candidate_pairs == pytest.approx(2 * records)
+    assert two.costs[0].core_hours == pytest.approx(2 * one.costs[0].core_hours)
+    grown = estimate(str(spec_path), tasks=4, rates=rates, budget=2**20)  # none given: the rates' growth
+    assert grown.candidate_pairs == pytest.approx(1_000 * (grown.input_tokens / 1_000) ** 1.2)

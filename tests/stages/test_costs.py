@@ -108,6 +108,29 @@ def test_a_stage_in_rounds_runs_as_tasks_of_its_pairs_with_rounds_that_grow_with
     assert one.tasks == 1 and one.objects == 2 * 5 + 3 + 1  # a small graph: one task per round, whatever T
 
 
+def test_a_stage_scaled_by_candidate_pairs_takes_the_workloads_or_their_measured_growth():
+    verify = costs.StageRate(stage="a", cpu_seconds=36, scaled_by="pairs", reference=500, exponent=1.0, peak_rss=0)
+    rates = _rates(verify).model_copy(update={"candidate_pairs": 500.0, "pairs_exponent": 1.5})
+    [grown] = costs.project(rates, _work(4_000), cores=1000)  # 4× the tokens: 4^1.5 = 8× the pairs
+    assert rates.pairs_at(4_000) == pytest.approx(4_000) and grown.core_hours == pytest.approx(36 * 8 / 3600)
+    given = costs.Workload(input_tokens=4_000, tasks=10, stage_tasks={"a": 10}, fit_sample=100, candidate_pairs=1_000)
+    [mine] = costs.project(rates, given, cores=1000)  # the corpus's own pairs, whatever the tokens
+    assert mine.core_hours == pytest.approx(36 * 2 / 3600) and mine.scaled == "pairs ×2"
+    assert rates.model_copy(update={"pairs_exponent": 0.5}).pairs_at(4_000) == pytest.approx(2_000)  # never under 1
+    with pytest.raises(ValueError, match="no candidate pairs"):
+        costs.project(_rates(verify), _work(4_000), cores=1000)
+
+
+def test_a_fitted_stage_pays_its_tasks_its_ranges_and_its_work():
+    lin = costs.LinearCost(fixed=10, per_task=0.5, per_range=0.01, per_unit=2e-3)
+    a = costs.StageRate(stage="a", cpu_seconds=36, scaled_by="tokens", reference=1_000, exponent=1.5, peak_rss=0,
+                        linear=lin)
+    work = costs.Workload(input_tokens=4_000, tasks=10, stage_tasks={"a": 10}, fit_sample=100, partitions=5)
+    [c] = costs.project(_rates(a), work, cores=1000)
+    assert c.core_hours * 3600 == pytest.approx(10 + 0.5 * 10 + 0.01 * 10 * 5 + 2e-3 * 4_000)  # not 36 × 4^1.5
+    assert "its tasks" in c.scaled and "T·P" in c.scaled
+
+
 def test_the_docs_projection_is_the_cost_model_of_the_growth_rates():
     report = growth_report.Report(json.loads(DATA.read_text()))
     rates = report.rates()
