@@ -10,6 +10,7 @@ from datatrove.pipeline.writers.parquet import ParquetWriter
 
 from mixture.pipelines import schemas
 from mixture.pipelines.runtime.datatrove_compat import ParquetWriterBase
+from mixture.pipelines.runtime.scratch import scratch_root
 from mixture.pipelines.spooled_parquet import HeldBytes, SpooledParquet
 from mixture.stages.files import RANK, TaskFile
 from mixture.stages.registry import DROPPED, PREPARED, QUARANTINED
@@ -70,7 +71,7 @@ class BoundedParquetWriter(ParquetWriterBase):
                    "write_page_index": self.write_page_index}
         if self.spool:
             if self._spool_dir is None:
-                self._spool_dir = tempfile.TemporaryDirectory(prefix="mixture-spool-")
+                self._spool_dir = tempfile.TemporaryDirectory(prefix="spool-", dir=scratch_root())
             return SpooledParquet(sink, self.schema, self._spool_dir.name, self._held, **options)
         return pq.ParquetWriter(sink, schema=self.schema, **options)
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from collections.abc import Iterator
 
 import fsspec
@@ -28,6 +27,7 @@ from mixture.pipelines.dedup.shuffle import (
     write_partitions,
 )
 from mixture.pipelines.runtime.duckdb_connection import duckdb_connection, scalar
+from mixture.pipelines.runtime.scratch import scratch
 from mixture.stages.registry import (
     BAND_TASK_COUNTS,
     BUCKET_MEMBERS,
@@ -140,16 +140,16 @@ class BandCollisions(PipelineStep):
         n_pairs = 0
         with contextlib.ExitStack() as stack:
             out = stack.enter_context(open_atomic(out_fs, COLLISIONS.path(out_root, rank)))  # pairs streamed
-            scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="mixture-slice-"))
+            local = stack.enter_context(scratch("slice-"))
             runs = fetch_runs(fs.unstrip_protocol(SIGNATURES.every(root, band)), rank % self.slices,
-                              f"{scratch}/runs", self.slices)
+                              f"{local}/runs", self.slices)
             # per file: its slice's records from the first, and how many of them remain
             files: list = []
             left, stems = [], []
             if runs is not None:  # the band's files were combined: every run of the slice fetched to one local file
-                local = stack.enter_context(open(f"{scratch}/runs", "rb"))
+                runs_file = stack.enter_context(open(f"{local}/runs", "rb"))
                 for stem, offset, length in runs:
-                    files.append(_Run(local.fileno(), offset))
+                    files.append(_Run(runs_file.fileno(), offset))
                     stems.append(stem)
                     left.append(length // dtype.itemsize)
             else:

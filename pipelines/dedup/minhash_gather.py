@@ -6,7 +6,6 @@ candidates: with T tasks the stage read about T times the candidates' files (sup
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Iterator
 
 import fsspec
@@ -18,6 +17,7 @@ from mixture.pipelines.context import BuildContext
 from mixture.pipelines.dedup.partitioned import PartitionedStep
 from mixture.pipelines.dedup.shuffle import PART, write_partitions
 from mixture.pipelines.dedup.spilled_columns import SpilledColumns
+from mixture.pipelines.runtime.scratch import scratch
 from mixture.stages.registry import GATHER_REQUESTS, GATHERED_TEXTS, NEAR, PREPARED
 
 # what the bucket stage asks of prepared file f (GATHER_REQUESTS): its row `idx`, the document's spec position
@@ -56,7 +56,7 @@ class MinhashGather(PartitionedStep):
     def process(self, con, rank: int) -> dict[str, int]:
         con.execute("CREATE TABLE wanted AS SELECT DISTINCT idx, g, dest FROM raw_requests")
         rows = con.execute("SELECT DISTINCT idx FROM wanted ORDER BY idx").fetchnumpy()["idx"]
-        with tempfile.TemporaryDirectory(prefix="mixture-gather-") as tmp:
+        with scratch("gather-") as tmp:
             spilled = SpilledColumns(f"{tmp}/documents", FETCHED)
             try:
                 columns = ", ".join(f"{name} BIGINT" for name in spilled.position_names)

@@ -4,7 +4,6 @@ kept, as datatrove's signature files, one per band, sorted (the input of `minhas
 from __future__ import annotations
 
 import os
-import tempfile
 
 import fsspec
 import numpy as np
@@ -17,6 +16,7 @@ from mixture.pipelines.context import BuildContext
 from mixture.pipelines.dedup.minhash_buckets import signature_record, slice_offsets
 from mixture.pipelines.dedup.route_drops import DropList, load_drops
 from mixture.pipelines.dedup.sorted_runs import sorted_blocks
+from mixture.pipelines.runtime.scratch import scratch
 from mixture.stages.registry import (
     DROP_LISTS,
     PREPARED,
@@ -49,7 +49,7 @@ class MinhashSigs(PipelineStep):
         fs, root = fsspec.core.url_to_fs(PREPARED.path(self.prepared, rank))
         out_fs, out_root = fsspec.core.url_to_fs(self.output_folder)
         n = 0
-        with tempfile.TemporaryDirectory(prefix="mixture-sigs-") as tmp:
+        with scratch("sigs-") as tmp:
             # one unsorted local file per band, written batch by batch; then each band alone is sorted and published
             bands = [open(f"{tmp}/{b}", "wb") for b in range(self.bands)]  # noqa: SIM115 - closed below
             try:

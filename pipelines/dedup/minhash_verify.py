@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 import mmap
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -20,6 +19,7 @@ from mixture.pipelines.dedup.minhash_gather import GATHERED
 from mixture.pipelines.dedup.partitioned import PartitionedStep
 from mixture.pipelines.dedup.shuffle import PART, sorted_batches, write_counts, write_partitions, write_rows
 from mixture.pipelines.runtime.duckdb_connection import scalar
+from mixture.pipelines.runtime.scratch import scratch
 from mixture.stages.registry import (
     BUCKET_MEMBERS,
     CANDIDATE_PAIRS,
@@ -174,7 +174,7 @@ class MinhashVerify(PartitionedStep):
         con.execute("CREATE TABLE raw_pairs AS SELECT * FROM raw_pairs_files")
         counts = {"documents": scalar(con, "SELECT count(DISTINCT g) FROM raw_members")}
         counts.update(self._candidates(con))
-        with tempfile.TemporaryDirectory(prefix="mixture-neardup-") as tmp:
+        with scratch("neardup-") as tmp:
             counts.update(self._verify(con, tmp, rank))
         self._evidence(con)
         write_partitions(sorted_batches(con, f"""

@@ -4,7 +4,6 @@ queries."""
 
 from __future__ import annotations
 
-import tempfile
 from abc import abstractmethod
 
 from datatrove.data import DocumentsPipeline
@@ -12,6 +11,7 @@ from datatrove.pipeline.base import PipelineStep
 
 from mixture.pipelines.dedup.shuffle import existing_files, fetch_partition, matching_files, register
 from mixture.pipelines.runtime.duckdb_connection import duckdb_connection
+from mixture.pipelines.runtime.scratch import scratch
 
 
 class PartitionedStep(PipelineStep):
@@ -41,11 +41,11 @@ class PartitionedStep(PipelineStep):
         if data:
             yield from data
         self.world_size = world_size
-        with tempfile.TemporaryDirectory(prefix="mixture-shuffle-") as scratch, \
+        with scratch("shuffle-") as local, \
                 duckdb_connection(self.memory_limit) as con:
             for view, files, schema, *part in self.inputs(rank):
                 if part:
-                    found = fetch_partition(files, part[0], scratch, world_size)
+                    found = fetch_partition(files, part[0], local, world_size)
                 else:
                     found = matching_files(files) if isinstance(files, str) else existing_files(files)
                 register(con, view, found, schema)

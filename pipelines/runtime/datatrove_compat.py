@@ -29,9 +29,10 @@ from datatrove.utils.logging import logger
 from datatrove.utils.stats import PipelineStats
 from datatrove.utils.typeshelper import StatHints
 
-from mixture.pipelines.runtime import duckdb_connection, shared_workers
+from mixture.pipelines.runtime import shared_workers
 from mixture.pipelines.runtime.memory import configure_memory
 from mixture.pipelines.runtime.preload import preload
+from mixture.pipelines.runtime.scratch import scratch_root
 from mixture.pipelines.runtime.task_usage import record_usage
 from mixture.pipelines.runtime.threads import task_threads
 
@@ -377,7 +378,7 @@ class LocalExecutor(LocalPipelineExecutor):
     def _fork_pool(self, size: int):
         """A pool of `size` workers forked from this driver once it loaded what they would each load."""
         preload(self.pipeline)  # inherited by the workers instead of loaded by each
-        duckdb_connection.spill_root()  # the workers' spill folders inside the driver's, removed at its exit
+        scratch_root()  # the workers' scratch folders inside the driver's, removed at its exit
         with sigint_held() as held:  # Ctrl-C reaches the whole process group: only this driver answers
             pool = multiprocess.get_context(self.start_method).Pool(size, initializer=pool_worker_setup)
         if held:

@@ -1,38 +1,22 @@
 """The DuckDB connection a task opens: its threads and memory limit from the task's configuration, a local spill
-folder past that limit, one instance per process shared by the tasks that run in it one after another."""
+folder past that limit (pipelines/runtime/scratch.py), one instance per process shared by the tasks that run in it
+one after another."""
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import os
 import shutil
-import tempfile
 import threading
 from collections.abc import Iterator
 
+from mixture.pipelines.runtime.scratch import scratch_folder
 from mixture.pipelines.runtime.threads import duckdb_threads
 
 _db: dict = {}  # pid → this process's DuckDB instance (a forked child never uses its parent's): opening one takes
 # ~20 ms, and a build opens one per task of every dedup stage
 _db_lock = threading.Lock()
 _db_dirty: list = []  # not empty: the last task's tables may remain
-_spill_root: list = []  # [folder]: the spill folders' parent, removed at the exit of the process that made it
-
-
-def spill_root() -> str:
-    """The parent of this process's spill folders, made (and removed at exit) by the first process that asks. A
-    driver asks before it forks workers: a pool worker exits without running `atexit` (terminated, or `os._exit`),
-    so the folders its DuckDB instance spilled to go with the driver's instead of staying in the temporary folder."""
-    if not _spill_root:
-        root = tempfile.mkdtemp(prefix="mixture-duckdb-")
-        atexit.register(shutil.rmtree, root, ignore_errors=True)
-        _spill_root.append(root)
-    return _spill_root[0]
-
-
-def _spill_folder() -> str:
-    return tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=spill_root())
 
 
 def _process_db():
@@ -40,7 +24,7 @@ def _process_db():
 
     pid = os.getpid()
     if pid not in _db:
-        _db[pid] = duckdb.connect(config={"temp_directory": _spill_folder(), "preserve_insertion_order": False})
+        _db[pid] = duckdb.connect(config={"temp_directory": scratch_folder("duckdb-"), "preserve_insertion_order": False})
     return _db[pid]
 
 
@@ -61,7 +45,7 @@ def duckdb_connection(memory_limit: str | None = None) -> Iterator:
     import duckdb
 
     if not _db_lock.acquire(blocking=False):
-        spill = _spill_folder()
+        spill = scratch_folder("duckdb-")
         config = {"temp_directory": spill, "preserve_insertion_order": False, **duckdb_threads()}
         con = duckdb.connect(config={**config, **({"memory_limit": memory_limit} if memory_limit else {})})
         try:

@@ -29,34 +29,3 @@ def test_a_failed_tasks_tables_are_gone_for_the_next_task():
         con.execute("CREATE VIEW kept AS SELECT * FROM pairs")
         assert con.execute("SELECT a FROM kept").fetchall() == [(2,)]
 
-
-WORKERS_SPILL = """
-import os, sys, tempfile
-from mixture.pipelines.runtime import datatrove_compat as compat
-from mixture.pipelines.runtime.duckdb_connection import duckdb_connection
-
-def step(data, rank, world_size):
-    with duckdb_connection() as con:
-        folder = con.execute("SELECT current_setting('temp_directory')").fetchone()[0]
-        open(os.path.join(folder, "spilled"), "w").write("x")  # as a spill the task could not remove
-    return data
-
-compat.quiet_datatrove_console()
-compat.LocalExecutor([step], tasks=4, workers=2, logging_dir=sys.argv[1], start_method="fork").run()
-print(*sorted(os.listdir(tempfile.gettempdir())))
-"""
-
-
-def test_pool_workers_spill_folders_go_with_the_driver(tmp_path):
-    """A pool worker exits without `atexit` (terminated with its pool): its DuckDB instance's spill folder is inside
-    the driver's, which the driver removes at its exit. Before: one folder left per worker of every pool."""
-    import os
-    import subprocess
-    import sys
-
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
-    out = subprocess.run([sys.executable, "-c", WORKERS_SPILL, str(tmp_path / "logs")], capture_output=True,
-                         text=True, env={**os.environ, "TMPDIR": str(tmp)}, check=True).stdout.split()
-    assert len(out) == 1 and out[0].startswith("mixture-duckdb-"), out  # while the driver runs: its one folder
-    assert not list(tmp.iterdir())  # and after it
