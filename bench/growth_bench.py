@@ -2,11 +2,12 @@
 tokens; the `pool` duplicate profile, mixture/demo_corpus/crawl.py), each size built `--repeats` times with the
 sizes interleaved, per stage wall and CPU seconds and peak memory per task, growth exponents with their 95 %
 interval, the load and the bare tokenizer's rate before every build, 1 against 2 workers, throughput against the
-bare tokenizer, the ground truth; goals printed as PASS/FAIL; figures into docs/performance.md, the 25.6T
-projection (mixture/stages/costs.py) into docs/scaling.md.
+bare tokenizer, the ground truth; after each build of a size, the same size at the smallest size's T (the one-T
+series: with both, each stage's CPU is fitted as fixed + per task + per T·P + per unit of work); goals printed as
+PASS/FAIL; figures into docs/performance.md, the 25.6T projection (mixture/stages/costs.py) into docs/scaling.md.
 
-Full run (the docs' figures; ~15–20 min per repeat on a quiet 2-core machine, ~15 min more the first time for the
-corpora):
+Full run (the docs' figures; ~30–40 min per repeat on a quiet 2-core machine with the one-T series, ~15 min more
+the first time for the corpora):
 `python -m bench.growth_bench`. Smoke run, nothing published: `python -m bench.growth_bench --quick`."""
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ RESULTS = "growth.json"
 # rest, so a sample near the smallest size's documents would move work between them from size to size
 DEFAULTS = {"scales": "1,4,20", "base_scale": 1.0, "workers": "1,2", "tasks_per_variant": 4, "sample_docs": 1000,
             "k": 40, "fine_k": 200, "tokenizer_variants": 2, "seed": 0, "duplicates": "pool", "repeats": 3,
-            "fixed_tasks": 0, "mem_per_cpu_gb": 0.0}
+            "fixed_tasks": 0, "mem_per_cpu_gb": 0.0, "one_t_series": True}
 QUICK = {"scales": "1,2,4", "base_scale": 0.05, "tasks_per_variant": 2, "sample_docs": 100, "k": 8, "fine_k": 32,
          "tokenizer_variants": 1, "repeats": 1}
 MIB = 2**20
@@ -156,8 +157,8 @@ def tokenizer_baseline(variants: list[Path], store: Path, n_variants: int, worke
 # ------------------------------------------------------------------------------------------------------ main
 
 
-def growth_spec(corpus: Path, n: int, workers: int, args) -> dict:
-    tasks = getattr(args, "fixed_tasks", None) or args.tasks_per_variant * n
+def growth_spec(corpus: Path, n: int, workers: int, args, tasks: int | None = None) -> dict:
+    tasks = tasks or getattr(args, "fixed_tasks", None) or args.tasks_per_variant * n
     spec = demo_spec([corpus], "store", k=args.k, fine_k=args.fine_k, tasks=tasks, workers=workers)
     spec["partition"]["clusters"]["sample_docs"] = args.sample_docs
     spec["sources"] += growth_corpus.crawl_source(corpus)
@@ -192,10 +193,30 @@ def measure(args, out: Path, log=print) -> dict:
                       "tasks": args.fixed_tasks or args.tasks_per_variant * n,
                       "builds": {}, "repeats": [],
                       "corpus": growth_corpus.assemble(out / "corpora" / f"n{n:03d}", [variants[v] for v in range(1, n + 1)])}
+    # the same sizes at one T (the smallest size's), built after each build of the series: with T growing with the
+    # input in the series, the cost model tells what a task and a shuffle range cost from what the work costs
+    one_t = scales[0] * args.tasks_per_variant if args.one_t_series and not args.fixed_tasks else 0
+    one_t_entries = {n: {**{k: v for k, v in entries[n].items() if k != "corpus"}, "tasks": one_t, "builds": {},
+                         "repeats": []} for n in scales} if one_t else {}
     order = 0
     for r in range(args.repeats):
         for n in (scales if r % 2 == 0 else scales[::-1]):  # the sizes interleaved: a slow spell hits every size
             entry, corpus = entries[n], entries[n]["corpus"]
+            if one_t and n != scales[0]:  # at the smallest size the series' build is the one at T = `one_t`
+                rate = probe_rate(probe)
+                b = run_build(out / "builds" / f"n{n:03d}-t{one_t}", growth_spec(corpus, n, series_w, args, one_t),
+                              series_w)
+                b.update(order=order, variants=n, probe_rate=rate, repeat=r)
+                order += 1
+                log(f"  [{r + 1}/{args.repeats}] {n} variant(s) at T = {one_t}: {b['wall']:.1f} s wall, "
+                    f"{b['cpu']:.1f} s CPU (load {b['load_before']} → {b['load_after']}; bare tokenizer "
+                    f"{rate / 1e6:.2f}M tok/s before)")
+                one_t_entries[n]["repeats"].append({k: b[k] for k in ("order", "variants", "repeat", "probe_rate",
+                                                                      "cpu", "wall", "load_before", "load_after",
+                                                                      "stages")})
+                if r == 0:
+                    one_t_entries[n]["builds"][str(series_w)] = b
+                shutil.rmtree(out / "builds" / f"n{n:03d}-t{one_t}" / "store", ignore_errors=True)
             runs = [series_w] + ([w for w in workers if w != series_w] if n == largest and r == 0 else [])
             for w in runs:
                 folder = out / "builds" / f"n{n:03d}-w{w}"
@@ -221,6 +242,14 @@ def measure(args, out: Path, log=print) -> dict:
         entries[n].pop("corpus")
         results["scales"].append(entries[n])
     results["load_end"] = load()
+    if one_t:  # the smallest size's series builds are its builds at T = one_t
+        first = entries[scales[0]]
+        one_t_entries[scales[0]].update(builds={str(series_w): first["builds"][str(series_w)]},
+                                        repeats=first["repeats"])
+        results["one_t"] = {"args": {**results["args"], "fixed_tasks": one_t}, "machine": results["machine"],
+                            "load_start": results["load_start"], "load_end": results["load_end"],
+                            "single_task": [], "scales": [one_t_entries[n] for n in scales],
+                            "cmd": f"the same command's builds at T = {one_t} for every size"}
     return results
 
 
@@ -326,9 +355,12 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--keep-stores", action="store_true", help="keep every store (default: removed once measured)")
     p.add_argument("--skip-build", action="store_true", help="re-render the docs from --out's growth.json")
     p.add_argument("--no-publish", action="store_true", help="print, do not write docs/performance.md, docs/scaling.md")
+    p.add_argument("--no-one-t-series", dest="one_t_series", action="store_false", default=None,
+                   help="skip the builds of every size at the smallest size's T (after each build of the series, "
+                        "the same repeats): without them the projection scales each stage by its growth exponent "
+                        "instead of its fitted fixed, per-task, per-T·P and per-unit seconds (docs/scaling.md)")
     p.add_argument("--fixed-tasks-run", help="growth.json of a run of this corpus at one T for every size "
-                   "(--fixed-tasks): the projection then takes each stage's CPU fitted as fixed + per task + per T·P + "
-                   "per unit of work over both runs (docs/scaling.md)")
+                   "(--fixed-tasks), for a run without its own one-T series (--skip-build)")
     args = p.parse_args(argv)
     for k, v in {**DEFAULTS, **(QUICK if args.quick else {})}.items():
         if getattr(args, k) is None:
@@ -361,8 +393,8 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def command(args) -> str:
-    flags = "".join(f" --{k.replace('_', '-')} {getattr(args, k)}" for k, v in DEFAULTS.items()
-                    if getattr(args, k) != v)
+    flags = "".join((f" --no-{k.replace('_', '-')}" if v is True else f" --{k.replace('_', '-')} {getattr(args, k)}")
+                    for k, v in DEFAULTS.items() if getattr(args, k) != v)
     return "python -m bench.growth_bench" + flags + (" --ray" if args.ray else "")
 
 

@@ -180,9 +180,10 @@ class Report:
     """The figures of one run (growth.json) and what they say."""
 
     def __init__(self, results: dict, fixed_tasks: dict | None = None):
-        """`fixed_tasks`: a run of the same corpus at one T for every size (`--fixed-tasks`); with this run's T growing
-        with the input, the cost model's rates take each stage's fitted fixed, per-task, per-range and per-unit
-        seconds (`linear_costs`) instead of its exponent."""
+        """`fixed_tasks`: a run of the same corpus at one T for every size (`--fixed-tasks`, or the run's own `one_t`
+        series); with this run's T growing with the input, the cost model's rates take each stage's fitted fixed,
+        per-task, per-range and per-unit seconds (`linear_costs`) instead of its exponent."""
+        fixed_tasks = fixed_tasks or results.get("one_t")  # the run's own series at one T, if it has one
         self.fixed_tasks = Report(fixed_tasks) if fixed_tasks else None
         for s in results["scales"]:
             for b in [*s["builds"].values(), *s.get("repeats", [])]:
@@ -440,6 +441,7 @@ class Report:
                   "than linearly and `assign` more, the more so the larger the sample against the smallest size's "
                   f"documents (here {self.r['args']['sample_docs']:,} of {docs_1x:,}); together they are linear."]
         lines += self._runs_rows()
+        lines += self._one_t_rows()
         lines += self._workers_rows()
         lines += ["", "Goals (issue 15):", ""] + [f"- {g.line()}" for g in self.goals()] + [END]
         return "\n".join(lines) + "\n"
@@ -478,6 +480,43 @@ class Report:
         for b in sorted(runs, key=lambda b: b["order"]):
             lines.append(f"| {b['order']} | {b['variants']} | {b['load_before'].split(' /')[0]} | "
                          f"{b['probe_rate']:,.0f} | {b['cpu']:.1f} |")
+        return lines
+
+    def _one_t_rows(self) -> list[str]:
+        """The sizes at one T beside the series, and each stage's CPU fitted over both (`linear_costs`)."""
+        f = self.fixed_tasks
+        if f is None:
+            return []
+        fits = self.linear_costs()
+
+        def interval(rep: Report, name: str) -> str:
+            ci = rep.pairs_interval(name) if rep.by_pairs(name) else rep.interval(name)
+            return "–" if ci is None else f"{ci[0]:.2f} [{ci[1]:.2f}, {ci[2]:.2f}]"
+
+        def median(rep: Report, name: str) -> float:
+            builds = rep.largest.get("repeats") or [rep.series[-1]]
+            return float(np.median([rep.stage(b, name)["cpu"] for b in builds]))
+
+        t0, t1, tf = self.scales[0]["tasks"], self.largest["tasks"], f.scales[0]["tasks"]
+        lines = ["", f"The same sizes at T = {tf} ({f.r.get('cmd', '--fixed-tasks')}), beside the series' T = {t0} … "
+                 f"{t1}: exponents over every repeated build (`{'`, `'.join(n for n in self.names if self.by_pairs(n))}` "
+                 f"against its candidate pairs), CPU seconds at {self.largest['variants']}× (median of the repeats), "
+                 "and each stage's CPU over the builds of both as fixed + per task + per T·P + per unit of work, by "
+                 "non-negative least squares (the cost model's `LinearCost`; its own task count, P = T; none for a "
+                 "stage whose tasks do not vary, nor for `fit` and `finalize`):", "",
+                 f"| stage | exponent, T = {t0} … {t1} | T = {tf} | CPU s at {self.largest['variants']}×, T = {t1} | "
+                 f"T = {tf} | fixed s | per task ms | per T·P ms | per unit | R² |",
+                 "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for name in self.names:
+            fit = fits.get(name)
+            if fit is None:
+                fitted = "– | – | – | – | –"
+            else:
+                unit = f"{fit.per_unit * 1e6:.3g} µs a pair" if self.by_pairs(name) else f"{fit.per_unit * 1e9:.3g} ns a token"
+                fitted = (f"{fit.fixed:.2f} | {fit.per_task * 1e3:.1f} | {fit.per_range * 1e3:.2f} | {unit} | "
+                          f"{fit.r2:.3f}")
+            lines.append(f"| `{name}` | {interval(self, name)} | {interval(f, name)} | {median(self, name):.2f} | "
+                         f"{median(f, name):.2f} | {fitted} |")
         return lines
 
     def _truth_rows(self) -> list[str]:

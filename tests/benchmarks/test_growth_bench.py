@@ -105,6 +105,11 @@ def test_a_fixed_tasks_run_gives_the_projection_fitted_costs(measured):
     projection = report.projection_section()
     assert "non-negative least squares" in projection and "T·P" in projection
     _tables_are_rectangular(projection)
+    own = growth_report.Report({**copy.deepcopy(measured), "one_t": fixed})  # the run's own series at one T
+    assert own.linear_costs() == fits
+    section = own.performance_section()
+    assert "The same sizes at T = 2" in section and "| `prepare` |" in section
+    _tables_are_rectangular(section)
 
 
 def test_goals_on_measured_figures(measured):
