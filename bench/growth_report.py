@@ -650,9 +650,9 @@ class Report:
         fits = self.linear_costs()
         if not fits:
             return exp
-        f = self.fixed_tasks
-        return (f"every stage that grows with its input by its CPU seconds fitted as fixed + per task + per T·P + per "
-                f"unit of work (input tokens; `{'`, `'.join(n for n in fits if self.by_pairs(n))}` candidate pairs), "
+        f, pairs = self.fixed_tasks, [n for n in fits if self.by_pairs(n)]
+        return ("every stage that grows with its input by its CPU seconds fitted as fixed + per task + per T·P + per "
+                "unit of work (input tokens" + "".join(f"; `{n}` candidate pairs" for n in pairs) + "), "
                 "by non-negative least squares over the builds of this run (T = "
                 f"{self.scales[0]['tasks']} … {self.largest['tasks']}, growing with the input) and of a run at T = "
                 f"{f.scales[0]['tasks']} for every size (`{f.r.get('cmd', '--fixed-tasks')}`), R² "
