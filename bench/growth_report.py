@@ -340,6 +340,12 @@ class Report:
                                 t["ratio_in"] >= VS_TOKENIZER,
                                 f"{t['ratio_in']:.3f}× on the input ({t['build_in'] / 1e6:.2f}M against "
                                 f"{t['bare_in'] / 1e6:.2f}M tok/s); on the kept text {t['ratio_kept']:.3f}×"))
+        if self.fixed_tasks is not None:  # the store's documents do not depend on T
+            same = [(s["variants"], b["counters"] == f["counters"] and b.get("pairs_verified") == f.get("pairs_verified"))
+                    for s, b, f in zip(self.scales, self.series, self.fixed_tasks.series, strict=True)]
+            out.append(Goal(f"the builds at T = {self.fixed_tasks.scales[0]['tasks']} keep the documents of the series' "
+                            "(counters and verified pairs equal at every size)", all(ok for _, ok in same),
+                            ", ".join(f"{n}×: {'equal' if ok else 'DIFFER'}" for n, ok in same)))
         if "ray" in self.r:
             ray = self.r["ray"]
             out.append(Goal(f"Ray store equals the local one ({ray['variants']} variants)", ray["same"], ray["detail"]))

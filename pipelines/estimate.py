@@ -136,7 +136,5 @@ def estimate(spec_path: str, *, tasks: int | None = None, cores: int = 1000, bud
                           pairs_per_doc * sum(s.est_records for s in samples))
     kept = rates.model_copy(update={"stages": tuple(r for r in rates.stages if r.stage in stage_tasks)})
     per_job = {name: spec.execution.for_stage(name).tasks_per_job for name in stage_tasks}
-    pairs = work.candidate_pairs if work.candidate_pairs is not None else \
-        rates.pairs_at(work.input_tokens) if rates.candidate_pairs else None
     return Estimate(spec_path, n_tasks, cores, samples, costs.project(kept, work, cores), kept, per_job,
-                    pairs_per_doc, pairs)
+                    pairs_per_doc, costs.candidate_pairs(rates, work))

@@ -249,10 +249,21 @@ def project(rates: Rates, work: Workload, cores: int) -> list[StageCost]:
     return out
 
 
+def candidate_pairs(rates: Rates, work: Workload) -> float | None:
+    """The near-duplicate candidate pairs of `work`: its own, else the rates' grown to its tokens (None: neither)."""
+    if work.candidate_pairs is not None:
+        return work.candidate_pairs
+    return rates.pairs_at(work.input_tokens) if rates.candidate_pairs is not None else None
+
+
 def _amount(r: StageRate, rates: Rates, work: Workload) -> float:
     """What the stage's work grows with, in `work`."""
     if r.scaled_by == "pairs":
-        return work.candidate_pairs if work.candidate_pairs is not None else rates.pairs_at(work.input_tokens)
+        pairs = candidate_pairs(rates, work)
+        if pairs is None:
+            raise ValueError(f"stage {r.stage!r} is scaled by candidate pairs, and the rates and the workload have no "
+                             "candidate pairs: give the workload's")
+        return pairs
     return {"tokens": work.input_tokens, "sample": work.fit_sample, "tasks": work.tasks}[r.scaled_by]
 
 

@@ -15,7 +15,6 @@ from pathlib import Path
 LOCK = ".lock"  # in a process tree's folder, locked (flock) while any of its processes lives
 
 _root: list[str] = []  # [folder] of this process tree: made by its first process that asks, inherited by its forks
-_lock: list[int] = []  # the lock file's descriptor, open for the process's life
 
 
 def scratch_parent() -> Path:
@@ -60,10 +59,9 @@ def scratch_root() -> str:
         parent.mkdir(parents=True, exist_ok=True)
         sweep(parent)
         folder = tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=parent)
-        fd = os.open(os.path.join(folder, LOCK + ".new"), os.O_RDWR | os.O_CREAT, 0o600)
+        fd = os.open(os.path.join(folder, LOCK + ".new"), os.O_RDWR | os.O_CREAT, 0o600)  # open for life, and in forks
         fcntl.flock(fd, fcntl.LOCK_EX)
         os.rename(os.path.join(folder, LOCK + ".new"), os.path.join(folder, LOCK))  # a sweep sees it locked only
-        _lock.append(fd)
         atexit.register(_remove, folder, os.getpid())
         _root.append(folder)
     return _root[0]

@@ -107,6 +107,13 @@ def test_a_fixed_tasks_run_gives_the_projection_fitted_costs(measured):
     _tables_are_rectangular(projection)
     own = growth_report.Report({**copy.deepcopy(measured), "one_t": fixed})  # the run's own series at one T
     assert own.linear_costs() == fits
+    [same] = [g for g in own.goals() if "keep the documents" in g.name]
+    assert same.passed
+    lost = copy.deepcopy(fixed)
+    lost["scales"][-1]["builds"]["2"]["counters"]["records_out"] -= 1  # a document lost at one T: loud
+    [same] = [g for g in growth_report.Report({**copy.deepcopy(measured), "one_t": lost}).goals()
+              if "keep the documents" in g.name]
+    assert not same.passed and "4×: DIFFER" in same.detail
     section = own.performance_section()
     assert "The same sizes at T = 2" in section and "| `prepare` |" in section
     _tables_are_rectangular(section)
