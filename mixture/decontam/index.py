@@ -13,7 +13,7 @@ import numpy as np
 from mixture.decontam.records import BenchmarkItem, benchmark_items, missing_fields, read_records
 from mixture.decontam.tokens import hashed_text, ngram_content, token_spans, words
 from mixture.store.formats import BenchmarkReport
-from mixture.text.shingles import WordHashes
+from mixture.text.shingles import WordHashes, sorted_distinct
 
 SKIP_REASONS = ("no_content", "few_content_words", "many_numbers")
 PASSAGE_CHARS = 240  # the longest matched passage a drop detail quotes
@@ -52,8 +52,8 @@ class BenchmarkIndex:
             self.reports.append(BenchmarkReport(
                 name=bench.name, fields=list(bench.fields), items=len(items),
                 items_indexed=len(np.unique(kept[1])), missing_fields=missing_fields(records, list(bench.fields)),
-                ngrams_indexed=len(np.unique(kept[0])),
-                ngrams_skipped={r: len(np.unique(skipped[r])) for r in SKIP_REASONS}, documents_matched=0))
+                ngrams_indexed=len(sorted_distinct(kept[0])),
+                ngrams_skipped={r: len(sorted_distinct(skipped[r])) for r in SKIP_REASONS}, documents_matched=0))
         occ = [np.concatenate(c) if c else np.zeros(0, np.uint64 if j == 0 else np.int64)
                for j, c in enumerate(columns)]
         order = np.arange(len(occ[0]))

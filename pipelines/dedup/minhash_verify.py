@@ -29,7 +29,7 @@ from mixture.stages.registry import (
     VERIFY_TASK_COUNTS,
 )
 from mixture.text.kernel import kernel
-from mixture.text.shingles import WordHashes
+from mixture.text.shingles import WordHashes, sorted_distinct
 
 SIGMAS = 6  # a pair whose signature agreement is this many standard errors below the threshold is not compared
 PAIRS_PER_FETCH = 4_096  # pairs read at a time (their two signatures: 4k × 2 × 112 × 8 bytes = 7 MB)
@@ -70,7 +70,7 @@ def unique_shingles(grams: np.ndarray, doc: np.ndarray, n_docs: int) -> tuple[np
     """Each document's distinct shingles, sorted, document after document (`doc` ascending, as `ngrams` gives
     them), and how many each has."""
     bounds = np.searchsorted(doc, np.arange(n_docs + 1))
-    sets = [np.unique(grams[bounds[i]:bounds[i + 1]]) for i in range(n_docs)]
+    sets = [sorted_distinct(grams[bounds[i]:bounds[i + 1]]) for i in range(n_docs)]
     return (np.concatenate(sets) if sets else np.empty(0, np.uint64)), np.array([len(x) for x in sets], np.int64)
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import xxhash
 
-from mixture.text.shingles import EMPTY, WordHashes, minhash_signatures, simplified_bytes
+from mixture.text.shingles import EMPTY, WordHashes, minhash_signatures, simplified_bytes, sorted_distinct
 
 TEXTS = [
     "Hello, World! The year 2024 was fine; snake_case_name stays one word.",
@@ -124,3 +124,10 @@ def test_near_duplicates_agree_more_than_unrelated_texts(edit_every):
     near_agree, other_agree = (sig[0] == sig[1]).mean(), (sig[0] == sig[2]).mean()
     assert other_agree < 0.05
     assert near_agree > (0.6 if edit_every == 40 else 0.2)
+
+
+@pytest.mark.parametrize("n, high", [(0, 10), (1, 10), (7, 3), (5_000, 2**63), (5_000, 40)])
+def test_sorted_distinct_is_numpys_unique(n, high):
+    values = np.random.default_rng(n).integers(0, high, n).astype(np.uint64)
+    out = sorted_distinct(values)
+    assert out.dtype == np.uint64 and np.array_equal(out, np.unique(values))
