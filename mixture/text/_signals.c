@@ -234,8 +234,8 @@ static int grow(void **buf, Py_ssize_t *cap, Py_ssize_t need, size_t size);
 
 static int hashes_scratch(Hashes *h, Py_ssize_t len) { return grow((void **)&h->scratch, &h->cap_scratch, len, 1); }
 
-static int hashes_append(Hashes *h, uint64_t value) {
-    if (grow((void **)&h->hashes, &h->cap, h->n + 1, 8) < 0) return -1;
+static inline int hashes_append(Hashes *h, uint64_t value) {
+    if (h->n + 1 > h->cap && grow((void **)&h->hashes, &h->cap, h->n + 1, 8) < 0) return -1;
     h->hashes[h->n++] = value;
     return 0;
 }
@@ -252,9 +252,17 @@ static inline uint64_t mix64(uint64_t x) {
 
 /* `_hash_words` of one word: its bytes read 8 at a time (little-endian, the last read cut short) mixed into the
  * length times the golden ratio */
-static uint64_t word_hash(const unsigned char *p, size_t n) {
+static inline uint64_t word_hash(const unsigned char *p, size_t n) {
     uint64_t acc = (uint64_t)n * 0x9E3779B97F4A7C15ULL;
-    for (size_t i = 0; i < n; i += 8) {
+    size_t i = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    for (; i + 8 <= n; i += 8) {  /* a whole 8-byte read is the little-endian word */
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        acc = mix64(acc ^ w);
+    }
+#endif
+    for (; i < n; i += 8) {
         uint64_t w = 0;
         size_t k = n - i < 8 ? n - i : 8;
         for (size_t b = 0; b < k; b++) w |= (uint64_t)p[i + b] << (8 * b);

@@ -373,7 +373,7 @@ static int F(word_hashes)(const CH *s, Py_ssize_t len, Hashes *out) {
         Py_ssize_t n = 0;
         for (; i < len; i++) {
             c = s[i];
-            if (hashes_scratch(out, n + 4) < 0) return -1;
+            if (n + 4 > out->cap_scratch && hashes_scratch(out, n + 4) < 0) return -1;
             unsigned char *o = out->scratch + n;
             if (c < 128) {
                 if (ASCII_WORD[c] == ' ') break;

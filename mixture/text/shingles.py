@@ -41,8 +41,8 @@ def mix64(x: np.ndarray) -> np.ndarray:
 
 def sorted_distinct(values: np.ndarray) -> np.ndarray:
     """The distinct values, ascending: np.unique's result by one sort. numpy >= 2.3 answers a bare np.unique of
-    integers from a hash table, ~10x the cost of this sort on a document's ~1,000 shingles and ~60x on 1M
-    distinct hashes (bench/verify_jaccard_bench.py)."""
+    integers from a hash table, several times the cost of this sort on a document's shingles (the shingle sets'
+    table of bench/verify_jaccard_bench.py) and ~60x on 1M distinct hashes."""
     out = np.sort(values)
     if len(out) > 1:
         out = out[np.concatenate(([True], out[1:] != out[:-1]))]

@@ -254,14 +254,20 @@ class MinhashVerify(PartitionedStep):
                                "remove the store's _build/minhash_gather/ (the gather stage's completions) and "
                                "build again")
         k = self.permutations
+        if (sigs.length != k).any():
+            raise RuntimeError(f"verification partition {rank}: a gathered signature does not have the spec's {k} "
+                               f"values ({GATHERED_TEXTS.every(self.folder)}); remove the store's "
+                               "_build/minhash_gather/ (the gather stage's completions) and build again")
+        rows = sigs.values.reshape(-1, k)  # every signature has k values: a document's is row start // k
+        row_of = sigs.start // k
         floor = self.threshold - signature_margin(self.threshold, k)
         con.execute("CREATE TABLE plausible (a BIGINT, b BIGINT)")
         ruled_out = 0
         for batch in con.cursor().sql("SELECT a, b FROM pairs").to_arrow_reader(PAIRS_PER_FETCH):
             a, b = batch.column(0).to_numpy(), batch.column(1).to_numpy()
-            va, _ = sigs.gather(a)
-            vb, _ = sigs.gather(b)
-            agree = (va.reshape(-1, k) == vb.reshape(-1, k)).mean(axis=1)
+            agree = (rows[row_of[a]] == rows[row_of[b]]).mean(axis=1)
+            if sigs.mapping is not None:
+                sigs.mapping.madvise(mmap.MADV_DONTNEED)
             keep = agree >= floor
             ruled_out += int((~keep).sum())
             con.register("batch", pa.table({"a": a[keep], "b": b[keep]}))
