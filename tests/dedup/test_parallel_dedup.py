@@ -259,7 +259,7 @@ def test_verification_tasks_hold_their_pairs_documents_only(demo_builds, tmp_pat
 def test_gathered_texts_hold_each_candidate_once_and_a_missing_one_stops_verification(demo_builds, tmp_path):
     """`minhash_gather` sends every document of a partition's candidate pairs to that partition, once; a
     verification task whose gathered texts lack one of them fails and names the gather stage (never a verdict
-    without the document)."""
+    without the document); so does one whose signatures are not of the spec's size."""
     from mixture.pipelines.dedup.minhash_gather import GATHERED
     from mixture.spec.load import load_spec
 
@@ -276,5 +276,13 @@ def test_gathered_texts_hold_each_candidate_once_and_a_missing_one_stops_verific
     lost.unlink()  # a gather task's file with texts for partition 0
     step = MinhashVerify(str(copy), threshold=fz.similarity_threshold, ngram=fz.ngram, permutations=fz.permutations)
     with pytest.raises(RuntimeError, match=r"candidate documents of verification partition 0 were not gathered.*"
+                                           r"_build/minhash_gather/"):
+        list(step.run(None, 0, 4) or ())
+    # signatures of another size than the spec's (a gather of another spec's files): refused, never compared
+    shutil.rmtree(copy)
+    shutil.copytree(work / "near_dups", copy)
+    step = MinhashVerify(str(copy), threshold=fz.similarity_threshold, ngram=fz.ngram,
+                         permutations=fz.permutations // 2)
+    with pytest.raises(RuntimeError, match=rf"does not have the spec's {fz.permutations // 2} values.*"
                                            r"_build/minhash_gather/"):
         list(step.run(None, 0, 4) or ())
