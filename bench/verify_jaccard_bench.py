@@ -106,7 +106,7 @@ def _set_cpu(distinct, grams: list[tuple[np.ndarray, np.ndarray, int]]) -> tuple
 
 
 def _shingle_sets(corpus: str, texts: list[str], repeats: int) -> tuple:
-    """(corpus, documents, shingles per document, hashing CPU, np.unique CPU, sorted_distinct CPU): each
+    """(corpus, documents, n-grams per document, hashing CPU, np.unique CPU, sorted_distinct CPU): each
     document's distinct shingles both ways, in batches of 256 as the stage makes them; equal sets or the run
     stops."""
     start = time.process_time()
@@ -163,7 +163,7 @@ def main() -> None:
         f"every document (the run stops otherwise); CPU the least of {a.repeats} runs, in turn; the hashing (words "
         "and n-grams, once) for scale.",
         "",
-        "| texts | documents | shingles per document | hashing CPU s | `np.unique` CPU s | `sorted_distinct` CPU s "
+        "| texts | documents | n-grams per document | hashing CPU s | `np.unique` CPU s | `sorted_distinct` CPU s "
         "| speed-up |",
         "|---|---:|---:|---:|---:|---:|---:|",
         *(f"| {corpus} | {n:,} | {per:,.0f} | {th:.3f} | {tu:.3f} | {ts:.3f} | {tu / ts:.1f}× |"
