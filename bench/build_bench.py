@@ -70,6 +70,18 @@ def demo_spec(corpora: list[Path], store: str, *, k: int, fine_k: int, tasks: in
     return spec
 
 
+def local_spec(spec_path: str, store: str, **execution) -> dict:
+    """A spec file's contents with its store at `store`, built by the local executor on one worker (`execution`
+    overrides more); relative source paths keep pointing at the spec's folder."""
+    spec = yaml.safe_load(Path(spec_path).read_text())
+    for src in spec["sources"]:
+        if "://" not in src["uri"] and not Path(src["uri"]).is_absolute():
+            src["uri"] = str((Path(spec_path).parent / src["uri"]).resolve())
+    spec["store"] = {**spec.get("store", {}), "uri": store}
+    spec["execution"] = {**spec.get("execution", {}), "executor": "local", "workers": 1, **execution}
+    return spec
+
+
 def write_spec(folder: Path, spec: dict) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "spec.yaml"

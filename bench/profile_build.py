@@ -17,9 +17,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-import yaml
-
-from bench.build_bench import demo_corpus, demo_spec, load, write_spec
+from bench.build_bench import demo_corpus, demo_spec, load, local_spec, write_spec
 from bench.common import machine, show
 
 BEGIN, END = "<!-- profile-bench:begin -->", "<!-- profile-bench:end -->"
@@ -102,12 +100,7 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="profile-bench-") as tmp:
         root = Path(tmp)
         if args.spec:
-            spec = yaml.safe_load(Path(args.spec).read_text())
-            for src in spec["sources"]:  # relative source paths keep pointing at the spec's folder
-                if "://" not in src["uri"] and not Path(src["uri"]).is_absolute():
-                    src["uri"] = str((Path(args.spec).parent / src["uri"]).resolve())
-            spec["store"] = {**spec.get("store", {}), "uri": "store"}
-            spec["execution"] = {**spec.get("execution", {}), "executor": "local", "workers": 1}
+            spec = local_spec(args.spec, "store")
         else:
             demo_corpus(root / "corpus", seed=0, scale=args.scale)
             spec = demo_spec([root / "corpus"], "store", k=40, fine_k=200, tasks=args.tasks, workers=1)
