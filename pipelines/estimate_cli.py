@@ -40,16 +40,27 @@ def slurm_block(est) -> dict:
         for c in est.costs if c.stage != "finalize"}}}
 
 
+MANY_PARTITIONS = 100  # above it, minhash_verify's tasks re-read far more documents a pair than the rates' builds
+
+
 def _pairs_note(est) -> str:
-    """How `minhash_verify`'s work was projected: the candidate pairs given, or grown from the rates'."""
+    """How `minhash_verify`'s work was projected: the candidate pairs given, or grown from the rates'; and, with
+    many partitions, that its rate a pair is low there."""
     r = est.rates
     if not r.candidate_pairs or est.candidate_pairs is None:
         return ""
     if est.pairs_per_doc is not None:
-        return f"; minhash_verify's by the candidate pairs: {est.pairs_per_doc:g} per record (yours)"
-    return (f"; minhash_verify's by the candidate pairs: {_count(est.candidate_pairs)}, grown from the rates' "
-            f"{_count(r.candidate_pairs)} as measured (exponent {max(1.0, r.pairs_exponent or 1.0):.2f}), a property of "
-            "the benchmark's duplicates: give your corpus's with --pairs-per-doc")
+        note = f"; minhash_verify's by the candidate pairs: {est.pairs_per_doc:g} per record (yours)"
+    else:
+        note = (f"; minhash_verify's by the candidate pairs: {_count(est.candidate_pairs)}, grown from the rates' "
+                f"{_count(r.candidate_pairs)} as measured (exponent {max(1.0, r.pairs_exponent or 1.0):.2f}), a "
+                "property of the benchmark's duplicates: give your corpus's with --pairs-per-doc")
+    verify = next((c for c in est.costs if c.stage == "minhash_verify"), None)
+    if verify is not None and verify.tasks > MANY_PARTITIONS:
+        note += (f". Low for {verify.tasks:,} partitions: a verification task reads a pair's earlier document again "
+                 "in every partition where it has a later partner, and the rate a pair comes from builds of a few "
+                 "tens of partitions; on the growth corpus a pair costs ~3× as much at 8,000 (docs/scaling.md)")
+    return note
 
 
 def print_estimate(est, console: Console, prices: costs.Prices | None = None) -> None:

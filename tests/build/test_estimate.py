@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from mixture.cli import app
 from mixture.demo_corpus import read
 from mixture.pipelines.estimate import estimate
-from mixture.pipelines.estimate_cli import slurm_block
+from mixture.pipelines.estimate_cli import _pairs_note, slurm_block
 from mixture.spec.load import load_spec
 from mixture.spec.models import Execution
 from mixture.stages import costs
@@ -95,3 +95,6 @@ def test_candidate_pairs_per_record_scale_the_verification(spec_path):
     assert two.costs[0].core_hours == pytest.approx(2 * one.costs[0].core_hours)
     grown = estimate(str(spec_path), tasks=4, rates=rates, budget=2**20)  # none given: the rates' growth
     assert grown.candidate_pairs == pytest.approx(1_000 * (grown.input_tokens / 1_000) ** 1.2)
+    # with many partitions the note says the rate a pair is low there (its tasks re-read earlier documents)
+    many = estimate(str(spec_path), tasks=4_000, rates=rates, budget=2**20)
+    assert "Low for 4,000 partitions" in _pairs_note(many) and "Low for" not in _pairs_note(grown)
