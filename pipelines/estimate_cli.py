@@ -55,12 +55,19 @@ def _pairs_note(est) -> str:
         note = (f"; minhash_verify's by the candidate pairs: {_count(est.candidate_pairs)}, grown from the rates' "
                 f"{_count(r.candidate_pairs)} as measured (exponent {max(1.0, r.pairs_exponent or 1.0):.2f}), a "
                 "property of the benchmark's duplicates: give your corpus's with --pairs-per-doc")
+    low = verify_rate_warning(est)
+    return note + (f". {low}" if low else "")
+
+
+def verify_rate_warning(est) -> str | None:
+    """Why `minhash_verify`'s projection is low with many partitions, or None."""
     verify = next((c for c in est.costs if c.stage == "minhash_verify"), None)
-    if verify is not None and verify.tasks > MANY_PARTITIONS:
-        note += (f". Low for {verify.tasks:,} partitions: a verification task reads a pair's earlier document again "
-                 "in every partition where it has a later partner, and the rate a pair comes from builds of a few "
-                 "tens of partitions; on the growth corpus a pair costs ~3× as much at 8,000 (docs/scaling.md)")
-    return note
+    if verify is None or verify.tasks <= MANY_PARTITIONS:
+        return None
+    return (f"minhash_verify is low for {verify.tasks:,} partitions: a verification task reads a pair's earlier "
+            "document again in every partition where it has a later partner, and the rate a pair comes from builds "
+            "of a few tens of partitions; with thousands a pair costs several times as much on the growth corpus "
+            "(docs/scaling.md)")
 
 
 def print_estimate(est, console: Console, prices: costs.Prices | None = None) -> None:
@@ -156,6 +163,7 @@ def register(app: typer.Typer) -> None:
                             "memory_request_gib": c.memory_request_gib} for c in est.costs],
                 "critical_path_hours": est.critical_path_hours,
                 "candidate_pairs": est.candidate_pairs, "pairs_per_doc": est.pairs_per_doc,
+                "warnings": [w for w in (verify_rate_warning(est),) if w],
                 **({"price": costs.price(est.costs, price)} if price else {}),
                 "rates": {"machine": est.rates.machine, "measured": est.rates.measured}}, indent=1))
             return

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from mixture.cli import app
 from mixture.demo_corpus import read
 from mixture.pipelines.estimate import estimate
-from mixture.pipelines.estimate_cli import _pairs_note, slurm_block
+from mixture.pipelines.estimate_cli import _pairs_note, slurm_block, verify_rate_warning
 from mixture.spec.load import load_spec
 from mixture.spec.models import Execution
 from mixture.stages import costs
@@ -80,6 +80,7 @@ def test_estimate_command(spec_path, tmp_path):
     assert res.exit_code == 0, res.output
     out = json.loads(res.output)
     assert out["tasks"] == 64 and out["price"]["total"] > 0 and out["stages"][0]["time_limit"].endswith(":00")
+    assert out["warnings"] == []  # 64 verification partitions: the rates' own range
     res = CliRunner().invoke(app, ["estimate", str(tmp_path / "missing.yaml")])
     assert res.exit_code == 2 and "missing.yaml" in res.output
 
@@ -97,4 +98,5 @@ def test_candidate_pairs_per_record_scale_the_verification(spec_path):
     assert grown.candidate_pairs == pytest.approx(1_000 * (grown.input_tokens / 1_000) ** 1.2)
     # with many partitions the note says the rate a pair is low there (its tasks re-read earlier documents)
     many = estimate(str(spec_path), tasks=4_000, rates=rates, budget=2**20)
-    assert "Low for 4,000 partitions" in _pairs_note(many) and "Low for" not in _pairs_note(grown)
+    assert "low for 4,000 partitions" in _pairs_note(many) and "low for" not in _pairs_note(grown)
+    assert verify_rate_warning(many) in _pairs_note(many) and verify_rate_warning(grown) is None
