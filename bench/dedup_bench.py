@@ -139,6 +139,9 @@ def _rows(files: list[Path]) -> int:
 
 def shares(work: Path, tasks: int, bucket_tasks: int) -> dict[str, list[int]]:
     """The rows each task of a stage holds: its partition's keys, pairs, or (buckets) its band slice's members."""
+    from mixture.pipelines.dedup.minhash_verify import VERIFIED
+    from mixture.pipelines.dedup.shuffle import read_shuffle_file
+
     def per(pattern: str, n: int) -> list[int]:
         return [_rows(sorted(work.glob(pattern.format(q=q)))) for q in range(n)]
 
@@ -147,7 +150,8 @@ def shares(work: Path, tasks: int, bucket_tasks: int) -> dict[str, list[int]]:
             "find_duplicates": per("dedup/by_hash/{q:05d}/*.parquet", tasks),
             "minhash_buckets": per("near_dups/members/*/{q:05d}.parquet", bucket_tasks),
             "minhash_verify": per("near_dups/pairs/{q:05d}/*.parquet", tasks),
-            "minhash_cluster": [_rows(sorted(work.glob("near_dups/verified/*.parquet")))]}
+            "minhash_cluster": [sum(read_shuffle_file(str(f), VERIFIED).num_rows
+                                    for f in sorted(work.glob("near_dups/verified/*.parquet")))]}
 
 
 def bench_size(folder: Path, copies: int, args) -> dict:
@@ -182,13 +186,14 @@ def above(runs: list[dict]) -> int:
 
 
 def synthetic_verified(folder: Path, n_edges: int, partitions: int, seed: int = 0) -> dict:
-    """Verified pairs as `minhash_verify` writes them (`<folder>/verified/<q>.parquet`), `n_edges` of them: groups
+    """Verified pairs as `minhash_verify` writes them (`<folder>/verified/<q>.parquet`, shuffle files: task q's pairs
+    in partition q), `n_edges` of them: groups
     of 2–12 near-duplicate documents at random spec positions, each member paired with up to 8 members before it."""
     import numpy as np
     import pyarrow as pa
 
     from mixture.pipelines.dedup.minhash_verify import VERIFIED
-    from mixture.pipelines.dedup.shuffle import mix64, prefix_partition
+    from mixture.pipelines.dedup.shuffle import mix64, prefix_partition, write_partition
 
     rng = np.random.default_rng(seed)
     sizes = rng.integers(2, 13, max(1, n_edges // 20))
@@ -212,11 +217,10 @@ def synthetic_verified(folder: Path, n_edges: int, partitions: int, seed: int = 
     for q in range(partitions):
         sel = part == q
         n = int(sel.sum())
-        pq.write_table(pa.table({
+        write_partition(str(folder / "verified" / f"{q:05d}.parquet"), pa.table({
             "a": ga[sel], "b": gb[sel], "sim": sim[sel], "rank_b": (gb[sel] % partitions).astype(np.int32),
             "idx_b": gb[sel], "kept_id": [f"doc{x}" for x in ga[sel]], "kept_source": ["web"] * n,
-            "kept_file": ["part-00000.jsonl"] * n, "kept_record": ga[sel]}, schema=VERIFIED),
-            folder / "verified" / f"{q:05d}.parquet", row_group_size=65_536)  # as write_partitions' batches
+            "kept_file": ["part-00000.jsonl"] * n, "kept_record": ga[sel]}, schema=VERIFIED), q, partitions)
     return {"edges": int(len(ga)), "docs": int(len(np.unique(np.concatenate([ga, gb]))))}
 
 
@@ -226,10 +230,7 @@ def bench_greedy(root: Path, sizes: list[str], partitions: int) -> list[dict]:
     for size in sizes:
         n, _, memory = size.partition("@")
         folder = root / f"greedy{n}"
-        if not (folder / "verified").exists():
-            synthetic_verified(folder, int(n), partitions)
-        made = {"edges": int(n), "docs": ds.dataset(str(folder / "verified")).to_table(columns=["a", "b"])
-                .to_pandas().stack().nunique()}
+        made = synthetic_verified(folder, int(n), partitions)
         started = load()
         run = measure(folder, "greedy", 0, memory or GREEDY_MEMORY)
         drops = sum(pq.ParquetFile(f).metadata.num_rows for f in folder.glob("fuzzy_drops/*.parquet"))

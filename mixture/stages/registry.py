@@ -167,22 +167,25 @@ EXACT_COUNTS = TaskFile(DEDUP, f"counts/exact-{RANK}.parquet")
 SIGNATURES_DIR = f"{WORK}/mh_sigs"
 SIGNATURES = TaskFile(SIGNATURES_DIR, f"bucket_{{part:03d}}/{RANK}.minhash.sig")
 SLICE_INDEX = TaskFile(SIGNATURES_DIR, f"bucket_{{part:03d}}/{RANK}.minhash.slices")
-# minhash_buckets: each task's colliding pairs, then its candidate pairs by verification partition (P), the documents
-# each prepared file (the partition, T) is asked for, the bucket members (P) and the task's counts
+# minhash_buckets: each task's colliding pairs, then its candidate pairs by partition of their later document (P),
+# the bucket members (P) and the task's counts
 COLLISIONS_DIR = f"{WORK}/mh_buckets"
 COLLISIONS = TaskFile(COLLISIONS_DIR, f"{RANK}_00.dups")
 NEAR = f"{WORK}/near_dups"  # candidate and verified near-duplicate pairs (pipelines/dedup/minhash_*.py)
 CANDIDATE_PAIRS = TaskFile(NEAR, f"pairs/{RANK}.parquet")
 BUCKET_MEMBERS = TaskFile(NEAR, f"members/{RANK}.parquet")
-GATHER_REQUESTS = TaskFile(NEAR, f"requests/{RANK}.parquet")
 BAND_TASK_COUNTS = TaskFile(NEAR, f"bands/{RANK}.parquet")
+# minhash_route: the candidate pairs by verification partition (P), where each later document's family meets
+# (pipelines/dedup/minhash_route.py), and the documents each prepared file (the partition, T) is asked for
+VERIFY_PAIRS = TaskFile(NEAR, f"to_verify/{RANK}.parquet")
+GATHER_REQUESTS = TaskFile(NEAR, f"requests/{RANK}.parquet")
 # minhash_gather: the candidate documents, by verification partition (P)
 GATHERED_TEXTS = TaskFile(NEAR, f"texts/{RANK}.parquet")
-# the shuffles: one file per writer task, a byte range per partition (pipelines/dedup/shuffle.py)
-SHUFFLES = (KEYS_BY_ID, KEYS_BY_HASH, ID_DROPS, ID_GONE, EXACT_DROPS, CANDIDATE_PAIRS, BUCKET_MEMBERS, GATHER_REQUESTS,
-            GATHERED_TEXTS)
-# minhash_verify: the verified pairs with their evidence, the task's counts
+# minhash_verify: the verified pairs with their evidence, by partition of their later document (P), the task's counts
 VERIFIED_PAIRS = TaskFile(NEAR, f"verified/{RANK}.parquet")
+# the shuffles: one file per writer task, a byte range per partition (pipelines/dedup/shuffle.py)
+SHUFFLES = (KEYS_BY_ID, KEYS_BY_HASH, ID_DROPS, ID_GONE, EXACT_DROPS, CANDIDATE_PAIRS, BUCKET_MEMBERS, VERIFY_PAIRS,
+            GATHER_REQUESTS, GATHERED_TEXTS, VERIFIED_PAIRS)
 VERIFY_TASK_COUNTS = TaskFile(NEAR, f"verify_counts/{RANK}.parquet")
 # minhash_cluster (rounds, pipelines/dedup/components.py): the verified-pair graph's edges after each round, by
 # partition of their first node, and each task's count of edges the round replaced; the verified pairs routed to
@@ -250,9 +253,13 @@ STAGES: tuple[StageDef, ...] = (
              "mixture.pipelines.dedup.minhash_buckets:steps", BAND_SLICES, when=FUZZY, chained=True,
              worker_group=DEDUP_GROUP,
              reads=MINHASH,
-             files=StageFiles(tasks=(CANDIDATE_PAIRS, BUCKET_MEMBERS, GATHER_REQUESTS, BAND_TASK_COUNTS),
-                              outputs=(COLLISIONS_DIR, *combined_outputs(CANDIDATE_PAIRS, BUCKET_MEMBERS,
-                                                                         GATHER_REQUESTS)))),
+             files=StageFiles(tasks=(CANDIDATE_PAIRS, BUCKET_MEMBERS, BAND_TASK_COUNTS),
+                              outputs=(COLLISIONS_DIR, *combined_outputs(CANDIDATE_PAIRS, BUCKET_MEMBERS)))),
+    StageDef("minhash_route", "candidate pairs to where their documents' families meet, by partition",
+             "mixture.pipelines.dedup.minhash_route:steps", PARTITIONS, when=FUZZY, chained=True,
+             worker_group=DEDUP_GROUP,
+             files=StageFiles(tasks=(VERIFY_PAIRS, GATHER_REQUESTS),
+                              outputs=combined_outputs(VERIFY_PAIRS, GATHER_REQUESTS))),
     StageDef("minhash_gather", "candidate documents, each prepared file read once, to their partitions",
              "mixture.pipelines.dedup.minhash_gather:steps", TASKS, when=FUZZY, chained=True,
              worker_group=DEDUP_GROUP,
@@ -260,7 +267,7 @@ STAGES: tuple[StageDef, ...] = (
     StageDef("minhash_verify", "candidate pairs verified on their shingles, by partition",
              "mixture.pipelines.dedup.minhash_verify:steps", PARTITIONS, when=FUZZY, chained=True,
              worker_group=DEDUP_GROUP,
-             files=StageFiles(tasks=(VERIFIED_PAIRS, VERIFY_TASK_COUNTS)),
+             files=StageFiles(tasks=(VERIFIED_PAIRS, VERIFY_TASK_COUNTS), outputs=combined_outputs(VERIFIED_PAIRS)),
              reads=("processing.dedup.fuzzy",)),
     StageDef("minhash_cluster", "near duplicates: components in rounds, greedy keep per component",
              "mixture.pipelines.dedup.minhash_cluster:steps", PARTITIONS, when=FUZZY, chained=True, rounds=True,

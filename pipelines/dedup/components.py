@@ -4,18 +4,15 @@ partition; the first stages of `minhash_cluster`."""
 
 from __future__ import annotations
 
-import contextlib
-
 import pyarrow as pa
 
 from mixture.pipelines.dedup.minhash_verify import VERIFIED
 from mixture.pipelines.dedup.partitioned import PartitionedStep
 from mixture.pipelines.dedup.shuffle import (
     PART,
-    mix64,
-    prefix_partition,
     sorted_batches,
     summed_counts,
+    with_partition_function,
     write_counts,
     write_partitions,
 )
@@ -30,37 +27,21 @@ EDGE_COMPRESSION = "lz4"  # the rounds' edges: integers written and read once, w
 MAX_ROUNDS = 200  # large-star/small-star needs O(log² n) rounds at worst; far more means something is broken
 
 
-def verify_files(folder: str, part: int, partitions: int, sources: int) -> list[str]:
-    """The `minhash_verify` files (of its `sources` tasks, P) that may hold pairs whose later document lies in
-    component partition `part` of `partitions` (P_c): a document's partition is the prefix of its hash scaled to the
-    count (`prefix_partition`), so P_c partition q' overlaps P partitions ⌊q'·P/P_c⌋ … ⌈(q'+1)·P/P_c⌉ − 1; the
-    reader keeps its own documents' pairs (`mixture_partition(b, P_c) = q'`)."""
+def verified_partitions(part: int, partitions: int, sources: int) -> range:
+    """The partitions of the verified pairs' shuffle (`minhash_verify` writes each pair to the partition of its
+    later document, of `sources` = P) that may hold pairs whose later document lies in component partition `part`
+    of `partitions` (P_c): a document's partition is the prefix of its hash scaled to the count
+    (`document_partition`), so P_c partition q' overlaps P partitions ⌊q'·P/P_c⌋ … ⌈(q'+1)·P/P_c⌉ − 1; the reader
+    keeps its own documents' pairs (`mixture_partition(b, P_c) = q'`)."""
     first, last = part * sources // partitions, -(-(part + 1) * sources // partitions) - 1
-    return [VERIFIED_PAIRS.path(folder, q) for q in range(first, min(last, sources - 1) + 1)]
-
-
-def _partition_of(nodes: pa.Array, partitions: pa.Array) -> pa.Array:
-    return pa.array(prefix_partition(mix64(nodes.to_numpy()), partitions[0].as_py() if len(partitions) else 1))
-
-
-def with_partition_function(con) -> None:
-    """SQL function `mixture_partition(node, n)`: a document's partition of n, its verification partition
-    (`prefix_partition(mix64(g))`, as minhash_buckets sends a pair to its later document's), so that task q of a
-    round holds the edges of the documents whose verified pairs `minhash_verify` task q wrote. Vectorised: numpy
-    over each Arrow batch."""
-    import duckdb
-    from duckdb import sqltypes
-
-    with contextlib.suppress(duckdb.CatalogException):  # made by an earlier task of this process (one instance)
-        con.create_function("mixture_partition", _partition_of, [sqltypes.BIGINT, sqltypes.INTEGER],
-                            sqltypes.INTEGER, type="arrow")
+    return range(first, min(last, sources - 1) + 1)
 
 
 class StarRound(PartitionedStep):
     """Round r of the components, task q of P_c (`partitions`): the edges of the nodes of partition q, each node u
     with its neighbours. Even rounds are small-star (u and each smaller neighbour joined to the least of them: only
-    the edges to smaller neighbours are read, round 0 reads the verified pairs of its documents from the files of
-    the `sources` (P) `minhash_verify` tasks, a later document with each earlier one), odd rounds large-star (each
+    the edges to smaller neighbours are read, round 0 reads the verified pairs of its documents from their partitions of
+    the `sources` (P) of `minhash_verify`'s shuffle, a later document with each earlier one), odd rounds large-star (each
     larger neighbour of u joined to the least of u and its neighbours, which needs both directions: a small-star round writes each edge to the partitions of both its nodes). Every
     round keeps each component connected and none joins two, nor writes more edges than it read; once a large-star
     round replaces no edge and finds no node with two smaller neighbours (`settled`), each component is a star
@@ -74,7 +55,8 @@ class StarRound(PartitionedStep):
 
     def inputs(self, rank: int) -> list[tuple]:
         if self.round == 0:
-            return [("verified", verify_files(self.folder, rank, self.partitions, self.sources), VERIFIED)]
+            return [("verified", VERIFIED_PAIRS.every(self.folder), VERIFIED,
+                     verified_partitions(rank, self.partitions, self.sources), self.sources)]
         return [("edges_in", star_edges(self.round - 1).every(self.folder), EDGES, rank)]
 
     def process(self, con, rank: int) -> dict[str, int]:
@@ -133,7 +115,8 @@ class RouteToComponents(PartitionedStep):
         self.folder, self.last, self.partitions, self.sources = folder, last, partitions, sources
 
     def inputs(self, rank: int) -> list[tuple]:
-        return [("verified", verify_files(self.folder, rank, self.partitions, self.sources), VERIFIED),
+        return [("verified", VERIFIED_PAIRS.every(self.folder), VERIFIED,
+                 verified_partitions(rank, self.partitions, self.sources), self.sources),
                 ("edges_in", star_edges(self.last).every(self.folder), EDGES, rank)]
 
     def process(self, con, rank: int) -> dict[str, int]:

@@ -1,7 +1,7 @@
 """Stage `minhash_buckets`, one task per band and slice of its first-hash range: the documents whose signatures
 agree on the band (`BandCollisions`), then those buckets as candidate pairs, each member paired with the first
-`ANCHORS` members before it in spec order (`MinhashBuckets`), sent to the verification partition of the later
-document (and asked of each document's prepared file: stage `minhash_gather` sends it to that partition)."""
+`ANCHORS` members before it in spec order (`MinhashBuckets`), sent to the partition of the later document (stage
+`minhash_route` then sends them on to where they are verified)."""
 
 from __future__ import annotations
 
@@ -16,12 +16,11 @@ from datatrove.data import DocumentsPipeline
 from datatrove.pipeline.base import PipelineStep
 
 from mixture.pipelines.context import BuildContext
-from mixture.pipelines.dedup.keys import positions, prepared_files, spec_positions
+from mixture.pipelines.dedup.keys import positions, spec_positions
 from mixture.pipelines.dedup.shuffle import (
     PART,
+    document_partition,
     fetch_runs,
-    mix64,
-    prefix_partition,
     sorted_batches,
     write_counts,
     write_partitions,
@@ -35,7 +34,6 @@ from mixture.stages.registry import (
     COLLISIONS,
     COLLISIONS_DIR,
     DEDUP,
-    GATHER_REQUESTS,
     NEAR,
     SIGNATURES,
     SIGNATURES_DIR,
@@ -47,10 +45,10 @@ from mixture.store.io import open_atomic
 ANCHORS = 8  # a bucket member is paired with at most this many members before it (a bucket of n: ≤ 8n pairs)
 BAND_BITS = 40  # bucket id = task << BAND_BITS | bucket number in the task's `.dups` file
 
-# candidate pairs (positions in spec order of the earlier and the later document, and their addresses), as the
-# bucket stage sends them to the verification task of the later document
+# candidate pairs (positions in spec order of the earlier and the later document, their addresses, and the members
+# of the bucket that paired them), as the bucket stage sends them to the partition of the later document
 PAIRS = pa.schema([("a", pa.int64()), ("b", pa.int64()), ("rank_a", pa.int32()), ("idx_a", pa.int64()),
-                   ("rank_b", pa.int32()), ("idx_b", pa.int64())])
+                   ("rank_b", pa.int32()), ("idx_b", pa.int64()), ("size", pa.int64())])
 MEMBERS = pa.schema([("g", pa.int64())])  # documents in a bucket (spec positions), for the count of distinct ones
 BAND_COUNTS = pa.schema([("band_pairs", pa.int64()), ("buckets", pa.int64())])
 
@@ -258,20 +256,18 @@ class MinhashBuckets(PipelineStep):
     """Second step of `minhash_buckets`, task r (a band and a slice of its first-hash range, BandCollisions):
     the task's buckets read back from the pairs written before it (COLLISIONS; a bucket lies wholly in one
     task) → each member with the first `anchors` members before it in spec order (a document's position over
-    every prepared document, keys.spec_positions) → the candidate pairs, to the verification partition of
-    their later document (CANDIDATE_PAIRS in `folder`, a hash prefix over `partitions`); each pair's two documents,
-    with that partition, to their prepared file (GATHER_REQUESTS); the members, to their own partition
-    (BUCKET_MEMBERS), and the task's counts (BAND_TASK_COUNTS, summed by `minhash_cluster`)."""
+    every prepared document, keys.spec_positions) → the candidate pairs, with their bucket's size, to the partition
+    of their later document (CANDIDATE_PAIRS in `folder`, `document_partition` over `partitions`); the members, to
+    their own partition (BUCKET_MEMBERS), and the task's counts (BAND_TASK_COUNTS, summed by `minhash_cluster`)."""
 
     type = "🫂 - DEDUP"
     name = "🎯 MinHash candidate pairs"
 
     def __init__(self, buckets_folder: str, dedup_folder: str, folder: str, partitions: int, anchors: int = ANCHORS,
-                 memory_limit: str | None = None, files: int | None = None):
+                 memory_limit: str | None = None):
         super().__init__()
         self.buckets_folder, self.dedup_folder, self.folder = buckets_folder, dedup_folder, folder
         self.partitions, self.anchors, self.memory_limit = partitions, anchors, memory_limit
-        self.files = files  # the prepared files (GATHER_REQUESTS' partitions; None: counted)
 
     def run(self, data: DocumentsPipeline = None, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
         if data:
@@ -284,24 +280,20 @@ class MinhashBuckets(PipelineStep):
             con.execute("CREATE TABLE members (bucket BIGINT, g BIGINT, rank INTEGER, idx BIGINT, part INTEGER)")
             for chunk in band_buckets(path, fs, rank) if band_pairs else ():
                 g = positions(table, chunk.column("rank").to_numpy(), chunk.column("idx").to_numpy())
-                part = prefix_partition(mix64(g), self.partitions)
+                part = document_partition(g, self.partitions)
                 con.register("chunk", chunk.append_column("g", pa.array(g)).append_column(PART, pa.array(part)))
                 con.execute("INSERT INTO members SELECT bucket, g, rank, idx, part FROM chunk")
                 con.unregister("chunk")
             con.execute("""CREATE TABLE ranked AS
-                           SELECT *, row_number() OVER (PARTITION BY bucket ORDER BY g) - 1 AS pos FROM members""")
+                           SELECT *, row_number() OVER (PARTITION BY bucket ORDER BY g) - 1 AS pos,
+                                  count(*) OVER (PARTITION BY bucket) AS size FROM members""")
             con.execute(f"""CREATE TABLE pairs AS
                 SELECT x.g AS a, y.g AS b, x.rank AS rank_a, x.idx AS idx_a, y.rank AS rank_b, y.idx AS idx_b,
-                       y.part AS {PART}
+                       y.size, y.part AS {PART}
                 FROM (SELECT * FROM ranked WHERE pos < {int(self.anchors)}) x
                 JOIN ranked y ON x.bucket = y.bucket AND x.pos < y.pos""")
             write_partitions(sorted_batches(con, f"SELECT * FROM pairs ORDER BY {PART}"),
                              CANDIDATE_PAIRS.path(self.folder, rank), self.partitions)
-            write_partitions(sorted_batches(con, f"""
-                SELECT idx, g, dest, file AS {PART} FROM (
-                    SELECT rank_a AS file, idx_a AS idx, a AS g, {PART} AS dest FROM pairs
-                    UNION SELECT rank_b, idx_b, b, {PART} FROM pairs) ORDER BY {PART}"""),
-                GATHER_REQUESTS.path(self.folder, rank), self.files or prepared_files(self.dedup_folder))
             write_partitions(sorted_batches(con, f"SELECT g, part AS {PART} FROM members ORDER BY {PART}"),
                              BUCKET_MEMBERS.path(self.folder, rank), self.partitions)
             buckets = scalar(con, "SELECT count(DISTINCT bucket) FROM members")
@@ -312,9 +304,9 @@ class MinhashBuckets(PipelineStep):
 
 def steps(ctx: BuildContext) -> list:
     """Per band and slice of its first-hash range: the slice's collisions, then its candidate pairs sent to the
-    verification partitions (P)."""
+    partitions of their later documents (P)."""
     fz = ctx.spec.processing.dedup.fuzzy
     return [BandCollisions(ctx.at(SIGNATURES_DIR), ctx.at(COLLISIONS_DIR), fz.permutations // fz.bands,
                            slices=bucket_slices(fz.bands, ctx.tasks)),
             MinhashBuckets(ctx.at(COLLISIONS_DIR), ctx.at(DEDUP), ctx.at(NEAR), ctx.partitions,
-                           memory_limit=ctx.memory_limit("minhash_buckets"), files=ctx.tasks)]
+                           memory_limit=ctx.memory_limit("minhash_buckets"))]

@@ -1,5 +1,5 @@
-"""Stage `minhash_verify`, one task per partition of the candidate pairs (that of a pair's later document): each
-pair checked on its evidence. Signature agreement rules out the clearly dissimilar pairs; the exact Jaccard
+"""Stage `minhash_verify`, one task per verification partition of the candidate pairs (where `minhash_route` sent
+a later document's family): each pair checked on its evidence. Signature agreement rules out the clearly dissimilar pairs; the exact Jaccard
 similarity of the two documents' shingle sets decides the others."""
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ import mmap
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-import fsspec
 import numpy as np
 import pyarrow as pa
 
@@ -17,15 +16,21 @@ from mixture.pipelines.context import BuildContext
 from mixture.pipelines.dedup.minhash_buckets import MEMBERS, PAIRS
 from mixture.pipelines.dedup.minhash_gather import GATHERED
 from mixture.pipelines.dedup.partitioned import PartitionedStep
-from mixture.pipelines.dedup.shuffle import PART, sorted_batches, write_counts, write_partitions, write_rows
+from mixture.pipelines.dedup.shuffle import (
+    PART,
+    sorted_batches,
+    with_partition_function,
+    write_counts,
+    write_partitions,
+)
 from mixture.pipelines.runtime.duckdb_connection import scalar
 from mixture.pipelines.runtime.scratch import scratch
 from mixture.stages.registry import (
     BUCKET_MEMBERS,
-    CANDIDATE_PAIRS,
     GATHERED_TEXTS,
     NEAR,
     VERIFIED_PAIRS,
+    VERIFY_PAIRS,
     VERIFY_TASK_COUNTS,
 )
 from mixture.text.kernel import kernel
@@ -147,12 +152,13 @@ def signature_margin(threshold: float, permutations: int) -> float:
 
 
 class MinhashVerify(PartitionedStep):
-    """Stage `minhash_verify`, task q: the distinct candidate pairs of partition q (every pair whose later
-    document hashes there, from every band), each verified: signature agreement rules out the clearly dissimilar,
+    """Stage `minhash_verify`, task q: the distinct candidate pairs of verification partition q (VERIFY_PAIRS: every
+    pair of the later documents `minhash_route` sent there, from every band), each verified: signature agreement rules out the clearly dissimilar,
     the exact Jaccard similarity of the two documents' shingle sets decides the others. Only the documents of
     these pairs are read, as `minhash_gather` sent them to this partition (GATHERED_TEXTS in `folder`: their
-    signatures, then the texts of those not ruled out). Writes the verified pairs with their evidence
-    (VERIFIED_PAIRS) and the task's counts (VERIFY_TASK_COUNTS)."""
+    signatures, then the texts of those not ruled out). Writes the verified pairs with their evidence to the
+    partitions of their later documents (VERIFIED_PAIRS, a shuffle of P: the components' rounds read a document's
+    pairs there) and the task's counts (VERIFY_TASK_COUNTS)."""
 
     name = "🎯 MinHash verify pairs"
 
@@ -163,7 +169,7 @@ class MinhashVerify(PartitionedStep):
         self.threshold, self.ngram, self.permutations = threshold, ngram, permutations
 
     def inputs(self, rank: int) -> list[tuple]:
-        return [("raw_pairs_files", CANDIDATE_PAIRS.every(self.folder), PAIRS, rank),
+        return [("raw_pairs_files", VERIFY_PAIRS.every(self.folder), PAIRS, rank),
                 ("gathered_files", GATHERED_TEXTS.every(self.folder), GATHERED, rank),
                 ("raw_members", BUCKET_MEMBERS.every(self.folder), MEMBERS, rank)]
 
@@ -177,14 +183,14 @@ class MinhashVerify(PartitionedStep):
         with scratch("neardup-") as tmp:
             counts.update(self._verify(con, tmp, rank))
         self._evidence(con)
+        with_partition_function(con)
         write_partitions(sorted_batches(con, f"""
-            SELECT ca.g AS a, cb.g AS b, v.sim, cb.rank AS rank_b, cb.idx AS idx_b, k.id AS kept_id,
-                   k.source AS kept_source, k.file AS kept_file, k.record AS kept_record, 0 AS {PART}
-            FROM verified v JOIN cand ca ON ca.prio = v.a JOIN cand cb ON cb.prio = v.b JOIN kept k ON k.g = ca.g
-            ORDER BY {PART}, b, a"""), lambda _: VERIFIED_PAIRS.path(self.folder, rank))
-        fs, root = fsspec.core.url_to_fs(VERIFIED_PAIRS.path(self.folder, rank))
-        if not fs.exists(root):  # no verified pair: an empty file, so that the resolution sees every task's
-            write_rows(VERIFIED_PAIRS.path(self.folder, rank), VERIFIED.empty_table())
+            SELECT * FROM (
+                SELECT ca.g AS a, cb.g AS b, v.sim, cb.rank AS rank_b, cb.idx AS idx_b, k.id AS kept_id,
+                       k.source AS kept_source, k.file AS kept_file, k.record AS kept_record,
+                       mixture_partition(cb.g, {self.world_size}) AS {PART}
+                FROM verified v JOIN cand ca ON ca.prio = v.a JOIN cand cb ON cb.prio = v.b JOIN kept k ON k.g = ca.g)
+            ORDER BY {PART}, b, a"""), VERIFIED_PAIRS.path(self.folder, rank), self.world_size)
         write_counts(VERIFY_TASK_COUNTS.path(self.folder, rank), VERIFY_COUNTS, counts)
         return {key: int(counts[key]) for key in ("pairs_considered", "pairs_verified")}
 

@@ -28,9 +28,11 @@ class PartitionedStep(PipelineStep):
         self.memory_limit, self.world_size = memory_limit, 1
 
     def inputs(self, rank: int) -> list[tuple]:
-        """(view, glob, schema[, partition]) of each input of task `rank`: with a partition, the glob names a
-        shuffle's files (one per writer) and the view is that partition of each (shuffle.fetch_partition, fetched
-        to a local folder of the task); without, every file the glob matches, or those of a list of paths that exist."""
+        """(view, glob, schema[, partition[, partitions]]) of each input of task `rank`: with a partition, the glob
+        names a shuffle's files (one per writer) and the view is that partition of each (shuffle.fetch_partition,
+        fetched to a local folder of the task), or those of a range of partitions of a shuffle of `partitions`
+        (not the stage's task count); without, every file the glob matches, or those of a list of paths that
+        exist."""
         return []
 
     @abstractmethod
@@ -45,7 +47,8 @@ class PartitionedStep(PipelineStep):
                 duckdb_connection(self.memory_limit) as con:
             for view, files, schema, *part in self.inputs(rank):
                 if part:
-                    found = fetch_partition(files, part[0], local, world_size)
+                    parts, count = (part[0], part[1]) if len(part) > 1 else ([part[0]], world_size)
+                    found = [f for q in parts for f in fetch_partition(files, q, local, count)]
                 else:
                     found = matching_files(files) if isinstance(files, str) else existing_files(files)
                 register(con, view, found, schema)

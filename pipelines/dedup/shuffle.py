@@ -53,6 +53,28 @@ def mix64(values: np.ndarray) -> np.ndarray:
     return z ^ (z >> np.uint64(31))
 
 
+def document_partition(g: np.ndarray, n: int) -> np.ndarray:
+    """A document's partition of n (its spec position g hashed): where `minhash_buckets` sends its bucket
+    membership and its candidate pairs as the later document, and `minhash_verify` its verified pairs as the later
+    document, for the components' rounds."""
+    return prefix_partition(mix64(g), n)
+
+
+def _partition_of(nodes: pa.Array, partitions: pa.Array) -> pa.Array:
+    return pa.array(document_partition(nodes.to_numpy(), partitions[0].as_py() if len(partitions) else 1))
+
+
+def with_partition_function(con) -> None:
+    """SQL function `mixture_partition(node, n)`: a document's partition of n (`document_partition`), so that a
+    task of the components' rounds holds the edges of its own documents. Vectorised: numpy over each Arrow batch."""
+    import duckdb
+    from duckdb import sqltypes
+
+    with contextlib.suppress(duckdb.CatalogException):  # made by an earlier task of this process (one instance)
+        con.create_function("mixture_partition", _partition_of, [sqltypes.BIGINT, sqltypes.INTEGER],
+                            sqltypes.INTEGER, type="arrow")
+
+
 def string_hashes(values: Iterable[str]) -> np.ndarray:
     """xxh3-64 of each string's UTF-8 bytes (lone surrogates kept), as uint64."""
     return np.fromiter((xxhash.xxh3_64_intdigest(v.encode("utf-8", "surrogatepass")) for v in values),
@@ -174,6 +196,13 @@ def write_partitions(batches: Iterable[pa.RecordBatch], path_of: str | Callable[
                          for q in range(parts - 1, -1, -1))
         sink.write(index + TRAILER.pack(parts, MAGIC))
     return written
+
+
+def write_partition(path: str, table: pa.Table, part: int, parts: int) -> None:
+    """A shuffle file of `parts` partitions whose rows (`table`) all lie in partition `part` (made-up work for tests
+    and benchmarks, as a writer task would have written it)."""
+    write_partitions(table.append_column(PART, pa.array(np.full(table.num_rows, part, np.int32))).to_batches(),
+                     path, parts)
 
 
 def _write_files(batches: Iterable[pa.RecordBatch], path_of: Callable[[int], str], compression: str) -> dict[int, int]:

@@ -15,7 +15,14 @@ from mixture.pipelines.context import Round
 from mixture.pipelines.dedup.minhash_buckets import ANCHORS, BAND_COUNTS
 from mixture.pipelines.dedup.minhash_verify import PAIRS_PER_FETCH, VERIFIED, VERIFY_COUNTS, signature_margin
 from mixture.pipelines.dedup.partitioned import PartitionedStep
-from mixture.pipelines.dedup.shuffle import PART, sorted_batches, summed_counts, write_partitions
+from mixture.pipelines.dedup.shuffle import (
+    PART,
+    matching_files,
+    shuffle_partitions,
+    sorted_batches,
+    summed_counts,
+    write_partitions,
+)
 from mixture.pipelines.runtime.duckdb_connection import scalar
 from mixture.pipelines.schemas import DROPS
 from mixture.stages.files import PART as PART_FIELD
@@ -45,8 +52,10 @@ class MinhashCluster(PartitionedStep):
         self.folder, self.output, self.report = folder, output, report
         self.threshold, self.ngram, self.permutations, self.anchors = threshold, ngram, permutations, anchors
 
-    def inputs(self, rank: int) -> list[tuple[str, str, pa.Schema]]:
-        return [("raw_verified", VERIFIED_PAIRS.every(self.folder), VERIFIED)]
+    def inputs(self, rank: int) -> list[tuple]:
+        files = matching_files(VERIFIED_PAIRS.every(self.folder))  # one shuffle file per verification task
+        parts = shuffle_partitions(files[0]) if files else 1
+        return [("raw_verified", VERIFIED_PAIRS.every(self.folder), VERIFIED, range(parts), parts)]
 
     def process(self, con, rank: int) -> dict[str, int]:
         out_fs, out_root = fsspec.core.url_to_fs(self.output)

@@ -8,10 +8,9 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from mixture.pipelines.dedup.minhash_verify import VERIFIED, VERIFY_COUNTS
-from mixture.pipelines.dedup.shuffle import mix64, prefix_partition, write_counts
+from mixture.pipelines.dedup.shuffle import mix64, prefix_partition, write_counts, write_partition
 from mixture.stages.registry import VERIFIED_PAIRS, VERIFY_TASK_COUNTS
 
 FILES = 5  # prepared files the synthetic documents are spread over
@@ -60,8 +59,9 @@ def mixed_graph(seed: int = 0, giant: int = 3_000, small: int = 600) -> np.ndarr
 
 def write_verified(folder: Path, edges: np.ndarray, tasks: int, seed: int = 0) -> int:
     """The distinct pairs of `edges` (self-pairs left out) as `minhash_verify` tasks write them: (earlier a, later
-    b) in the file of b's partition (VERIFIED_PAIRS, `tasks` of them), sorted by b then a, with a similarity (ties
-    on purpose: 0.75, 0.8 or 0.9) and the earlier document's evidence. Returns the number of pairs."""
+    b) in the partition of b (VERIFIED_PAIRS, a shuffle of `tasks` partitions; here task q writes partition q's
+    pairs), sorted by b then a, with a similarity (ties on purpose: 0.75, 0.8 or 0.9) and the earlier document's
+    evidence. Returns the number of pairs."""
     a, b = edges.min(axis=1).astype(np.int64), edges.max(axis=1).astype(np.int64)
     keep = a != b
     a, b = a[keep], b[keep]
@@ -89,7 +89,7 @@ def write_verified(folder: Path, edges: np.ndarray, tasks: int, seed: int = 0) -
                           "kept_record": aa}, schema=VERIFIED)
         path = Path(VERIFIED_PAIRS.path(str(folder), q))
         path.parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(table, path)
+        write_partition(str(path), table, q, tasks)
         write_counts(VERIFY_TASK_COUNTS.path(str(folder), q), VERIFY_COUNTS,
                      {**dict.fromkeys(VERIFY_COUNTS.names, 0), "pairs_considered": int(hi - lo),
                       "pairs_compared": int(hi - lo), "pairs_verified": int(hi - lo)})

@@ -23,8 +23,9 @@ from mixture.pipelines.dedup.minhash_buckets import (
     MinhashBuckets,
 )
 from mixture.pipelines.dedup.minhash_gather import MinhashGather
-from mixture.pipelines.dedup.minhash_verify import MinhashVerify
-from mixture.pipelines.dedup.shuffle import read_partition
+from mixture.pipelines.dedup.minhash_route import MinhashRoute
+from mixture.pipelines.dedup.minhash_verify import VERIFIED, MinhashVerify
+from mixture.pipelines.dedup.shuffle import read_partition, read_shuffle_file
 from mixture.spec.load import load_spec
 from mixture.stages.registry import bucket_slices, get
 from mixture.store.formats import NearDuplicateReport, read_model, read_store_artifact
@@ -70,7 +71,7 @@ def _partition(folder: Path, q: int, schema) -> list[tuple]:
 
 def rerun_near_duplicates(work: Path, out: Path, slices: int, partitions: int) -> dict:
     """The bucket stage over a build's signature files split `slices` ways (its slice index written for another
-    count is ignored: the slices found by binary search), then verification and the greedy keep, into `out`:
+    count is ignored: the slices found by binary search), then routing, verification and the greedy keep, into `out`:
     the candidate pairs, members, summed band counts, verified pairs, drops and report."""
     fz = load_spec(str(work.parent.parent.parent / "spec.yaml")).processing.dedup.fuzzy
     rows, n = fz.permutations // fz.bands, fz.bands * slices
@@ -80,6 +81,8 @@ def rerun_near_duplicates(work: Path, out: Path, slices: int, partitions: int) -
              .run(None, r, n) or ())
     settings = {"threshold": fz.similarity_threshold, "ngram": fz.ngram, "permutations": fz.permutations}
     files = len(list((work / "prepared").glob("*.parquet")))
+    for q in range(partitions):
+        list(MinhashRoute(str(out / "near_dups"), partitions, files).run(None, q, partitions) or ())
     for f in range(files):
         list(MinhashGather(str(out / "near_dups"), str(work / "prepared"), partitions=partitions)
              .run(None, f, files) or ())
@@ -93,7 +96,8 @@ def rerun_near_duplicates(work: Path, out: Path, slices: int, partitions: int) -
     members = {q: _partition(out / "near_dups" / "members", q, MEMBERS) for q in range(partitions)}
     return {"pairs": pairs, "members": members,
             "counts": {k: sum(b[k] for b in bands) for k in BAND_COUNTS.names},
-            "verified": _rows(out / "near_dups" / "verified"), "drops": drops_by_file(out / "fuzzy_drops"),
+            "verified": sorted(tuple(r.values()) for f in sorted((out / "near_dups" / "verified").glob("*.parquet"))
+                               for r in read_shuffle_file(str(f), VERIFIED).to_pylist()), "drops": drops_by_file(out / "fuzzy_drops"),
             "report": read_model(NearDuplicateReport, str(out / "report.json"))}
 
 

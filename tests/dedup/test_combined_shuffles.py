@@ -138,7 +138,8 @@ def test_a_build_with_combined_shuffles_gives_the_same_store(tmp_path, demo_corp
     assert [str(f.relative_to(work)) for f in folders] == [
         "dedup/by_hash", "dedup/by_id", "dedup/id_drops", "drops/exact", "drops/ids",
         *(f"mh_sigs/bucket_{b:03d}" for b in range(bands)),  # a band's signature files, a partition per slice
-        "near_dups/members", "near_dups/pairs", "near_dups/requests", "near_dups/texts"]
+        "near_dups/members", "near_dups/pairs", "near_dups/requests", "near_dups/texts", "near_dups/to_verify",
+        "near_dups/verified"]
     for folder in folders:  # ⌈writers / 3⌉ combined files of each
         suffix = ".minhash.sig" if "mh_sigs" in str(folder) else ".parquet"
         assert len(list((folder / COMBINED).glob(f"*{suffix}"))) == -(-len(list(folder.glob(f"*{suffix}"))) // 3)

@@ -25,6 +25,7 @@ from mixture.pipelines.dedup.minhash_buckets import (
     band_buckets,
     bucket_members,
 )
+from mixture.pipelines.dedup.minhash_route import MinhashRoute
 from mixture.pipelines.dedup.minhash_verify import MinhashVerify
 from mixture.store.formats import NearDuplicateReport, read_model, read_store_artifact
 from mixture.text.kernel import kernel
@@ -171,7 +172,8 @@ def run_near_duplicates(work, bands: int, partitions: int, threshold: float = 0.
                         anchors: int = ANCHORS) -> None:
     """The near-duplicate steps of the build over `work` (prepared/, mh_buckets/ holding one `.dups` per band):
     the dedup keys of each prepared file (DedupKeys: its file table), each band's candidate pairs (MinhashBuckets),
-    each prepared file's candidates sent to their partitions (MinhashGather), each partition's verification
+    routed to their verification partitions (MinhashRoute), each prepared file's candidates sent to their
+    partitions (MinhashGather), each partition's verification
     (MinhashVerify), then the rounds of `minhash_cluster` (components, the greedy pass per component)."""
     from mixture.pipelines.dedup.keys import DedupKeys
     from mixture.pipelines.dedup.minhash_gather import MinhashGather
@@ -182,6 +184,8 @@ def run_near_duplicates(work, bands: int, partitions: int, threshold: float = 0.
     for band in range(bands):
         list(MinhashBuckets(str(work / "mh_buckets"), str(work / "dedup"), str(work / "near_dups"), partitions,
                             anchors=anchors).run(None, band, bands) or ())
+    for q in range(partitions):
+        list(MinhashRoute(str(work / "near_dups"), partitions, len(prepared)).run(None, q, partitions) or ())
     for path in prepared:
         list(MinhashGather(str(work / "near_dups"), str(work / "prepared"), partitions=partitions)
              .run(None, int(path.stem), len(prepared)) or ())
@@ -285,13 +289,15 @@ def test_gather_sends_more_text_than_its_memory_limit(tmp_path):
     list(DedupKeys(str(work / "prepared"), str(work / "dedup")).run(None, 0, 1) or ())
     list(MinhashBuckets(str(work / "mh_buckets"), str(work / "dedup"), str(work / "near_dups"), 3).run(None, 0, 1)
          or ())
+    for q in range(3):
+        list(MinhashRoute(str(work / "near_dups"), 3, 1).run(None, q, 3) or ())
     list(MinhashGather(str(work / "near_dups"), str(work / "prepared"), memory_limit="8MB", partitions=3)
          .run(None, 0, 1) or ())
     prepared = pq.read_table(work / "prepared" / "00000.parquet").to_pydict()
     sent = 0
     for q in range(3):
         got = read_partition(f"{work}/near_dups/texts/*.parquet", q, GATHERED, 3).to_pylist()
-        assert len({r["g"] for r in got}) == len(got) > 0
+        assert len({r["g"] for r in got}) == len(got)  # each document once in a partition
         for r in got:
             i = int(r["id"][1:])
             assert (r["text"], r["minhash"], r["source"], r["origin"]) == (

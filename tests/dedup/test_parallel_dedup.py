@@ -26,6 +26,7 @@ from mixture.pipelines.dedup.shuffle import (
     partition_ranges,
     prefix_partition,
     read_partition,
+    read_shuffle_file,
     shuffle_partitions,
     string_hashes,
 )
@@ -226,33 +227,39 @@ def test_exact_dedup_tasks_read_their_partition_only(demo_builds, tmp_path):
 
 @pytest.mark.slow
 def test_verification_tasks_hold_their_pairs_documents_only(demo_builds, tmp_path):
-    """Every candidate pair goes to the partition of its later document; a verification task, with every other
-    partition's pairs and gathered texts unreadable and no prepared file given, verifies the same pairs and loads
-    the signatures of its pairs' documents only."""
+    """Every candidate pair goes to the partition of its later document, and from there (minhash_route) every pair
+    of a later document to one verification partition; a verification task, with every other partition's pairs and
+    gathered texts unreadable and no prepared file given, verifies the same pairs and loads the signatures of its
+    pairs' documents only."""
+    from mixture.pipelines.dedup.minhash_verify import VERIFIED
     from mixture.spec.load import load_spec
 
     fz = load_spec(str(demo_builds[4].parent / "spec.yaml")).processing.dedup.fuzzy
     work = demo_builds[4] / "_build" / "work"
-    total = 0
+    total, later = 0, {}
     for q in range(4):
-        pairs = read_partition(f"{work}/near_dups/pairs/*.parquet", q, PAIRS, 4)
-        assert (prefix_partition(mix64(pairs.column("b").to_numpy()), 4) == q).all()
+        candidates = read_partition(f"{work}/near_dups/pairs/*.parquet", q, PAIRS, 4)
+        assert (prefix_partition(mix64(candidates.column("b").to_numpy()), 4) == q).all()
+        pairs = read_partition(f"{work}/near_dups/to_verify/*.parquet", q, PAIRS, 4)
+        for b in set(pairs.column("b").to_pylist()):
+            assert later.setdefault(b, q) == q, b  # a later document's pairs in one partition
         total += pairs.num_rows
         copy = tmp_path / f"q{q}"
         shutil.copytree(work / "near_dups", copy)
-        _garble_other_partitions(copy / "pairs", q)
+        _garble_other_partitions(copy / "to_verify", q)
         _garble_other_partitions(copy / "members", q)
         _garble_other_partitions(copy / "texts", q)
         (copy / "verified" / f"{q:05d}.parquet").unlink()
         step = MinhashVerify(str(copy), threshold=fz.similarity_threshold, ngram=fz.ngram,
                              permutations=fz.permutations)
         list(step.run(None, q, 4) or ())
-        assert pq.read_table(copy / "verified" / f"{q:05d}.parquet").equals(
-            pq.read_table(work / "near_dups" / "verified" / f"{q:05d}.parquet"))
+        assert read_shuffle_file(str(copy / "verified" / f"{q:05d}.parquet"), VERIFIED).equals(
+            read_shuffle_file(str(work / "near_dups" / "verified" / f"{q:05d}.parquet"), VERIFIED))
         endpoints = np.unique(np.concatenate([pairs.column("a").to_numpy(), pairs.column("b").to_numpy()]))
         assert step.stats["signatures_loaded"].total == len(endpoints)
         assert step.stats["texts_loaded"].total <= len(endpoints)
-    assert total > 0
+    assert total > 0 and len(later) == len({b for q in range(4) for b in read_partition(
+        f"{work}/near_dups/pairs/*.parquet", q, PAIRS, 4).column("b").to_pylist()})  # every later document routed
 
 
 @pytest.mark.slow
@@ -266,7 +273,7 @@ def test_gathered_texts_hold_each_candidate_once_and_a_missing_one_stops_verific
     fz = load_spec(str(demo_builds[4].parent / "spec.yaml")).processing.dedup.fuzzy
     work = demo_builds[4] / "_build" / "work"
     for q in range(4):
-        pairs = read_partition(f"{work}/near_dups/pairs/*.parquet", q, PAIRS, 4)
+        pairs = read_partition(f"{work}/near_dups/to_verify/*.parquet", q, PAIRS, 4)
         gathered = read_partition(f"{work}/near_dups/texts/*.parquet", q, GATHERED, 4)
         endpoints = np.unique(np.concatenate([pairs.column("a").to_numpy(), pairs.column("b").to_numpy()]))
         assert sorted(gathered.column("g").to_pylist()) == endpoints.tolist()

@@ -22,8 +22,8 @@ from tests.executors.fingerprint import assert_same_store
 
 pytestmark = [pytest.mark.slow, pytest.mark.heavy]  # a real Slurm cluster: make test-heavy
 
-FIRST_CHAIN = ["prepare", "duplicate_ids", "find_duplicates", "minhash_sigs", "minhash_buckets", "minhash_gather",
-               "minhash_verify", "minhash_cluster/r000"]  # minhash_cluster's first round: the driver waits after it
+FIRST_CHAIN = ["prepare", "duplicate_ids", "find_duplicates", "minhash_sigs", "minhash_buckets", "minhash_route",
+               "minhash_gather", "minhash_verify", "minhash_cluster/r000"]  # minhash_cluster's first round: the driver waits after it
 DRIVER = """
 import json, sys
 from mixture.pipelines.build import BuildError, build
@@ -91,9 +91,8 @@ def test_real_slurm_cancel_rerun_adopt_and_same_store(tmp_path, demo_corpus, bui
     msg = " ".join(err.split())
     assert "stage 'prepare' failed" in msg and "1 of 2 tasks did not finish on Slurm" in msg, msg
     assert f"(Slurm jobs {first}: failed, cancelled or out of time): tasks 1;" in msg, msg
-    assert ("queued behind it (duplicate_ids, find_duplicates, minhash_sigs, minhash_buckets, minhash_gather, "
-            "minhash_verify, "
-            "minhash_cluster/r000): ") in msg, msg
+    assert ("queued behind it (duplicate_ids, find_duplicates, minhash_sigs, minhash_buckets, minhash_route, "
+            "minhash_gather, minhash_verify, minhash_cluster/r000): ") in msg, msg
     assert "stage 'minhash_cluster' failed" not in msg and ".." not in msg, msg
     folders = re.search(r"; logs: (.+?)\. Cancelled", msg).group(1).split(", ")
     assert folders and all(Path(f).is_dir() for f in folders), msg

@@ -60,7 +60,7 @@ def test_the_driver_waits_after_the_last_dedup_stage_and_assign():
     spec = Spec.model_validate(raw)
     names = [s.name for s in planned(spec)]
     assert names == ["prepare", "duplicate_ids", "find_duplicates", "minhash_sigs", "minhash_buckets",
-                     "minhash_gather", "minhash_verify", "minhash_cluster", "sample", "fit", "assign"]
+                     "minhash_route", "minhash_gather", "minhash_verify", "minhash_cluster", "sample", "fit", "assign"]
     assert [n for n in names if driver_waits_after(spec, n)] == ["minhash_cluster", "assign"]
     raw = copy.deepcopy(raw)
     raw["processing"]["dedup"]["fuzzy"]["enabled"] = False

@@ -29,6 +29,8 @@ TRIGGERS = [
     ("minhash_sigs-write", "_build/work/mh_sigs/bucket_*/*.sig"),
     ("minhash_buckets", "_build/minhash_buckets"),
     ("minhash_buckets-write", "_build/work/near_dups/pairs/*.parquet"),
+    ("minhash_route", "_build/minhash_route"),
+    ("minhash_route-write", "_build/work/near_dups/to_verify/*.parquet"),
     ("minhash_gather", "_build/minhash_gather"),
     ("minhash_gather-write", "_build/work/near_dups/texts/*.parquet"),
     ("minhash_verify", "_build/minhash_verify"),

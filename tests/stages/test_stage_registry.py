@@ -68,8 +68,8 @@ def test_the_registry_is_well_formed():
 
     spec = Spec.model_validate(small_spec())
     names = stage_registry.names()
-    assert names == ("prepare", "duplicate_ids", "find_duplicates", "minhash_sigs", "minhash_buckets", "minhash_gather",
-                     "minhash_verify", "minhash_cluster", "sample", "fit", "assign")
+    assert names == ("prepare", "duplicate_ids", "find_duplicates", "minhash_sigs", "minhash_buckets", "minhash_route",
+                     "minhash_gather", "minhash_verify", "minhash_cluster", "sample", "fit", "assign")
     assert len(set(names)) == len(names)
     for s in stage_registry.STAGES:
         assert re.fullmatch(r"[a-z][a-z_]*", s.name) and s.name not in ("work", "LOCK"), s.name  # _build/<name>/
@@ -101,7 +101,7 @@ def test_each_stage_is_built_from_its_entry(demo_corpus, tmp_path):
              for info in stage_registry.planned(ctx.spec) if info.name != "sample"}  # sample reads dedup's results
     assert {n: s.tasks for n, s in built.items()} == {
         "prepare": 2, "duplicate_ids": 2, "find_duplicates": 2, "minhash_sigs": 2, "minhash_buckets": 14,
-        "minhash_gather": 2, "minhash_verify": 2, "minhash_cluster": 1, "fit": 1, "assign": 2}
+        "minhash_route": 2, "minhash_gather": 2, "minhash_verify": 2, "minhash_cluster": 1, "fit": 1, "assign": 2}
     # minhash_cluster: P_c tasks, one per component_pairs_per_task verified pairs (none verified yet here)
     # a stage run in rounds: its first round
     assert all(s.name == (f"{n}/r000" if n == "minhash_cluster" else n) for n, s in built.items())
@@ -117,7 +117,8 @@ def test_each_stage_is_built_from_its_entry(demo_corpus, tmp_path):
                           f"{work}/dedup/counts/ids-{{rank}}.parquet"],
         "find_duplicates": [f"{work}/drops/exact/{{rank}}.parquet", f"{work}/dedup/counts/exact-{{rank}}.parquet"],
         "minhash_buckets": [f"{work}/near_dups/pairs/{{rank}}.parquet", f"{work}/near_dups/members/{{rank}}.parquet",
-                            f"{work}/near_dups/requests/{{rank}}.parquet", f"{work}/near_dups/bands/{{rank}}.parquet"],
+                            f"{work}/near_dups/bands/{{rank}}.parquet"],
+        "minhash_route": [f"{work}/near_dups/to_verify/{{rank}}.parquet", f"{work}/near_dups/requests/{{rank}}.parquet"],
         "minhash_gather": [f"{work}/near_dups/texts/{{rank}}.parquet"],
         "minhash_verify": [f"{work}/near_dups/verified/{{rank}}.parquet",
                            f"{work}/near_dups/verify_counts/{{rank}}.parquet"],
