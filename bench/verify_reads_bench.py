@@ -1,7 +1,7 @@
 """What `minhash_verify` pays for: each document it reads (its signature; its text, shingled) and each candidate
 pair, timed around the stage's own methods on every partition of a kept build; and how many documents the tasks
-read for the same pairs as the partitions grow (a pair is verified in its later document's partition, which reads
-both of its documents once). A table into docs/performance.md.
+read for the same pairs as the partitions grow, with each pair verified in its later document's partition and as
+`minhash_route` sends them (a later document's pairs where its family meets). A table into docs/performance.md.
 
 `python -m bench.verify_reads_bench --spec SPEC` builds SPEC (by default the demo corpus at scale 1) once with its
 work kept (local executor, one worker, `--tasks` tasks), then measures (~2 min for 4 variants of the growth
@@ -23,9 +23,9 @@ from bench.build_bench import demo_corpus, demo_spec, load, local_spec, write_sp
 from bench.common import machine, show
 from mixture.pipelines.dedup import minhash_verify as mv
 from mixture.pipelines.dedup.minhash_buckets import PAIRS
-from mixture.pipelines.dedup.shuffle import prefix_partition, read_partition
+from mixture.pipelines.dedup.minhash_route import destinations
+from mixture.pipelines.dedup.shuffle import document_partition, read_partition
 from mixture.spec.load import load_spec
-from mixture.text.shingles import mix64
 
 BEGIN, END = "<!-- verify-reads-bench:begin -->", "<!-- verify-reads-bench:end -->"
 PARTITIONS = (2, 4, 8, 16, 32, 1_000, 8_000)
@@ -72,20 +72,49 @@ def verify_split(work: Path, fuzzy, tasks: int, repeats: int) -> dict:
     return best
 
 
-def reads_by_partitions(work: Path, tasks: int) -> tuple[int, int, list[tuple[int, int]]]:
-    """(distinct candidate pairs, candidate documents, [(P, documents the P tasks read)]): each distinct pair in the
-    partition of its later document (the stage's hash prefix), which reads each of the two documents once."""
+def _reads(docs: np.ndarray, dest: np.ndarray) -> tuple[int, float]:
+    """Documents read when pair i's two documents (`docs`, two columns) are read in partition dest[i], each once
+    a partition, and the most any partition reads over the mean of those that read any."""
+    read = np.unique(np.concatenate([np.stack([docs[:, 0], dest], 1), np.stack([docs[:, 1], dest], 1)]), axis=0)
+    per = np.bincount(read[:, 1].astype(np.int64))
+    return len(read), float(per.max() / per[per > 0].mean())
+
+
+def routed(a: np.ndarray, b: np.ndarray, size: np.ndarray, p: int) -> np.ndarray:
+    """Each distinct pair's verification partition at P = p as `minhash_route` sends it: by its later document's
+    earliest partner, in lanes of the routing task's documents (those of the pairs of its later documents)."""
+    first = np.full(int(b.max()) + 1, np.iinfo(np.int64).max, np.int64)
+    np.minimum.at(first, b, a)
+    largest = np.zeros(len(first), np.int64)
+    np.maximum.at(largest, b, size)
+    at = document_partition(b, p)
+    pairs_docs = np.unique(np.concatenate([np.stack([a, at], 1), np.stack([b, at], 1)]), axis=0)
+    lane_documents = np.bincount(pairs_docs[:, 1].astype(np.int64), minlength=p)[at]
+    dest = np.empty(len(b), np.int64)
+    for n in np.unique(lane_documents):  # the stage's function, a routing task (its lane size) at a time
+        sel = lane_documents == n
+        dest[sel] = destinations(b[sel], first[b[sel]], largest[b[sel]], int(n), p)
+    return dest
+
+
+def reads_by_partitions(work: Path, tasks: int) -> tuple[int, int, list[tuple[int, int, float, int, float]]]:
+    """(distinct candidate pairs, candidate documents, [(P, documents read and the largest partition's share over
+    the mean with each pair in its later document's partition, the same as `minhash_route` sends them)]): a
+    partition reads each document of its pairs once."""
     parts = [read_partition(f"{work}/pairs/*.parquet", q, PAIRS, tasks) for q in range(tasks)]
-    a = np.concatenate([t.column("a").to_numpy() for t in parts]).astype(np.uint64)
-    b = np.concatenate([t.column("b").to_numpy() for t in parts]).astype(np.uint64)
-    pairs = np.unique(np.stack([a, b], axis=1), axis=0)
-    a, b = pairs[:, 0], pairs[:, 1]
-    docs = len(np.unique(np.concatenate([a, b])))
+    a = np.concatenate([t.column("a").to_numpy() for t in parts]).astype(np.int64)
+    b = np.concatenate([t.column("b").to_numpy() for t in parts]).astype(np.int64)
+    size = np.concatenate([t.column("size").to_numpy() for t in parts]).astype(np.int64)
+    key, at = np.unique(np.stack([a, b], axis=1), axis=0, return_inverse=True)
+    largest = np.zeros(len(key), np.int64)
+    np.maximum.at(largest, at.ravel(), size)
+    a, b = key[:, 0], key[:, 1]
+    docs = len(np.unique(key))
     rows = []
     for p in PARTITIONS:
-        part = prefix_partition(mix64(b.copy()), p).astype(np.uint64)
-        read = np.unique(np.concatenate([np.stack([a, part], axis=1), np.stack([b, part], axis=1)]), axis=0)
-        rows.append((p, len(read)))
+        later = _reads(key, document_partition(b, p))
+        family = _reads(key, routed(a, b, largest, p))
+        rows.append((p, *later, *family))
     return len(a), docs, rows
 
 
@@ -113,7 +142,7 @@ def main() -> None:
         fuzzy = load_spec(str(spec_path)).processing.dedup.fuzzy
         split = verify_split(work, fuzzy, a.tasks, a.repeats)
         n_pairs, n_docs, reads = reads_by_partitions(work, a.tasks)
-    assert reads[[r[0] for r in reads].index(a.tasks)][1] == split["signatures"], "the reads model is not the stage's"
+    assert reads[[r[0] for r in reads].index(a.tasks)][3] == split["signatures"], "the reads model is not the stage's"
     per_sig, per_text = split["minhash"] / split["signatures"], split["text"] / split["texts"]
     rest = (split["cpu"] - split["minhash"] - split["text"]) / split["pairs"]
     corpus = f"`{a.spec}`" if a.spec else "the demo corpus at scale 1"
@@ -133,14 +162,20 @@ def main() -> None:
         f"{split['cpu'] - split['minhash'] - split['text']:.3f} | {rest * 1e6:.1f} µs |",
         "",
         f"The same {n_pairs:,} distinct candidate pairs ({n_docs:,} documents) verified by P tasks: the documents the "
-        "tasks read (a pair in its later document's partition, which reads each of the two once; computed from the "
-        f"kept pairs with the stage's partition function, equal to the stage's count at P = {a.tasks}), and what a "
-        "pair then costs (the rest, plus the reads at the rates above):",
+        "tasks read (a partition reads each document of its pairs once), with each pair in its later document's "
+        "partition (before `minhash_route`) and as `minhash_route` sends them (a later document's pairs where its "
+        "family meets; computed from the kept pairs with the stage's own functions, equal to the stage's count at "
+        f"P = {a.tasks}); the most documents a partition reads over the mean of those that read any (where the "
+        "partitions outnumber the families, a family's partition stands out); and what a pair then costs (the rest, "
+        "plus the reads at the rates above):",
         "",
-        "| P | documents read | per pair | CPU a pair |",
-        "|---:|---:|---:|---:|",
-        *(f"| {p:,} | {r:,} | {r / n_pairs:.3f} | {(rest + (per_sig + per_text) * r / n_pairs) * 1e6:.1f} µs |"
-          for p, r in reads),
+        "| P | by later document: read | a pair | largest / mean | CPU a pair | by family: read | a pair | "
+        "largest / mean | CPU a pair | reads |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        *(f"| {p:,} | {r:,} | {r / n_pairs:.3f} | {skew:.1f} | "
+          f"{(rest + (per_sig + per_text) * r / n_pairs) * 1e6:.1f} µs | {f:,} | {f / n_pairs:.3f} | {fskew:.1f} | "
+          f"{(rest + (per_sig + per_text) * f / n_pairs) * 1e6:.1f} µs | {f / r:.2f}× |"
+          for p, r, skew, f, fskew in reads),
         END,
     ]
     show("\n".join(lines), BEGIN, END, not a.no_publish)

@@ -27,8 +27,10 @@ from mixture.store.formats import (
 # bump when what a key hashes changes: every stage of every unfinished build is then redone. 2: a task removes what
 # an earlier attempt of it left only when that attempt left its marker (pipelines/runtime/attempts.py); work of version 1
 # has no markers, so it is redone, not resumed. 3: the bucket stage also writes each prepared file's requests
-# (stage minhash_gather reads them); a bucket stage finished by older code has none
-KEYS_VERSION = 3
+# (stage minhash_gather reads them); a bucket stage finished by older code has none. 4: stage minhash_route between
+# the bucket stage (its pairs now carry their bucket's size, no requests) and minhash_gather; verified pairs by
+# partition of their later document
+KEYS_VERSION = 4
 SOURCES = "sources"
 ABSENT = "(absent)"
 
