@@ -23,7 +23,7 @@ from bench.build_bench import demo_corpus, demo_spec, load, local_spec, write_sp
 from bench.common import machine, show
 from mixture.pipelines.dedup import minhash_verify as mv
 from mixture.pipelines.dedup.minhash_buckets import PAIRS
-from mixture.pipelines.dedup.minhash_route import destinations
+from mixture.pipelines.dedup.minhash_route import destinations, family_sizes
 from mixture.pipelines.dedup.shuffle import document_partition, read_partition
 from mixture.spec.load import load_spec
 
@@ -90,10 +90,15 @@ def routed(a: np.ndarray, b: np.ndarray, size: np.ndarray, p: int) -> np.ndarray
     at = document_partition(b, p)
     pairs_docs = np.unique(np.concatenate([np.stack([a, at], 1), np.stack([b, at], 1)]), axis=0)
     lane_documents = np.bincount(pairs_docs[:, 1].astype(np.int64), minlength=p)[at]
+    later = np.unique(b)  # each later document once: its routing task's count of its family's later documents
+    task = document_partition(later, p).astype(np.int64)
+    _, family, here = np.unique(np.stack([task, first[later]], 1), axis=0, return_inverse=True, return_counts=True)
+    members = np.zeros(len(first), np.int64)
+    members[later] = family_sizes(largest[later], here[family.ravel()], p)
     dest = np.empty(len(b), np.int64)
     for n in np.unique(lane_documents):  # the stage's function, a routing task (its lane size) at a time
         sel = lane_documents == n
-        dest[sel] = destinations(b[sel], first[b[sel]], largest[b[sel]], int(n), p)
+        dest[sel] = destinations(b[sel], first[b[sel]], members[b[sel]], int(n), p)
     return dest
 
 

@@ -25,18 +25,26 @@ def destinations(b: np.ndarray, first: np.ndarray, size: np.ndarray, lane_docume
                  partitions: int) -> np.ndarray:
     """The verification partition of each later document `b`: that of its family, named by its earliest partner
     `first`, so that a family whose members share their first member meets in one partition. A family larger than
-    `lane_documents` (by `size`, the largest bucket that paired b) is split by b into lanes of about that many, a
-    partition each (each lane reads the few earlier documents its members pair with once): no partition holds more
-    than about `lane_documents` of one family."""
+    `lane_documents` (by `size`, its estimated members: `family_sizes`) is split by b into lanes of about that many,
+    a partition each (each lane reads the few earlier documents its members pair with once): no partition holds
+    more than about `lane_documents` of one family."""
     lanes = np.maximum(1, -(-np.asarray(size, np.int64) // max(1, lane_documents))).astype(np.uint64)
     lane = mix64(b) % lanes
     return prefix_partition(mix64(mix64(first) ^ lane), partitions)
 
 
+def family_sizes(largest_bucket: np.ndarray, here: np.ndarray, partitions: int) -> np.ndarray:
+    """The members of a later document's family, as a routing task can tell: at least the largest bucket that
+    paired the document (`largest_bucket`), and the family's later documents in the task's partition (`here`, of
+    `partitions`) times the partitions (the later documents are hashed over them; a family that reaches beyond its
+    buckets through other bands' buckets shows there)."""
+    return np.maximum(largest_bucket, np.asarray(here, np.int64) * partitions)
+
+
 class MinhashRoute(PartitionedStep):
     """Stage `minhash_route`, task q: the distinct candidate pairs whose later document lies in partition q (every
     band's, CANDIDATE_PAIRS in `folder`), all the pairs of a later document sent to one verification partition
-    (`destinations`, lanes of about as many documents as the task's pairs name) (VERIFY_PAIRS), and each pair's two
+    (`destinations`, in lanes of about as many documents as the task's pairs name) (VERIFY_PAIRS), and each pair's two
     documents, with that partition, asked of their prepared file (GATHER_REQUESTS, `files` of them: stage
     `minhash_gather` sends each document to the partitions that asked for it)."""
 
@@ -57,9 +65,11 @@ class MinhashRoute(PartitionedStep):
         lane_documents = scalar(con, "SELECT count(*) FROM (SELECT a FROM pairs UNION SELECT b FROM pairs)")
         con.execute("CREATE TABLE route (b BIGINT, dest INTEGER)")
         split = 0
-        for batch in con.cursor().sql("SELECT b, min(a) AS first, max(size) AS size FROM pairs GROUP BY b") \
-                .to_arrow_reader(LATER_PER_BATCH):
-            b, first, size = (batch.column(k).to_numpy() for k in ("b", "first", "size"))
+        later = """SELECT b, first, size, count(*) OVER (PARTITION BY first) AS here
+                   FROM (SELECT b, min(a) AS first, max(size) AS size FROM pairs GROUP BY b)"""
+        for batch in con.cursor().sql(later).to_arrow_reader(LATER_PER_BATCH):
+            b, first = batch.column("b").to_numpy(), batch.column("first").to_numpy()
+            size = family_sizes(batch.column("size").to_numpy(), batch.column("here").to_numpy(), self.partitions)
             split += int((size > lane_documents).sum())
             con.register("batch", pa.table({"b": b, "dest": destinations(b, first, size, lane_documents,
                                                                           self.partitions)}))
