@@ -40,12 +40,12 @@ def slurm_block(est) -> dict:
         for c in est.costs if c.stage != "finalize"}}}
 
 
-MANY_PARTITIONS = 100  # above it, minhash_verify's tasks re-read far more documents a pair than the rates' builds
+FEW_RECORDS = 100  # records a verification partition below which a family of near duplicates is split over many
 
 
 def _pairs_note(est) -> str:
     """How `minhash_verify`'s work was projected: the candidate pairs given, or grown from the rates'; and, with
-    many partitions, that its rate a pair is low there."""
+    partitions of few records, that its rate a pair is low there."""
     r = est.rates
     if not r.candidate_pairs or est.candidate_pairs is None:
         return ""
@@ -60,13 +60,15 @@ def _pairs_note(est) -> str:
 
 
 def verify_rate_warning(est) -> str | None:
-    """Why `minhash_verify`'s projection is low with many partitions, or None."""
+    """Why `minhash_verify`'s projection is low when its partitions hold few records each, or None."""
     verify = next((c for c in est.costs if c.stage == "minhash_verify"), None)
-    if verify is None or verify.tasks <= MANY_PARTITIONS:
+    records = sum(s.est_records for s in est.sources)
+    if verify is None or records >= FEW_RECORDS * verify.tasks:
         return None
-    return (f"minhash_verify is low for {verify.tasks:,} partitions: a verification task reads a pair's earlier "
-            "document again in every partition where it has a later partner, and the rate a pair comes from builds "
-            "of a few tens of partitions; with thousands a pair costs several times as much on the growth corpus "
+    return (f"minhash_verify is low for {verify.tasks:,} partitions of ~{records / verify.tasks:,.0f} records each: "
+            "minhash_route splits a family of near duplicates larger than a partition's documents over several, "
+            "whose tasks each read the family's earlier documents again, and the rate a pair comes from builds "
+            "whose partitions hold thousands; fewer partitions (execution.partitions) keep families whole "
             "(docs/scaling.md)")
 
 
