@@ -40,9 +40,9 @@ def verified_partitions(part: int, partitions: int, sources: int) -> range:
 class StarRound(PartitionedStep):
     """Round r of the components, task q of P_c (`partitions`): the edges of the nodes of partition q, each node u
     with its neighbours. Even rounds are small-star (u and each smaller neighbour joined to the least of them: only
-    the edges to smaller neighbours are read, round 0 reads the verified pairs of its documents from their partitions of
-    the `sources` (P) of `minhash_verify`'s shuffle, a later document with each earlier one), odd rounds large-star (each
-    larger neighbour of u joined to the least of u and its neighbours, which needs both directions: a small-star round writes each edge to the partitions of both its nodes). Every
+    the edges to smaller neighbours are read, round 0 reads the verified pairs of its documents from their
+    partitions, of `sources` (P), of `minhash_verify`'s shuffle: a later document with each earlier one), odd rounds
+    large-star (each larger neighbour of u joined to the least of u and its neighbours, which needs both directions: a small-star round writes each edge to the partitions of both its nodes). Every
     round keeps each component connected and none joins two, nor writes more edges than it read; once a large-star
     round replaces no edge and finds no node with two smaller neighbours (`settled`), each component is a star
     around its least document. Writes the edges (`star_edges(r)`) and the task's counts (`star_changes(r)`)."""

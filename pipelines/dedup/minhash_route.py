@@ -44,9 +44,9 @@ def family_sizes(largest_bucket: np.ndarray, here: np.ndarray, partitions: int) 
 class MinhashRoute(PartitionedStep):
     """Stage `minhash_route`, task q: the distinct candidate pairs whose later document lies in partition q (every
     band's, CANDIDATE_PAIRS in `folder`), all the pairs of a later document sent to one verification partition
-    (`destinations`, in lanes of about as many documents as the task's pairs name) (VERIFY_PAIRS), and each pair's two
-    documents, with that partition, asked of their prepared file (GATHER_REQUESTS, `files` of them: stage
-    `minhash_gather` sends each document to the partitions that asked for it)."""
+    (`destinations`, a large family in lanes of about as many documents as the task's pairs name; VERIFY_PAIRS),
+    and each pair's two documents, with that partition, asked of their prepared file (GATHER_REQUESTS, `files` of
+    them: stage `minhash_gather` sends each document to the partitions that asked for it)."""
 
     name = "🎯 MinHash route pairs to families"
 

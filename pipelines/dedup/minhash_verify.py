@@ -1,6 +1,6 @@
 """Stage `minhash_verify`, one task per verification partition of the candidate pairs (where `minhash_route` sent
-a later document's family): each pair checked on its evidence. Signature agreement rules out the clearly dissimilar pairs; the exact Jaccard
-similarity of the two documents' shingle sets decides the others."""
+a later document's family): each pair checked on its evidence. Signature agreement rules out the clearly dissimilar
+pairs; the exact Jaccard similarity of the two documents' shingle sets decides the others."""
 
 from __future__ import annotations
 
