@@ -229,8 +229,13 @@ def project(rates: Rates, work: Workload, cores: int) -> list[StageCost]:
                                          work.component_pairs_per_task)
             n = r.rounds.at(ratio)
             # per task: each round's edges and counts, the routed pairs, the drops and the greedy's counts; reads:
-            # rounds 1 … n-1, the routing and the greedy read P_c² ranges each, `assign`'s T tasks P_c each
-            objects, reads = (2 * n + 3) * tasks + 1, 2 * ((n + 1) * tasks * tasks + work.tasks * tasks)
+            # rounds 1 … n-1, the routing and the greedy read P_c² ranges each, `assign`'s T tasks P_c each; round 0
+            # and the routing each read the verified pairs' shuffle (P writers and partitions): the first pass is
+            # `minhash_verify`'s (its shuffle's readers), the second is counted here
+            p = work.partitions or work.tasks
+            objects = (2 * n + 3) * tasks + 1
+            reads = 2 * ((n + 1) * tasks * tasks + work.tasks * tasks) + ObjectRate(shuffles=1).reads(
+                p, p, work.combine_files)
             listings = ((n + 1) * tasks + work.tasks) * (LISTS_UNCOMBINED + list_pages(tasks))
             scaled.append(f"{n} rounds of {tasks:,} tasks")
         if r.linear is not None:
