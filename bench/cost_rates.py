@@ -67,7 +67,7 @@ def object_rates(counts: dict[int, dict[str, dict[str, int]]]) -> dict[str, cost
         # by prepared file included) are among its other files
         pairs = sum("{part" in tf.name for tf in templates)
         cells = sum("cluster=" in tf.name for tf in templates)
-        shuffles = sum(tf in stage_registry.SHUFFLES for tf in templates)
+        shuffles = sum(tf in stage_registry.SHUFFLES and tf not in stage_registry.RANGE_READ for tf in templates)
         slope, fixed = np.polyfit(ts, [counts[int(t)][name]["other"] for t in ts], 1)
         out[name] = costs.ObjectRate(pairs=pairs, per_task=round(len(templates) - pairs - cells + max(0.0, slope), 3),
                                      per_cell=cells, fixed=round(max(0.0, fixed), 3), shuffles=shuffles)

@@ -229,14 +229,12 @@ def project(rates: Rates, work: Workload, cores: int) -> list[StageCost]:
                                          work.component_pairs_per_task)
             n = r.rounds.at(ratio)
             # per task: each round's edges and counts, the routed pairs, the drops and the greedy's counts; reads:
-            # rounds 1 … n-1, the routing and the greedy read P_c² ranges each, `assign`'s T tasks P_c each; round 0
-            # and the routing each read the verified pairs' shuffle (P writers and partitions): the first pass is
-            # `minhash_verify`'s (its shuffle's readers), the second is counted here
-            p = work.partitions or work.tasks
+            # rounds 1 … n-1, the routing and the greedy read P_c² ranges each, `assign`'s T tasks P_c each
             objects = (2 * n + 3) * tasks + 1
-            reads = 2 * ((n + 1) * tasks * tasks + work.tasks * tasks) + ObjectRate(shuffles=1).reads(
-                p, p, work.combine_files)
+            reads = 2 * ((n + 1) * tasks * tasks + work.tasks * tasks)
             listings = ((n + 1) * tasks + work.tasks) * (LISTS_UNCOMBINED + list_pages(tasks))
+            verified = _verified_pairs_requests(work, tasks)
+            objects, reads, listings = objects + verified[0], reads + verified[1], listings + verified[2]
             scaled.append(f"{n} rounds of {tasks:,} tasks")
         if r.linear is not None:
             ranges = work.tasks * (work.partitions or work.tasks)
@@ -252,6 +250,19 @@ def project(rates: Rates, work: Workload, cores: int) -> list[StageCost]:
             combine_group=combine_group(work.tasks, max(work.tasks, work.partitions or work.tasks), work.combine_files)
             if r.objects.shuffles else 1))
     return out
+
+
+def _verified_pairs_requests(work: Workload, readers: int) -> tuple[int, int, int]:
+    """(objects, range reads, listings) of `minhash_verify`'s shuffle (stages.registry.RANGE_READ: P writer files,
+    combined as the build combines them) read twice (round 0 and the routing) by `readers` (P_c) tasks, each a range of
+    its partitions with two requests a file (shuffle.fetch_partitions)."""
+    p = work.partitions or work.tasks
+    group = combine_group(p, max(work.tasks, p), work.combine_files)
+    files = p if group <= 1 else -(-p // group)
+    combined = (files, 3 * p, files * (LISTS_COMBINED + list_pages(p))) if group > 1 else (0, 0, 0)
+    lists = LISTS_COMBINED if group > 1 else LISTS_UNCOMBINED
+    return (combined[0], combined[1] + 2 * 2 * files * readers,
+            combined[2] + 2 * readers * (lists + list_pages(p)))
 
 
 def candidate_pairs(rates: Rates, work: Workload) -> float | None:

@@ -186,6 +186,10 @@ VERIFIED_PAIRS = TaskFile(NEAR, f"verified/{RANK}.parquet")
 # the shuffles: one file per writer task, a byte range per partition (pipelines/dedup/shuffle.py)
 SHUFFLES = (KEYS_BY_ID, KEYS_BY_HASH, ID_DROPS, ID_GONE, EXACT_DROPS, CANDIDATE_PAIRS, BUCKET_MEMBERS, VERIFY_PAIRS,
             GATHER_REQUESTS, GATHERED_TEXTS, VERIFIED_PAIRS)
+# shuffles whose readers are another stage's fewer tasks, each reading a range of partitions with two requests a file
+# (the verified pairs: minhash_cluster's P_c tasks over P; shuffle.fetch_partitions); the cost model counts their
+# reads with the reading stage
+RANGE_READ = (VERIFIED_PAIRS,)
 VERIFY_TASK_COUNTS = TaskFile(NEAR, f"verify_counts/{RANK}.parquet")
 # minhash_cluster (rounds, pipelines/dedup/components.py): the verified-pair graph's edges after each round, by
 # partition of their first node, and each task's count of edges the round replaced; the verified pairs routed to

@@ -9,7 +9,13 @@ from abc import abstractmethod
 from datatrove.data import DocumentsPipeline
 from datatrove.pipeline.base import PipelineStep
 
-from mixture.pipelines.dedup.shuffle import existing_files, fetch_partition, matching_files, register
+from mixture.pipelines.dedup.shuffle import (
+    existing_files,
+    fetch_partition,
+    fetch_partitions,
+    matching_files,
+    register,
+)
 from mixture.pipelines.runtime.duckdb_connection import duckdb_connection
 from mixture.pipelines.runtime.scratch import scratch
 
@@ -31,7 +37,7 @@ class PartitionedStep(PipelineStep):
         """(view, glob, schema[, partition[, partitions]]) of each input of task `rank`: with a partition, the glob
         names a shuffle's files (one per writer) and the view is that partition of each (shuffle.fetch_partition,
         fetched to a local folder of the task), or those of a range of partitions of a shuffle of `partitions`
-        (not the stage's task count); without, every file the glob matches, or those of a list of paths that
+        (not the stage's task count; shuffle.fetch_partitions: two requests a file for the whole range); without, every file the glob matches, or those of a list of paths that
         exist."""
         return []
 
@@ -47,8 +53,10 @@ class PartitionedStep(PipelineStep):
                 duckdb_connection(self.memory_limit) as con:
             for view, files, schema, *part in self.inputs(rank):
                 if part:
-                    parts, count = (part[0], part[1]) if len(part) > 1 else ([part[0]], world_size)
-                    found = [f for q in parts for f in fetch_partition(files, q, local, count)]
+                    if len(part) > 1:  # a range of another stage's partitions
+                        found = fetch_partitions(files, part[0], local, part[1])
+                    else:
+                        found = fetch_partition(files, part[0], local, world_size)
                 else:
                     found = matching_files(files) if isinstance(files, str) else existing_files(files)
                 register(con, view, found, schema)

@@ -244,28 +244,40 @@ def _entries(fs, files: list[tuple[str, int]], part: int, parts: int | None,
              entry: struct.Struct = ENTRY) -> list[tuple]:
     """(path, offset, length, *the entry's other fields after rows) of partition `part` in each of `files`
     (path, size) that has rows for it: one range read per file."""
-    if not files:
+    return [(path, *found[0][1:]) for path, found in _range_entries(fs, files, range(part, part + 1), parts, entry)
+            if found[0][2] or found[0][3:]]
+
+
+def _range_entries(fs, files: list[tuple[str, int]], parts_wanted: range, parts: int | None,
+                   entry: struct.Struct = ENTRY) -> list[tuple[str, list[tuple]]]:
+    """(path, [(partition, offset, length, *the entry's other fields after rows) of each partition of
+    `parts_wanted`, in order]) of each of `files` (path, size): one range read per file (the entries of consecutive
+    partitions lie side by side, in reverse order, before the trailer)."""
+    if not files or not len(parts_wanted):
         return []
-    starts = [size - TRAILER.size - entry.size * (part + 1) for _, size in files]
+    last = parts_wanted[-1]
+    starts = [size - TRAILER.size - entry.size * (last + 1) for _, size in files]
     bad = [p for (p, _), s in zip(files, starts, strict=True) if s < 0]
     if bad:
-        raise ValueError(f"{fs.unstrip_protocol(bad[0])}: no partition {part} (not a shuffle file of that many "
+        raise ValueError(f"{fs.unstrip_protocol(bad[0])}: no partition {last} (not a shuffle file of that many "
                          "partitions); remove the build's work folder and rebuild")
-    raw = fs.cat_ranges([p for p, _ in files], starts, [s + entry.size for s in starts])
-    found: list[tuple] = []
+    raw = fs.cat_ranges([p for p, _ in files], starts, [s + entry.size * len(parts_wanted) for s in starts])
+    out: list[tuple[str, list[tuple]]] = []
     for (path, size), data in zip(files, raw, strict=True):
         if isinstance(data, Exception):
             raise data
-        n, q, offset, length, _rows, *more = entry.unpack(data)
-        if q != part or (parts is not None and n != parts) or offset + length > size - TRAILER.size - entry.size * n:
-            why = f"written for {n} partitions" if q == part else "not a shuffle file of that many partitions"
-            raise ValueError(f"{fs.unstrip_protocol(path)}: no index entry of partition {part}"
-                             + (f" of {parts}" if parts is not None else "") + f" ({why}): the work was written "
-                             "with another partition count (execution.partitions changed since?); put the setting "
-                             "back, or remove the store's _build/ folder and build again")
-        if length or more:
-            found.append((path, offset, length, *more))
-    return found
+        found = []
+        for part in parts_wanted:
+            n, q, offset, length, _rows, *more = entry.unpack_from(data, entry.size * (last - part))
+            if q != part or (parts is not None and n != parts) or offset + length > size - TRAILER.size - entry.size * n:
+                why = f"written for {n} partitions" if q == part else "not a shuffle file of that many partitions"
+                raise ValueError(f"{fs.unstrip_protocol(path)}: no index entry of partition {part}"
+                                 + (f" of {parts}" if parts is not None else "") + f" ({why}): the work was written "
+                                 "with another partition count (execution.partitions changed since?); put the "
+                                 "setting back, or remove the store's _build/ folder and build again")
+            found.append((part, offset, length, *more))
+        out.append((path, found))
+    return out
 
 
 def combined_folder(pattern: str) -> str:
@@ -292,6 +304,14 @@ def _combined_ranges(fs, pattern: str, files: list[tuple[str, int]], combined: l
     """Where partition `part` is in the `combined` files of the shuffle whose writer `files` (as listed now)
     `pattern` matches, once they are checked to cover every writer file once."""
     found = _entries(fs, combined, part, parts, CENTRY)
+    _check_tiles(fs, pattern, files, combined, found)
+    return [(path, offset, length) for path, offset, length, *_ in found if length]
+
+
+def _check_tiles(fs, pattern: str, files: list[tuple[str, int]], combined: list[tuple[str, int]],
+                 found: list[tuple]) -> None:
+    """That the `combined` files' index entries `found` (path, offset, length, first writer, writers, their bytes)
+    cover every one of the writer `files` listed now once, else the error that names the stale combination."""
     tiles = sorted((first, count, size) for _, _, _, first, count, size in found)
     at, size = 0, 0
     for first, count, covered in tiles:
@@ -302,7 +322,6 @@ def _combined_ranges(fs, pattern: str, files: list[tuple[str, int]], combined: l
         where = fs.unstrip_protocol(combined_folder(pattern).rsplit("/", 1)[0])
         raise ValueError(f"{where}: the combined files do not cover the {len(files)} writer files listed now (a "
                          "combination left from another run): remove that folder and rerun the build")
-    return [(path, offset, length) for path, offset, length, *_ in found if length]
 
 
 def _unpacked(data: bytes) -> Iterator[tuple[int, memoryview]]:
@@ -371,6 +390,39 @@ def fetch_partition(pattern: str, part: int, scratch: str, parts: int | None = N
         with open(local, "wb") as f:
             f.write(data)
         out.append(local)
+    return out
+
+
+def fetch_partitions(pattern: str, wanted: range, scratch: str, parts: int | None = None) -> list[str]:
+    """Partitions `wanted` (consecutive) of every shuffle file `pattern` matches, copied to local Parquet files in
+    folder `scratch` as `fetch_partition` does, with two requests per file (or combined file) whatever the number of
+    partitions: their index entries, then the bytes from the first's range to the end of the last's (a shuffle
+    file's partitions lie one after the other). What a reader of a range of another stage's partitions makes
+    (`minhash_cluster`'s P_c tasks over `minhash_verify`'s P) instead of two requests per file and partition."""
+    fs, files = listing(pattern)
+    combined = listing(combined_folder(pattern))[1]
+    if combined:
+        found = _range_entries(fs, combined, wanted, parts, CENTRY)
+        # a combined file covers the same writers in every partition: checked on the first, as a reader of one
+        _check_tiles(fs, pattern, files, combined, [(path, *entries[0][1:]) for path, entries in found])
+    else:
+        found = _range_entries(fs, files, wanted, parts)
+        combined = []
+    spans = []  # (path, offset, length, [(start in the span, length) of each partition with rows])
+    for path, entries in found:
+        rows = [(offset, length) for _, offset, length, *_ in entries if length]
+        if rows:
+            lo, hi = rows[0][0], rows[-1][0] + rows[-1][1]
+            spans.append((path, lo, hi - lo, [(offset - lo, length) for offset, length in rows]))
+    out, first = [], len(os.listdir(scratch))
+    for (_, _, _, pieces), data in zip(spans, _raw(fs, [(p, o, n) for p, o, n, _ in spans]), strict=True):
+        for at, length in pieces:
+            blob = memoryview(data)[at:at + length]
+            for piece in ((b for _, b in _unpacked(blob)) if combined else (blob,)):
+                local = os.path.join(scratch, f"{first + len(out):06d}.parquet")
+                with open(local, "wb") as f:
+                    f.write(piece)
+                out.append(local)
     return out
 
 

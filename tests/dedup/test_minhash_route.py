@@ -9,6 +9,7 @@ import pyarrow as pa
 from mixture.pipelines.dedup.minhash_buckets import PAIRS
 from mixture.pipelines.dedup.minhash_gather import REQUESTS
 from mixture.pipelines.dedup.minhash_route import MinhashRoute, destinations
+from mixture.pipelines.dedup.shuffle import PART as PART_COLUMN
 from mixture.pipelines.dedup.shuffle import document_partition, read_partition, write_partitions
 from mixture.stages.registry import CANDIDATE_PAIRS, GATHER_REQUESTS, VERIFY_PAIRS
 
@@ -69,3 +70,49 @@ def test_the_stage_routes_every_pair_once_and_asks_for_each_document_where_it_is
     asked = read_partition(GATHER_REQUESTS.every(str(tmp_path)), 0, REQUESTS, 1)
     wanted = {(r["g"], r["dest"]) for r in asked.to_pylist()}
     assert wanted == {(x, q) for q, t in enumerate(routed) for x in t.column("a").to_pylist() + t.column("b").to_pylist()}
+
+
+def test_a_range_of_partitions_is_fetched_with_two_requests_a_file(tmp_path, monkeypatch):
+    """`fetch_partitions`: the rows of consecutive partitions of every writer file (plain or combined), as one
+    `fetch_partition` a partition gives them, with two range requests a file whatever the number of partitions."""
+    import pyarrow.parquet as pq
+    from fsspec.implementations.local import LocalFileSystem
+
+    from mixture.pipelines.dedup.combine import CombineShuffles
+    from mixture.pipelines.dedup.shuffle import fetch_partition, fetch_partitions
+
+    requested: list[int] = []  # paths of each cat_ranges call (one range each)
+    cat_ranges = LocalFileSystem.cat_ranges
+
+    def counted(self, paths, *args, **kwargs):
+        requested.append(len(paths))
+        return cat_ranges(self, paths, *args, **kwargs)
+
+    parts, writers = 12, 5
+    pattern = f"{tmp_path}/w/*.parquet"
+    rng = np.random.default_rng(1)
+    for w in range(writers):
+        part = np.sort(rng.integers(0, parts, 200)).astype(np.int32)
+        table = pa.table({"x": rng.integers(0, 1 << 40, 200), PART_COLUMN: part})
+        write_partitions(table.to_batches(), f"{tmp_path}/w/{w:05d}.parquet", parts)
+
+    def rows(files) -> list[int]:
+        return sorted(x for f in files for x in pq.read_table(f).column("x").to_pylist())
+
+    for combine in (False, True):
+        if combine:
+            for c in range(2):
+                list(CombineShuffles([pattern], 3, writers).run(None, c, 2) or ())
+        for wanted in (range(0, 1), range(3, 8), range(0, parts)):
+            one = rows(f for q in wanted for f in fetch_partition(pattern, q, _fresh(tmp_path), parts))
+            requested.clear()
+            monkeypatch.setattr(LocalFileSystem, "cat_ranges", counted)
+            assert rows(fetch_partitions(pattern, wanted, _fresh(tmp_path), parts)) == one and one
+            monkeypatch.undo()
+            assert sum(requested) == 2 * (2 if combine else writers)  # the entries, then the bytes, of each file
+
+
+def _fresh(tmp_path) -> str:
+    import tempfile
+
+    return tempfile.mkdtemp(dir=tmp_path)

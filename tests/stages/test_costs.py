@@ -100,10 +100,11 @@ def test_a_stage_in_rounds_runs_as_tasks_of_its_pairs_with_rounds_that_grow_with
     [c] = costs.project(_rates(near), work, cores=1000)
     assert c.tasks == 24  # 300 × 8 pairs / 100 per task, not T
     n = 5 + 6  # 2 more rounds per doubling: 3 doublings
-    assert c.objects == (2 * n + 3) * 24 + 1
-    # rounds, routing and greedy P_c² each; assign's T × P_c; the routing's pass over the verified pairs' shuffle (P
-    # = T = 64 writer files, a range and an index entry each per partition: not combined at this size)
-    assert c.reads == 2 * ((n + 1) * 24 * 24 + 64 * 24) + 2 * 64 * 64
+    assert c.objects == (2 * n + 3) * 24 + 1  # and no combined file of the verified pairs at this size
+    # rounds, routing and greedy P_c² each; assign's T × P_c; round 0 and the routing each read the verified pairs'
+    # shuffle (P = T = 64 writer files, not combined at this size): each of the 24 tasks its range of partitions,
+    # with two requests a file
+    assert c.reads == 2 * ((n + 1) * 24 * 24 + 64 * 24) + 2 * 2 * 64 * 24
     assert c.wall_hours == pytest.approx(36 * 8 / 3600 / 24)
     [one] = costs.project(_rates(near), costs.Workload(input_tokens=1_000, tasks=64, stage_tasks={},
                                                        fit_sample=100), cores=1000)
