@@ -129,7 +129,7 @@ def test_real_slurm_cancel_rerun_adopt_and_same_store(tmp_path, demo_corpus, bui
         s: None if s in ("prepare", "sample") else ":".join(rec[stages[i - 1]]["arrays"]) for i, s in enumerate(stages)}
     jobs = {s: _jobs(real_slurm, rec[s]["arrays"][0]) for s in stages}
     # elements (prepare: task 1 only; 14 buckets / 7; minhash_cluster's rounds: P_c = 1 task for the demo's pairs)
-    assert [len(jobs[s]) for s in stages] == [1, 2, 2, 2, 2, 2, 2, 1, 2, 1, 2]
+    assert [len(jobs[s]) for s in stages] == [1, 2, 2, 2, 2, 2, 2, 2, 1, 2, 1, 2]
     assert re.search(r"CPUs/Task=(\d+)", jobs["fit"][0]).group(1) == "2"
     marks = (store / "_build/minhash_cluster/report/completions").iterdir()  # its last round
     assert min(_time(j, "SubmitTime") for j in jobs["sample"]) >= int(max(m.stat().st_mtime for m in marks))  # waited
