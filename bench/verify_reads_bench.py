@@ -82,16 +82,15 @@ def _reads(docs: np.ndarray, dest: np.ndarray) -> tuple[int, float]:
 
 def routed(a: np.ndarray, b: np.ndarray, size: np.ndarray, p: int) -> np.ndarray:
     """Each distinct pair's verification partition at P = p as `minhash_route` sends it: by its later document's
-    earliest partner, in lanes of the routing task's documents (those of the pairs of its later documents)."""
+    earliest partner, in lanes of the routing task's later documents."""
     first = np.full(int(b.max()) + 1, np.iinfo(np.int64).max, np.int64)
     np.minimum.at(first, b, a)
     largest = np.zeros(len(first), np.int64)
     np.maximum.at(largest, b, size)
     at = document_partition(b, p)
-    pairs_docs = np.unique(np.concatenate([np.stack([a, at], 1), np.stack([b, at], 1)]), axis=0)
-    lane_documents = np.bincount(pairs_docs[:, 1].astype(np.int64), minlength=p)[at]
-    later = np.unique(b)  # each later document once: its routing task's count of its family's later documents
+    later = np.unique(b)  # each later document once: its routing task's later documents, and its family's there
     task = document_partition(later, p).astype(np.int64)
+    lane_documents = np.bincount(task, minlength=p)[at]
     _, family, here = np.unique(np.stack([task, first[later]], 1), axis=0, return_inverse=True, return_counts=True)
     members = np.zeros(len(first), np.int64)
     members[later] = family_sizes(largest[later], here[family.ravel()], p)

@@ -44,7 +44,8 @@ def family_sizes(largest_bucket: np.ndarray, here: np.ndarray, partitions: int) 
 class MinhashRoute(PartitionedStep):
     """Stage `minhash_route`, task q: the distinct candidate pairs whose later document lies in partition q (every
     band's, CANDIDATE_PAIRS in `folder`), all the pairs of a later document sent to one verification partition
-    (`destinations`, a large family in lanes of about as many documents as the task's pairs name; VERIFY_PAIRS),
+    (`destinations`, a large family in lanes of about as many documents as the task has later documents, about
+    what an average verification partition takes; VERIFY_PAIRS),
     and each pair's two documents, with that partition, asked of their prepared file (GATHER_REQUESTS, `files` of
     them: stage `minhash_gather` sends each document to the partitions that asked for it)."""
 
@@ -62,7 +63,7 @@ class MinhashRoute(PartitionedStep):
                        SELECT a, b, any_value(rank_a) AS rank_a, any_value(idx_a) AS idx_a, any_value(rank_b) AS rank_b,
                               any_value(idx_b) AS idx_b, max(size) AS size
                        FROM raw_pairs GROUP BY a, b""")
-        lane_documents = scalar(con, "SELECT count(*) FROM (SELECT a FROM pairs UNION SELECT b FROM pairs)")
+        lane_documents = scalar(con, "SELECT count(DISTINCT b) FROM pairs")  # about a partition's share
         con.execute("CREATE TABLE route (b BIGINT, dest INTEGER)")
         split = 0
         later = """SELECT b, first, size, count(*) OVER (PARTITION BY first) AS here
