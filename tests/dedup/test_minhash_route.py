@@ -45,11 +45,11 @@ def _pairs(folder, families: list[list[int]], partitions: int) -> tuple[np.ndarr
 
 
 def test_the_stage_routes_every_pair_once_and_asks_for_each_document_where_it_is_read(tmp_path):
-    parts = 16
+    parts = 8  # ~300 later documents a routing task: more than any family has, so every family stays whole
     rng = np.random.default_rng(0)
     docs = rng.permutation(5_000)
     families, at = [], 0
-    for n in [3] * 300 + [12] * 50 + [40] * 5:
+    for n in [3] * 600 + [12] * 100 + [30] * 5:
         families.append(sorted(docs[at:at + n].tolist()))
         at += n
     a, b = _pairs(tmp_path, families, parts)
