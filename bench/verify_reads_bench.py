@@ -23,7 +23,7 @@ from bench.build_bench import demo_corpus, demo_spec, load, local_spec, write_sp
 from bench.common import machine, show
 from mixture.pipelines.dedup import minhash_verify as mv
 from mixture.pipelines.dedup.minhash_buckets import PAIRS
-from mixture.pipelines.dedup.minhash_route import destinations, family_sizes
+from mixture.pipelines.dedup.minhash_route import task_destinations
 from mixture.pipelines.dedup.shuffle import document_partition, read_partition
 from mixture.spec.load import load_spec
 
@@ -81,24 +81,22 @@ def _reads(docs: np.ndarray, dest: np.ndarray) -> tuple[int, float]:
 
 
 def routed(a: np.ndarray, b: np.ndarray, size: np.ndarray, p: int) -> np.ndarray:
-    """Each distinct pair's verification partition at P = p as `minhash_route` sends it: by its later document's
-    earliest partner, in lanes of the routing task's later documents."""
+    """Each distinct pair's verification partition at P = p as `minhash_route` sends it: each routing task's later
+    documents (with their earliest partner and largest bucket) through the stage's own `task_destinations`."""
     first = np.full(int(b.max()) + 1, np.iinfo(np.int64).max, np.int64)
     np.minimum.at(first, b, a)
     largest = np.zeros(len(first), np.int64)
     np.maximum.at(largest, b, size)
-    at = document_partition(b, p)
-    later = np.unique(b)  # each later document once: its routing task's later documents, and its family's there
-    task = document_partition(later, p).astype(np.int64)
-    lane_documents = np.bincount(task, minlength=p)[at]
-    _, family, here = np.unique(np.stack([task, first[later]], 1), axis=0, return_inverse=True, return_counts=True)
-    members = np.zeros(len(first), np.int64)
-    members[later] = family_sizes(largest[later], here[family.ravel()], p)
-    dest = np.empty(len(b), np.int64)
-    for n in np.unique(lane_documents):  # the stage's function, a routing task (its lane size) at a time
-        sel = lane_documents == n
-        dest[sel] = destinations(b[sel], first[b[sel]], members[b[sel]], int(n), p)
-    return dest
+    later = np.unique(b)
+    task = document_partition(later, p)
+    order = np.argsort(task, kind="stable")
+    later, bounds = later[order], np.searchsorted(task[order], np.arange(p + 1))
+    dest_of = np.zeros(len(first), np.int64)
+    for q in range(p):
+        mine = later[bounds[q]:bounds[q + 1]]
+        if len(mine):
+            dest_of[mine] = task_destinations(mine, first[mine], largest[mine], p)[0]
+    return dest_of[b]
 
 
 def reads_by_partitions(work: Path, tasks: int) -> tuple[int, int, list[tuple[int, int, float, int, float]]]:
