@@ -256,13 +256,14 @@ def _verified_pairs_requests(work: Workload, readers: int) -> tuple[int, int, in
     """(objects, range reads, listings) of `minhash_verify`'s shuffle (stages.registry.RANGE_READ: P writer files,
     combined as the build combines them) read twice (round 0 and the routing) by `readers` (P_c) tasks, each a range of
     its partitions with two requests a file (shuffle.fetch_partitions)."""
-    p = work.partitions or work.tasks
+    p, passes = work.partitions or work.tasks, 2
     group = combine_group(p, max(work.tasks, p), work.combine_files)
-    files = p if group <= 1 else -(-p // group)
-    combined = (files, 3 * p, files * (LISTS_COMBINED + list_pages(p))) if group > 1 else (0, 0, 0)
-    lists = LISTS_COMBINED if group > 1 else LISTS_UNCOMBINED
-    return (combined[0], combined[1] + 2 * 2 * files * readers,
-            combined[2] + 2 * readers * (lists + list_pages(p)))
+    if group <= 1:
+        files, objects, reads, listings, lists = p, 0, 0, 0, LISTS_UNCOMBINED
+    else:  # the combine round after minhash_verify: its files, ~3 reads a writer file, a listing a task
+        files = -(-p // group)
+        objects, reads, listings, lists = files, 3 * p, files * (LISTS_COMBINED + list_pages(p)), LISTS_COMBINED
+    return (objects, reads + passes * 2 * files * readers, listings + passes * readers * (lists + list_pages(p)))
 
 
 def candidate_pairs(rates: Rates, work: Workload) -> float | None:

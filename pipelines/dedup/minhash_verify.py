@@ -153,8 +153,9 @@ def signature_margin(threshold: float, permutations: int) -> float:
 
 class MinhashVerify(PartitionedStep):
     """Stage `minhash_verify`, task q: the distinct candidate pairs of verification partition q (VERIFY_PAIRS: every
-    pair of the later documents `minhash_route` sent there, from every band), each verified: signature agreement rules out the clearly dissimilar,
-    the exact Jaccard similarity of the two documents' shingle sets decides the others. Only the documents of
+    pair of the later documents `minhash_route` sent there, from every band), each verified: signature agreement
+    rules out the clearly dissimilar, the exact Jaccard similarity of the two documents' shingle sets decides the
+    others. Only the documents of
     these pairs are read, as `minhash_gather` sent them to this partition (GATHERED_TEXTS in `folder`: their
     signatures, then the texts of those not ruled out). Writes the verified pairs with their evidence to the
     partitions of their later documents (VERIFIED_PAIRS, a shuffle of P: the components' rounds read a document's

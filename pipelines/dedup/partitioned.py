@@ -9,13 +9,7 @@ from abc import abstractmethod
 from datatrove.data import DocumentsPipeline
 from datatrove.pipeline.base import PipelineStep
 
-from mixture.pipelines.dedup.shuffle import (
-    existing_files,
-    fetch_partition,
-    fetch_partitions,
-    matching_files,
-    register,
-)
+from mixture.pipelines.dedup.shuffle import fetch_partition, fetch_partitions, register
 from mixture.pipelines.runtime.duckdb_connection import duckdb_connection
 from mixture.pipelines.runtime.scratch import scratch
 
@@ -34,11 +28,10 @@ class PartitionedStep(PipelineStep):
         self.memory_limit, self.world_size = memory_limit, 1
 
     def inputs(self, rank: int) -> list[tuple]:
-        """(view, glob, schema[, partition[, partitions]]) of each input of task `rank`: with a partition, the glob
-        names a shuffle's files (one per writer) and the view is that partition of each (shuffle.fetch_partition,
-        fetched to a local folder of the task), or those of a range of partitions of a shuffle of `partitions`
-        (not the stage's task count; shuffle.fetch_partitions: two requests a file for the whole range); without, every file the glob matches, or those of a list of paths that
-        exist."""
+        """(view, glob, schema, partition[, partitions]) of each input of task `rank`: the glob names a shuffle's
+        files (one per writer) and the view is that partition of each (shuffle.fetch_partition, fetched to a local
+        folder of the task), or, with `partitions`, a range of partitions of a shuffle of that many (not the stage's
+        task count; shuffle.fetch_partitions: two requests a file for the whole range)."""
         return []
 
     @abstractmethod
@@ -51,14 +44,11 @@ class PartitionedStep(PipelineStep):
         self.world_size = world_size
         with scratch("shuffle-") as local, \
                 duckdb_connection(self.memory_limit) as con:
-            for view, files, schema, *part in self.inputs(rank):
-                if part:
-                    if len(part) > 1:  # a range of another stage's partitions
-                        found = fetch_partitions(files, part[0], local, part[1])
-                    else:
-                        found = fetch_partition(files, part[0], local, world_size)
+            for view, files, schema, part, *partitions in self.inputs(rank):
+                if partitions:  # a range of another stage's partitions
+                    found = fetch_partitions(files, part, local, partitions[0])
                 else:
-                    found = matching_files(files) if isinstance(files, str) else existing_files(files)
+                    found = fetch_partition(files, part, local, world_size)
                 register(con, view, found, schema)
             stats = self.process(con, rank)
         for key, value in stats.items():

@@ -91,16 +91,6 @@ def matching_files(pattern: str) -> list[str]:
     return [fs.unstrip_protocol(p) for p in sorted(fs.glob(path))]
 
 
-def existing_files(paths: list[str]) -> list[str]:
-    """Those of `paths` that exist, in their order, as `matching_files` names them: one listing per folder, not a
-    request per path (a reader of P_c = 1 partition asks for the files of all P verification tasks)."""
-    listed: dict[str, str] = {}
-    for folder in dict.fromkeys(path.rsplit("/", 1)[0] for path in paths):
-        for found in matching_files(f"{folder}/*"):
-            listed[fsspec.core.url_to_fs(found)[1]] = found
-    return [listed[key] for key in (fsspec.core.url_to_fs(p)[1] for p in paths) if key in listed]
-
-
 def register(con, name: str, files: list[str], schema: pa.Schema) -> None:
     """View `name` over `files` (streamed, only the columns a query uses are read); an empty table of `schema`
     when there are none. Local files are read by DuckDB's own Parquet reader (a shuffle partition is one small file

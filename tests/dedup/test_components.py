@@ -85,15 +85,3 @@ def test_fewer_component_tasks_than_verify_tasks(tmp_path, tasks, components):
     assert report["drops"] > 1_000
     assert len(list((near / "components" / "r000").glob("*.parquet"))) == components
     assert component_partitions(0, 8, 10) == 1 and component_partitions(10**9, 8, 10) == 8
-
-
-def test_a_list_of_paths_is_read_with_one_listing_per_folder(tmp_path):
-    """`existing_files`: the paths that exist, in the order given, named as a listing names them (the rounds' first
-    reader asks for every verification file its partition overlaps)."""
-    from mixture.pipelines.dedup.shuffle import existing_files, matching_files
-
-    for name in ("00002.parquet", "00000.parquet"):
-        (tmp_path / name).write_bytes(b"x")
-    asked = [str(tmp_path / f"{q:05d}.parquet") for q in (2, 1, 0)]
-    assert existing_files(asked) == [matching_files(asked[0])[0], matching_files(asked[2])[0]]
-    assert existing_files([]) == []
