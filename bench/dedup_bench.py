@@ -1,6 +1,7 @@
-"""Dedup benchmark: every task of the partitioned dedup stages (issue 15) run alone in a fresh process, with its
-wall time, CPU time and peak RSS, at 2–3 input sizes; the single-task stages they replace measured the same way
-on the same work. Figures go into docs/performance.md."""
+"""Dedup benchmark: every task of the dedup stages (the build's dedup worker group, `minhash_cluster` round by
+round) run alone in a fresh process, with its wall time, CPU time and peak RSS, at 2–3 input sizes; the
+single-task stages they replaced (tests/dedup/dedup_reference.py) measured the same way on the same work. Figures go
+into docs/performance.md. `minhash_cluster` on 100M synthetic pairs: bench/components_bench.py."""
 
 from __future__ import annotations
 
@@ -15,18 +16,15 @@ import time
 from pathlib import Path
 
 import pyarrow.dataset as ds
-import pyarrow.parquet as pq
 
 from bench.build_bench import REPO, demo_corpus, demo_spec, load, write_spec
 from bench.common import machine, show
-from mixture.stages.registry import bucket_slices
+from mixture.stages import registry
 
 BEGIN, END = "<!-- dedup-bench:begin -->", "<!-- dedup-bench:end -->"
-STAGES = ("duplicate_ids", "find_duplicates", "minhash_buckets", "minhash_verify", "minhash_cluster")
-UPTO = "minhash_cluster"  # the build runs to here; the stages after dedup are not measured
+STAGES = tuple(s.name for s in registry.STAGES if s.worker_group == registry.DEDUP_GROUP)
+UPTO = STAGES[-1]  # the build runs to here; the stages after dedup are not measured
 MIB = 2**20
-GREEDY_MEMORY = "1024MB"  # DuckDB's limit in `minhash_cluster` with the defaults (half of 2 GB per CPU, one CPU)
-GREEDY_SIZES = "100000,1000000,4000000,4000000@256MB"  # synthetic verified pairs [@ DuckDB's memory limit]
 
 
 # -- in the measured process ------------------------------------------------------------------------------------
@@ -51,107 +49,83 @@ def run_task(spec_path: str, what: str, rank: int) -> dict:
     import importlib
 
     from mixture.pipelines.runtime.memory import configure_memory
-    from mixture.stages.registry import STAGES
 
-    for module in ("duckdb", "tests.dedup.dedup_reference", *(s.steps.partition(":")[0] for s in STAGES)):
+    for module in ("duckdb", "tests.dedup.dedup_reference", *(s.steps.partition(":")[0] for s in registry.STAGES)):
         importlib.import_module(module)  # before the clock starts (every stage's steps module)
     configure_memory()  # as every build task does
-    ctx = spec_path if what == "greedy" else _context(spec_path)
+    ctx = _context(spec_path)
+    pipeline, world = _pipeline(ctx, what)
     before = _status_kb("VmRSS:")
     Path("/proc/self/clear_refs").write_text("5")  # reset the peak RSS to the current RSS
     t, cpu = time.perf_counter(), time.process_time()
-    _task(ctx, what, rank)
+    _task(pipeline, rank, world)
     return {"wall": time.perf_counter() - t, "cpu": time.process_time() - cpu, "before": before * 1024,
             "rss": _status_kb("VmHWM:") * 1024}
 
 
-def _task(ctx, what: str, rank: int) -> None:
-    """A stage's pipeline for task `rank`, `keys` (prepare's last step alone), `old-exact` / `old-near` (the
-    single-task stages this replaced, tests/dedup/dedup_reference.py), or `noop`."""
-    from mixture.pipelines.build import build_stage
+def _pipeline(ctx, what: str) -> tuple[list, int]:
+    """The steps and task count of `what`: a stage, a round of one (`minhash_cluster/r000`, as the build names it),
+    `keys` (prepare's last step alone), `old-exact` / `old-near` (the single-task stages this replaced,
+    tests/dedup/dedup_reference.py, as one step), or `noop`."""
+    from mixture.pipelines.build import stage_runs
     from mixture.pipelines.dedup.keys import DedupKeys
-    from mixture.pipelines.runtime.threads import task_threads
-    from mixture.stages import registry as stage_registry
 
+    prepared = ctx.at(registry.PREPARED.folder)
     if what == "noop":
-        return
-    if what == "greedy":  # ctx: the folder of synthetic verified pairs; the single-task greedy (bench/components_bench.py
-        # measures the stage in rounds against it)
-        from tests.dedup.cluster_reference import MinhashCluster
-
-        step = MinhashCluster(ctx, f"{ctx}/fuzzy_drops", f"{ctx}/report.json", threshold=0.72, ngram=5,
-                              permutations=112, memory_limit=os.environ.get("BENCH_MEMORY", GREEDY_MEMORY))
-        for _ in step.run(None, 0, 1):
-            pass
-        return
+        return [], 1
     if what.startswith("old-"):
         from tests.dedup import dedup_reference
 
         fz = ctx.spec.processing.dedup.fuzzy
         if what == "old-exact":
-            dedup_reference.exact_drops(ctx.at(stage_registry.PREPARED.folder))
-        else:
-            dedup_reference.near_drops(ctx.at(stage_registry.COLLISIONS_DIR), ctx.at(stage_registry.PREPARED.folder),
-                                       threshold=fz.similarity_threshold, ngram=fz.ngram, permutations=fz.permutations)
-        return
+            return [lambda *_: dedup_reference.exact_drops(prepared)], 1
+        return [lambda *_: dedup_reference.near_drops(ctx.at(registry.COLLISIONS_DIR), prepared,
+                                                      threshold=fz.similarity_threshold, ngram=fz.ngram,
+                                                      permutations=fz.permutations)], 1
     if what == "keys":
-        pipeline, world = [DedupKeys(ctx.at(stage_registry.PREPARED.folder), ctx.at(stage_registry.DEDUP),
-                                     ctx.memory_limit("prepare"))], ctx.tasks
-    else:
-        stage = build_stage(ctx, stage_registry.get(what))
-        pipeline, world = stage.pipeline, stage.tasks
+        return [DedupKeys(prepared, ctx.at(registry.DEDUP), ctx.memory_limit("prepare"))], ctx.tasks
+    for stage in stage_runs(ctx, registry.get(what.partition("/")[0])):  # a round is made once the one before ran
+        if stage.name == what:
+            return stage.pipeline, stage.tasks
+    raise ValueError(f"{what}: no such stage or round in this build")
+
+
+def _task(pipeline: list, rank: int, world: int) -> None:
+    from mixture.pipelines.runtime.threads import task_threads
+
     with task_threads(1):
         data = None
         for step in pipeline:
             data = step(data, rank, world)
-        for _ in data or ():
-            pass
+        if data is not None and not isinstance(data, list | tuple):
+            for _ in data:
+                pass
 
 
-def measure(spec_path: Path, what: str, rank: int, memory: str | None = None) -> dict:
+def measure(spec_path: Path, what: str, rank: int) -> dict:
     """`run_task` in a fresh process: {wall, cpu, before, rss} of the task alone (not the imports)."""
-    env = {**os.environ, **({"BENCH_MEMORY": memory} if memory else {})}
     out = subprocess.run([sys.executable, "-m", "bench.dedup_bench", "--task", str(spec_path), what, str(rank)],
-                         cwd=REPO, capture_output=True, text=True, env=env)
+                         cwd=REPO, capture_output=True, text=True)
     if out.returncode:
         raise RuntimeError(f"{what} task {rank} failed: {out.stderr[-2000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 # -- the driver -------------------------------------------------------------------------------------------------
-def run_to_dedup(spec_path: Path, workers: int) -> float:
-    """Every stage up to `minhash_cluster` (local executor); returns the wall time."""
-    from mixture.pipelines.build import build_stage, run_stage
-    from mixture.stages import registry as stage_registry
+def run_to_dedup(spec_path: Path, workers: int) -> tuple[float, dict[str, int]]:
+    """Every stage up to the last dedup stage (local executor): the wall time, and the tasks of every stage and
+    round it ran, by the names the build gives them."""
+    from mixture.pipelines.build import run_stage, stage_runs
 
     ctx = _context(str(spec_path))
-    t = time.perf_counter()
-    for info in stage_registry.planned(ctx.spec):
-        run_stage(ctx, build_stage(ctx, info), "local", workers)
+    t, tasks = time.perf_counter(), {}
+    for info in registry.planned(ctx.spec):
+        for stage in stage_runs(ctx, info):
+            run_stage(ctx, stage, "local", workers)
+            tasks[stage.name] = stage.tasks
         if info.name == UPTO:
             break
-    return time.perf_counter() - t
-
-
-def _rows(files: list[Path]) -> int:
-    return sum(pq.ParquetFile(f).metadata.num_rows for f in files)
-
-
-def shares(work: Path, tasks: int, bucket_tasks: int) -> dict[str, list[int]]:
-    """The rows each task of a stage holds: its partition's keys, pairs, or (buckets) its band slice's members."""
-    from mixture.pipelines.dedup.minhash_verify import VERIFIED
-    from mixture.pipelines.dedup.shuffle import read_shuffle_file
-
-    def per(pattern: str, n: int) -> list[int]:
-        return [_rows(sorted(work.glob(pattern.format(q=q)))) for q in range(n)]
-
-    return {"keys": [pq.ParquetFile(p).metadata.num_rows for p in sorted(work.glob("prepared/*.parquet"))],
-            "duplicate_ids": per("dedup/by_id/{q:05d}/*.parquet", tasks),
-            "find_duplicates": per("dedup/by_hash/{q:05d}/*.parquet", tasks),
-            "minhash_buckets": per("near_dups/members/*/{q:05d}.parquet", bucket_tasks),
-            "minhash_verify": per("near_dups/pairs/{q:05d}/*.parquet", tasks),
-            "minhash_cluster": [sum(read_shuffle_file(str(f), VERIFIED).num_rows
-                                    for f in sorted(work.glob("near_dups/verified/*.parquet")))]}
+    return time.perf_counter() - t, tasks
 
 
 def bench_size(folder: Path, copies: int, args) -> dict:
@@ -162,22 +136,26 @@ def bench_size(folder: Path, copies: int, args) -> dict:
     spec_path = write_spec(folder, spec)
     shutil.rmtree(folder / "store", ignore_errors=True)
     started = load()
-    to_dedup = run_to_dedup(spec_path, args.workers)
+    to_dedup, ran = run_to_dedup(spec_path, args.workers)
     work = folder / "store" / "_build" / "work"
-    bands = spec["processing"]["dedup"]["fuzzy"].get("bands", 14)
-    bucket_tasks = bands * bucket_slices(bands, args.tasks)  # a task per band and first-hash slice
-    tasks_of = {"keys": args.tasks, "duplicate_ids": args.tasks, "find_duplicates": args.tasks,
-                "minhash_buckets": bucket_tasks, "minhash_verify": args.tasks, "minhash_cluster": 1}
-    runs: dict[str, list[dict]] = {"noop": [measure(spec_path, "noop", 0)]}
-    for what in ("keys", *STAGES):
-        runs[what] = [measure(spec_path, what, r) for r in range(tasks_of[what])]
+    runs: dict[str, list[dict]] = {"noop": [measure(spec_path, "noop", 0)],
+                                   "keys": [measure(spec_path, "keys", r) for r in range(args.tasks)]}
+    for name, n in ran.items():
+        if name.partition("/")[0] in STAGES:
+            runs[name] = [measure(spec_path, name, r) for r in range(n)]
     for what in ("old-exact", "old-near"):
         runs[what] = [measure(spec_path, what, 0)]
     prepared = ds.dataset([str(p) for p in sorted(work.glob("prepared/*.parquet"))]).count_rows()
     report = json.loads((work / "near_duplicates.json").read_text())
-    return {"copies": copies, "prepared": prepared, "load": started, "to_dedup": to_dedup,
-            "runs": runs, "shares": shares(work, args.tasks, bucket_tasks), "pairs": report["pairs_considered"],
-            "verified": report["pairs_verified"], "drops": report["drops"], "bands": bands}
+    return {"copies": copies, "prepared": prepared, "load": started, "to_dedup": to_dedup, "runs": runs,
+            "pairs": report["pairs_considered"], "verified": report["pairs_verified"], "drops": report["drops"]}
+
+
+def _exponent(xs: list[float], ys: list[float]) -> str:
+    from bench.growth_report import exponent
+
+    e = exponent(xs, ys)
+    return "–" if e is None else f"{e:.2f}"
 
 
 def above(runs: list[dict]) -> int:
@@ -185,117 +163,26 @@ def above(runs: list[dict]) -> int:
     return max(x["rss"] - x["before"] for x in runs)
 
 
-def synthetic_verified(folder: Path, n_edges: int, partitions: int, seed: int = 0) -> dict:
-    """Verified pairs as `minhash_verify` writes them (`<folder>/verified/<q>.parquet`, shuffle files: task q's pairs
-    in partition q), `n_edges` of them: groups
-    of 2–12 near-duplicate documents at random spec positions, each member paired with up to 8 members before it."""
-    import numpy as np
-    import pyarrow as pa
-
-    from mixture.pipelines.dedup.minhash_verify import VERIFIED
-    from mixture.pipelines.dedup.shuffle import mix64, prefix_partition, write_partition
-
-    rng = np.random.default_rng(seed)
-    sizes = rng.integers(2, 13, max(1, n_edges // 20))
-    while True:  # enough groups for n_edges pairs
-        pos = np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes)  # j: position in its group
-        if np.minimum(pos, 8).sum() >= n_edges:
-            break
-        sizes = np.concatenate([sizes, rng.integers(2, 13, len(sizes))])
-    group = np.repeat(np.arange(len(sizes)), sizes)
-    first = np.repeat(np.cumsum(sizes) - sizes, sizes)  # each document's group's first document
-    reps = np.minimum(pos, 8)  # member j with the first min(j, 8) members of its group
-    b = np.repeat(np.arange(len(pos)), reps)[:n_edges]
-    a = (np.repeat(first, reps) + np.arange(int(reps.sum())) - np.repeat(np.cumsum(reps) - reps, reps))[:n_edges]
-    # spec positions: groups interleaved at random, each group's members in their order
-    spread = rng.permutation(len(pos))
-    g = spread[np.lexsort((spread, group))]
-    ga, gb = g[a], g[b]
-    sim = np.round(0.72 + 0.28 * rng.random(len(ga)), 6)
-    part = prefix_partition(mix64(gb), partitions)
-    (folder / "verified").mkdir(parents=True, exist_ok=True)
-    for q in range(partitions):
-        sel = part == q
-        n = int(sel.sum())
-        write_partition(str(folder / "verified" / f"{q:05d}.parquet"), pa.table({
-            "a": ga[sel], "b": gb[sel], "sim": sim[sel], "rank_b": (gb[sel] % partitions).astype(np.int32),
-            "idx_b": gb[sel], "kept_id": [f"doc{x}" for x in ga[sel]], "kept_source": ["web"] * n,
-            "kept_file": ["part-00000.jsonl"] * n, "kept_record": ga[sel]}, schema=VERIFIED), q, partitions)
-    return {"edges": int(len(ga)), "docs": int(len(np.unique(np.concatenate([ga, gb]))))}
+def stage_runs_of(result: dict, stage: str) -> list[dict]:
+    """Every task's run of `stage`, of all its rounds."""
+    return [x for name, runs in result["runs"].items() if name.partition("/")[0] == stage for x in runs]
 
 
-def bench_greedy(root: Path, sizes: list[str], partitions: int) -> list[dict]:
-    """`minhash_cluster` on `n` synthetic verified pairs for each `n[@memory limit]` of `sizes`."""
-    out = []
-    for size in sizes:
-        n, _, memory = size.partition("@")
-        folder = root / f"greedy{n}"
-        made = synthetic_verified(folder, int(n), partitions)
-        started = load()
-        run = measure(folder, "greedy", 0, memory or GREEDY_MEMORY)
-        drops = sum(pq.ParquetFile(f).metadata.num_rows for f in folder.glob("fuzzy_drops/*.parquet"))
-        out.append({**made, **run, "drops": drops, "load": started, "memory": memory or GREEDY_MEMORY})
-        print(f"  greedy {size}: {run['wall']:.1f} s", flush=True)
-    return out
+def cell(runs: list[dict], rounds: int = 0) -> str:
+    """The slowest task's wall / the largest task's CPU (and its share over the mean: how even the partitions are) /
+    the largest peak RSS (above the imports)."""
+    cpus = [x["cpu"] for x in runs]
+    even = f" ({max(cpus) / (sum(cpus) / len(cpus)):.1f}× the mean)" if len(runs) > 1 else ""
+    tasks = f"{len(runs)} task{'s' * (len(runs) > 1)}" + (f" in {rounds} rounds" if rounds else "")
+    return (f"{max(x['wall'] for x in runs):.2f} s / {max(cpus):.2f} s{even} / "
+            f"{max(x['rss'] for x in runs) / MIB:,.0f} (+{above(runs) / MIB:,.0f}) MiB; {tasks}")
 
 
-def greedy_markdown(greedy: list[dict]) -> list[str]:
-    lines = [
-        "",
-        "`minhash_cluster`, the one task left, alone on synthetic verified pairs (`minhash_verify`'s output format, "
-        "T = 4 files): groups of 2–12 near-duplicate documents at random spec positions, each member paired with up to "
-        f"8 members before it; DuckDB's memory limit {GREEDY_MEMORY} (the default configuration's: half of 2 GB for "
-        "one CPU) unless the table says otherwise. Wall time / CPU time / peak RSS (above the imports):",
-        "",
-        "| verified pairs | documents in them | drops | DuckDB limit | wall | CPU | peak RSS | CPU per pair |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for g in greedy:
-        lines.append(f"| {g['edges']:,} | {g['docs']:,} | {g['drops']:,} | {g['memory']} | {g['wall']:.1f} s | "
-                     f"{g['cpu']:.1f} s | "
-                     f"{g['rss'] / MIB:,.0f} (+{(g['rss'] - g['before']) / MIB:,.0f}) MiB | "
-                     f"{g['cpu'] / g['edges'] * 1e6:.2f} µs |")
-    same = [g for g in greedy if g["memory"] == GREEDY_MEMORY]
-    first, last = same[0], same[-1]
-    low = [g for g in greedy if g["edges"] == last["edges"] and g["memory"] != GREEDY_MEMORY]
-    per_pair = sum(g["cpu"] for g in same) / sum(g["edges"] for g in same) * 1e6
-
-    def above(g: dict) -> str:
-        return f"{(g['rss'] - g['before']) / MIB:,.0f} MiB"
-
-    lines += [
-        "",
-        f"From {first['edges']:,} to {last['edges']:,} verified pairs ({last['edges'] / first['edges']:.0f}×) the "
-        f"CPU time grows {last['cpu'] / first['cpu']:.1f}×: linear in the verified pairs, {per_pair:.1f} µs each at "
-        f"this load (the greedy pass is one Python loop over them; ≈ {per_pair * 1e9 / 1e6 / 60:,.0f} min per "
-        "billion), whatever the corpus. The peak RSS above the imports "
-        f"({above(first)} → {above(last)}) follows DuckDB's memory limit, which it fills before it spills"
-        + ("".join(f"; the same {g['edges']:,} pairs under a {g['memory']} limit: {above(g)}, "
-                   f"{(g['rss'] - g['before']) / MIB - int(g['memory'].removesuffix('MB')):,.0f} MiB of it outside "
-                   f"DuckDB (Arrow's reads of the verified files, the batches, one byte per document), CPU "
-                   f"{g['cpu'] / last['cpu']:.2f}× (the sort spills)" for g in low))
-        + ". Load average at each run: " + "; ".join(g["load"] for g in greedy) + ".",
-    ]
-    return lines
-
-
-def markdown(results: list[dict], args, cmd: str, greedy: list[dict] | None = None) -> str:
+def markdown(results: list[dict], args, cmd: str) -> str:
     heads = " | ".join(f"{r['copies']}× ({r['prepared']:,} docs)" for r in results)
-    rows = [("`prepare`'s `DedupKeys` step", "keys", "keys"),
-            ("`duplicate_ids`", "duplicate_ids", "duplicate_ids"),
-            ("`find_duplicates`", "find_duplicates", "find_duplicates"),
-            ("`minhash_buckets` (band collisions + pairs)", "minhash_buckets", "minhash_buckets"),
-            ("`minhash_verify`", "minhash_verify", "minhash_verify"),
-            ("`minhash_cluster` (greedy, 1 task)", "minhash_cluster", "minhash_cluster")]
 
-    def cell(r: dict, what: str, share: str | None) -> str:
-        runs = r["runs"][what]
-        held = ""
-        if share:
-            s = r["shares"][share]
-            held = f"; rows/task ≤ {max(s):,} of {sum(s):,}"
-        return (f"{max(x['wall'] for x in runs):.2f} s / {max(x['cpu'] for x in runs):.2f} s / "
-                f"{max(x['rss'] for x in runs) / MIB:,.0f} (+{above(runs) / MIB:,.0f}) MiB{held}")
+    def rounds(r: dict, stage: str) -> int:
+        return sum(1 for name in r["runs"] if name.startswith(f"{stage}/"))
 
     lines = [
         BEGIN,
@@ -303,54 +190,65 @@ def markdown(results: list[dict], args, cmd: str, greedy: list[dict] | None = No
         "",
         f"Machine: {machine('local disk')}; `uname -a`: {os.uname().sysname} {os.uname().release} "
         f"{os.uname().machine}. Load average (1/5/15 min) at the start of each size: "
-        + "; ".join(f"{r['copies']}×: {r['load']}" for r in results) + " (the machine is shared: times are upper "
-        "bounds, CPU and RSS are what to compare).",
+        + "; ".join(f"{r['copies']}×: {r['load']}" for r in results) + ".",
         "",
         f"Reproduce: `{cmd}`. Input n× = n demo corpora at scale {args.scale} (seeds 0 … n−1, one spec, "
-        f"{args.tasks} tasks per stage). The build runs up to `minhash_cluster`; then every task of each dedup stage "
-        "runs again alone in a fresh Python process (`python -m bench.dedup_bench --task …`), which imports the "
-        "build first and then times the task alone: its wall time, CPU time (user + system) and peak RSS (`VmHWM`, "
-        "reset after the imports through `/proc/self/clear_refs`). The imports hold "
+        f"T = P = {args.tasks}). The build runs to `{UPTO}`; then every task of each dedup stage (of "
+        f"`{UPTO}`, each round's) runs again alone in a fresh Python process (`python -m bench.dedup_bench --task "
+        "…`), which imports the build first and then times the task alone: its wall time, CPU time (user + system) "
+        "and peak RSS (`VmHWM`, reset after the imports through `/proc/self/clear_refs`). The imports hold "
         + ", ".join(f"{r['runs']['noop'][0]['before'] / MIB:,.0f} MiB" for r in results)
-        + " (in brackets: the task's peak above that). `old …`: the single-task stages this replaced "
-        "(tests/dedup/dedup_reference.py, the code before issue 15) on the same work folder.",
+        + " (in brackets: the task's peak above that). `old …`: the single-task stages the partitioned ones replaced "
+        "(tests/dedup/dedup_reference.py, the code before issue 15, kept as the tests' reference) on the same work "
+        "folder.",
         "",
-        "Per stage, the slowest task's wall time / the largest task's CPU time / the largest peak RSS, and the rows "
-        "each task holds (keys of its partition; `minhash_buckets`: its band slice's bucket members; `minhash_verify`: "
-        "the candidate pairs of its partition from every band, a pair found by several bands counted each time; "
-        "`minhash_cluster`: every verified pair):",
+        "Per stage, the slowest task's wall time / the largest task's CPU time (beside it, over the mean task's: how "
+        "even its partitions are) / the largest peak RSS:",
         "",
-        f"| stage | {heads} |",
-        "|---|" + "---|" * len(results),
+        f"| stage | {heads} | CPU of its tasks: exponent |",
+        "|---|" + "---|" * len(results) + "---:|",
     ]
-    for label, what, share in rows:
-        lines.append(f"| {label} | " + " | ".join(cell(r, what, share) for r in results) + " |")
-    lines.append("| old `find_duplicates` (1 task: every document) | "
-                 + " | ".join(cell(r, "old-exact", None) for r in results) + " |")
-    lines.append("| old `minhash_cluster` (1 task: every candidate pair) | "
-                 + " | ".join(cell(r, "old-near", None) for r in results) + " |")
+    docs = [r["prepared"] for r in results]
+
+    def row(label: str, runs_of, rounds_of=lambda r: 0) -> str:
+        total = [sum(x["cpu"] for x in runs_of(r)) for r in results]
+        return (f"| {label} | " + " | ".join(cell(runs_of(r), rounds_of(r)) for r in results)
+                + f" | {_exponent(docs, total)} |")
+
+    lines.append(row("`prepare`'s `DedupKeys` step", lambda r: r["runs"]["keys"]))
+    for stage in STAGES:
+        if all(stage_runs_of(r, stage) for r in results):
+            lines.append(row(f"`{stage}`", lambda r, n=stage: stage_runs_of(r, n), lambda r, n=stage: rounds(r, n)))
     lines += [
+        row("old `find_duplicates` (1 task: every document)", lambda r: r["runs"]["old-exact"]),
+        row("old `minhash_cluster` (1 task: every candidate pair)", lambda r: r["runs"]["old-near"]),
         "| candidate pairs / verified / near-duplicate drops | "
-        + " | ".join(f"{r['pairs']:,} / {r['verified']:,} / {r['drops']:,}" for r in results) + " |",
+        + " | ".join(f"{r['pairs']:,} / {r['verified']:,} / {r['drops']:,}" for r in results) + " | |",
+        "",
+        "The exponent: the slope of log(CPU of all the stage's tasks) on log(documents) over the sizes, at the same T "
+        "(its tasks' fixed costs, a DuckDB connection and the listings, read as sublinear growth where the work is "
+        "small).",
         "",
     ]
     first, last = results[0], results[-1]
 
-    def growth(what: str) -> str:
-        return f"{above(first['runs'][what]) / MIB:,.0f} → {above(last['runs'][what]) / MIB:,.0f} MiB"
+    def growth(runs_of) -> str:
+        return f"{above(runs_of(first)) / MIB:,.0f} → {above(runs_of(last)) / MIB:,.0f} MiB"
 
-    docs_growth = last["prepared"] / first["prepared"]
+    largest = max(STAGES, key=lambda n: above(stage_runs_of(last, n)) if stage_runs_of(last, n) else 0)
     lines += [
-        f"From {first['copies']}× to {last['copies']}× ({docs_growth:.1f}× the documents, "
-        f"{last['verified'] / max(1, first['verified']):.1f}× the verified pairs), the peak RSS above a bare "
-        f"process: `find_duplicates` tasks {growth('find_duplicates')} (the old single task {growth('old-exact')}), "
-        f"`minhash_verify` tasks {growth('minhash_verify')} (the old single task {growth('old-near')}), "
-        f"`minhash_cluster` {growth('minhash_cluster')}. With T tasks a partitioned task holds about 1/T of the "
-        "keys or pairs (the hash prefix spreads them evenly: the largest share is in the table), so more tasks keep "
-        "each one's memory flat as the input grows; the one task left, `minhash_cluster`, holds one byte per "
-        "document of a verified pair and streams the verified pairs sorted from DuckDB (spilled past its memory "
-        "limit): it grows with the verified pairs, not with the corpus.",
-        *(greedy_markdown(greedy) if greedy else []),
+        f"From {first['copies']}× to {last['copies']}× ({last['prepared'] / first['prepared']:.1f}× the documents, "
+        f"{last['verified'] / max(1, first['verified']):.1f}× the verified pairs) at the same T, the peak RSS above a "
+        f"bare process: `find_duplicates` tasks {growth(lambda r: stage_runs_of(r, 'find_duplicates'))} (the old "
+        f"single task {growth(lambda r: r['runs']['old-exact'])}), `minhash_verify` tasks "
+        f"{growth(lambda r: stage_runs_of(r, 'minhash_verify'))}, `minhash_cluster`'s "
+        f"{growth(lambda r: stage_runs_of(r, 'minhash_cluster'))} (the old single task "
+        f"{growth(lambda r: r['runs']['old-near'])}); the largest at {last['copies']}×: `{largest}`. Each task holds "
+        "its partition of the keys or pairs (a hash prefix of the document, or of its family for the verified "
+        "pairs), and what it holds past its bounded buffers DuckDB spills past its memory limit; more tasks keep "
+        "each one's share flat as the input grows (the growth benchmark measures that with T growing with the input, "
+        "and at one T with 100× the input a task). `minhash_cluster` at 100M verified pairs and a component of 10M "
+        "documents: [its section](#near-duplicates-resolved-per-connected-component-minhash_cluster-in-rounds).",
         END,
     ]
     return "\n".join(lines) + "\n"
@@ -369,28 +267,23 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--sizes", default="1,3,6", help="comma-separated numbers of distinct corpus copies")
     p.add_argument("--tasks", type=int, default=4)
     p.add_argument("--workers", type=int, default=2, help="workers of the build that prepares the work")
-    p.add_argument("--greedy-sizes", default=GREEDY_SIZES, help="synthetic verified pairs for minhash_cluster alone")
-    p.add_argument("--only", choices=("sizes", "greedy"), help="run one part, the other from --dir's results.json")
     p.add_argument("--no-publish", action="store_true", help="print, do not write docs/performance.md")
     p.add_argument("--report-only", action="store_true", help="re-render the section from --dir's results.json")
     args = p.parse_args(argv)
     root = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="mixture-dedup-bench-"))
     root.mkdir(parents=True, exist_ok=True)
     cmd = "python -m bench.dedup_bench" + (f" --scale {args.scale}" if args.scale != 0.5 else "") + \
-        (f" --sizes {args.sizes}" if args.sizes != "1,3,6" else "")
+        (f" --sizes {args.sizes}" if args.sizes != "1,3,6" else "") + (f" --tasks {args.tasks}" if args.tasks != 4 else "")
     try:
-        saved = json.loads((root / "results.json").read_text()) if args.only or args.report_only else {}
-        results, greedy = saved.get("sizes", []), saved.get("greedy", [])
-        if args.only != "greedy" and not args.report_only:
+        if args.report_only:
+            results = json.loads((root / "results.json").read_text())["sizes"]
+        else:
             results = []
             for copies in (int(s) for s in args.sizes.split(",")):
                 print(f"  {copies}× …", flush=True)
                 results.append(bench_size(root / f"x{copies}", copies, args))
-        if args.only != "sizes" and not args.report_only:
-            greedy = bench_greedy(root, args.greedy_sizes.split(","), args.tasks)
-        (root / "results.json").write_text(json.dumps({"sizes": results, "greedy": greedy}, indent=1))
-        text = markdown(results, args, cmd, greedy)
-        show(text, BEGIN, END, not args.no_publish)
+            (root / "results.json").write_text(json.dumps({"sizes": results}, indent=1))
+        show(markdown(results, args, cmd), BEGIN, END, not args.no_publish)
     finally:
         if not args.keep and not args.dir:
             shutil.rmtree(root, ignore_errors=True)
