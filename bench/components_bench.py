@@ -6,6 +6,7 @@ forked child (its rusage); figures into docs/performance.md."""
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -67,7 +68,7 @@ def run_new(near: Path, out: Path, tasks: int, memory: str, pairs_per_task: int)
     from tests.dedup.synthetic_graphs import FILES
 
     wall = cpu = peak = critical = 0.0
-    n, per_round, star_tasks = 0, {}, 0
+    n, per_round, longest, star_tasks = 0, {}, {}, 0
     t0 = time.perf_counter()
     for r in rounds(str(near), str(out / "drops"), str(out / "report.json"), tasks, prepared=FILES,
                     pairs_per_task=pairs_per_task, memory_limit=memory, **SETTINGS):
@@ -78,10 +79,11 @@ def run_new(near: Path, out: Path, tasks: int, memory: str, pairs_per_task: int)
         kind = "star" if re.fullmatch(r"r\d+", r.name) else r.name
         star_tasks = r.tasks if kind == "star" else star_tasks
         per_round[kind] = per_round.get(kind, 0.0) + sum(t["cpu"] for t in times)
+        longest[kind] = longest.get(kind, 0.0) + max(t["cpu"] for t in times)
         n += 1
     wall = time.perf_counter() - t0
     return {"wall": wall, "cpu": cpu, "peak": peak, "critical": critical, "rounds": n - 3, "split": per_round,
-            "tasks": star_tasks}
+            "longest": longest, "tasks": star_tasks}
 
 
 def _drops(folder: Path) -> dict[int, tuple[int, int]]:
@@ -108,6 +110,12 @@ def _drops(folder: Path) -> dict[int, tuple[int, int]]:
     return out
 
 
+def _command(args) -> str:
+    return (f"python -m bench.components_bench --pairs {args.pairs} --giant {args.giant} --tasks {args.tasks} "
+            f"--pairs-per-task {args.pairs_per_task} --memory {args.memory}"
+            + (f" --old-memory {args.old_memory}" if args.old_memory else ""))
+
+
 def main() -> None:
     from tests.dedup.synthetic_graphs import forest_graph, write_verified
 
@@ -122,6 +130,7 @@ def main() -> None:
     p.add_argument("--old-memory", help="DuckDB's memory limit of the old single task (default: --memory; it holds "
                                         "every pair: at 100M pairs 2 GB is not enough)")
     p.add_argument("--no-publish", action="store_true")
+    p.add_argument("--json", help="also write the results here (bench/cost_rates.py --components takes them)")
     args = p.parse_args()
     root = Path(tempfile.mkdtemp(prefix="components-bench-"))
     results: dict[str, dict] = {}
@@ -144,6 +153,9 @@ def main() -> None:
     finally:
         shutil.rmtree(root, ignore_errors=True)
     uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    if args.json:
+        Path(args.json).write_text(json.dumps({"pairs": n_pairs, "giant": args.giant, "machine": machine(),
+                                               "load": uptime, "command": _command(args), "runs": results}, indent=1))
     lines = [BEGIN, "## Near duplicates resolved per connected component (`minhash_cluster` in rounds)", "",
              f"Machine: {machine()}. Load during the run (`uptime` after it): {uptime}.", "",
              f"Synthetic verified pairs (`minhash_verify`'s format, tests/dedup/synthetic_graphs.py `forest_graph`): "
@@ -161,9 +173,7 @@ def main() -> None:
         label = "old single task" if name == "old" else f"rounds, {name}, P_c = {r['tasks']}"
         lines.append(f"| {label} | {r['rounds'] if name != 'old' else '—'} | {r['cpu']:.1f} s | "
                      f"{r['cpu'] / n_pairs * 1e6:.2f} µs | {r['critical']:.1f} s | {r['peak']:.0f} MiB | {split} |")
-    lines += ["", f"Reproduce: `python -m bench.components_bench --pairs {args.pairs} --giant {args.giant} "
-              f"--tasks {args.tasks} --pairs-per-task {args.pairs_per_task} --memory {args.memory}"
-              + (f" --old-memory {args.old_memory}" if args.old_memory else "") + "`.", END]
+    lines += ["", f"Reproduce: `{_command(args)}`.", END]
     text = "\n".join(lines)
     show(text, BEGIN, END, not args.no_publish)
 

@@ -2,8 +2,10 @@
 CPU, exponents and peaks per stage from a growth benchmark run (its growth.json), and the files each stage writes as
 a function of the tasks T, fitted on builds of one small `pool` corpus at T = 2, 4 and 8 kept with their work files.
 
-`python -m bench.cost_rates --growth DIR/growth.json [--fixed-tasks-run DIR2/growth.json]` (writes
-mixture/stages/rates.json; `--no-write` prints)."""
+`python -m bench.cost_rates --growth DIR/growth.json [--fixed-tasks-run DIR2/growth.json] [--components FILE]`
+(writes mixture/stages/rates.json; `--no-write` prints). `--components`: bench/components_bench.py's `--json` of a
+graph that is one component (`--pairs` twice `--giant`), the largest component's path through `minhash_cluster`;
+without it the packaged rates' path is kept."""
 
 from __future__ import annotations
 
@@ -93,18 +95,34 @@ def fit_objects(tmp: Path, log=print) -> dict[str, costs.ObjectRate]:
     return object_rates(counts)
 
 
+def component_path(results: dict) -> costs.ComponentPath:
+    """The largest component's path from a components benchmark's results (its `--json`): the rounds' run with the
+    most tasks, whose longest task of each kind is the component's."""
+    runs = [r for name, r in results["runs"].items() if name != "old"]
+    run = max(runs, key=lambda r: r["tasks"])
+    longest = run["longest"]
+    return costs.ComponentPath(members=results["giant"], pairs=results["pairs"], rounds=run["rounds"],
+                               star_seconds=longest["star"], route_seconds=longest.get("route", 0.0),
+                               greedy_seconds=longest["greedy"],
+                               measured=f"{results['command']} ({results['machine']}; {results['load']})")
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--growth", required=True, help="a growth benchmark's growth.json (bench/growth_bench.py --out)")
     p.add_argument("--fixed-tasks-run", help="growth.json of a run at one T for every size (growth_bench "
                    "--fixed-tasks): each stage's CPU fitted as fixed + per task + per T·P + per unit over both runs")
+    p.add_argument("--components", help="bench/components_bench.py --json of one component: the largest component's "
+                   "path (default: the packaged rates')")
     p.add_argument("--no-write", action="store_true", help=f"print the rates, do not write {RATES}")
     args = p.parse_args(argv)
     fixed = json.loads(Path(args.fixed_tasks_run).read_text()) if args.fixed_tasks_run else None
     report = growth_report.Report(json.loads(Path(args.growth).read_text()), fixed)
     with tempfile.TemporaryDirectory(prefix="cost-rates-") as tmp:
         objects = fit_objects(Path(tmp))
-    rates = report.rates(objects)
+    path = (component_path(json.loads(Path(args.components).read_text())) if args.components
+            else costs.load_rates().largest_component)
+    rates = report.rates(objects).model_copy(update={"largest_component": path})
     text = rates.model_dump_json(indent=1) + "\n"
     if args.no_write:
         print(text)

@@ -635,20 +635,55 @@ class Report:
                            kept_share=self.kept[-1] / self.largest["input_tokens"],
                            bare_tokenizer=t["bare_in"] if t else None,
                            candidate_pairs=self.candidate_pairs(build) or None,
-                           pairs_exponent=(self.pairs_growth() or (None,))[0], stages=tuple(stages))
+                           pairs_exponent=(self.pairs_growth() or (None,))[0], stages=tuple(stages),
+                           largest_component=costs.load_rates().largest_component)  # bench/components_bench.py's
 
-    def projection_rows(self, candidate_pairs: float | None = None) -> list[dict]:
+    def projection_rows(self, candidate_pairs: float | None = None, largest_component: float | None = None,
+                        component_pairs: float | None = None) -> list[dict]:
         """Per stage: CPU seconds at the largest size, its CPU exponent, and the cost model's core-hours and wall
         hours on CORES cores for RAW_POOL raw tokens (mixture/stages/costs.py `project`, the model `mixture estimate`
-        applies to a spec), with `candidate_pairs` near-duplicate candidate pairs (None: grown as over the sizes)."""
+        applies to a spec), with `candidate_pairs` near-duplicate candidate pairs (None: grown as over the sizes)
+        and a largest near-duplicate component of `largest_component` documents and `component_pairs` verified
+        pairs (None: not projected; the measured pairs a member)."""
         rates = self.rates()
         tasks = self.r.get("pool_tasks", {})
         work = costs.Workload(input_tokens=RAW_POOL, tasks=POOL_TASKS, fit_sample=FIT_SAMPLE, stage_tasks={
             n: tasks.get(n, 1 if n in self.r["single_task"] else POOL_TASKS) for n in self.names},
-            candidate_pairs=candidate_pairs)
+            candidate_pairs=candidate_pairs, largest_component=largest_component,
+            largest_component_pairs=component_pairs)
         return [{"stage": c.stage, "cpu": r.cpu_seconds, "exponent": r.exponent, "how": c.scaled,
                  "core_hours": c.core_hours, "linear_hours": c.linear_core_hours, "tasks": c.tasks,
-                 "wall_hours": c.wall_hours} for r, c in zip(rates.stages, costs.project(rates, work, CORES), strict=True)]
+                 "wall_hours": c.wall_hours, "task_hours": c.task_hours}
+                for r, c in zip(rates.stages, costs.project(rates, work, CORES), strict=True)]
+
+    def component_scenarios(self, rows: list[dict]) -> list[str]:
+        """The projection with the largest near-duplicate component on one task's path through `minhash_cluster`
+        (bench/components_bench.py's measured path), for sizes up to Marin's candidate cluster."""
+        path, stage = costs.load_rates().largest_component, "minhash_cluster"
+        if path is None or stage not in self.names:
+            return []
+        per_member = path.pairs / path.members
+        cases = [("none (the pairs spread over the tasks): the table above", None, None),
+                 *((f"{m / 1e6:,.0f}M documents", m, None) for m in (1e7, 1e8)),
+                 (f"Marin's candidate cluster: {costs.MARIN_LARGEST / 1e6:,.0f}M documents", costs.MARIN_LARGEST, None),
+                 ("… with 8 verified pairs a member", costs.MARIN_LARGEST, 8 * costs.MARIN_LARGEST)]
+        lines = [f"The largest near-duplicate component is one task's in every round of `{stage}` (its star "
+                 "centre's partition holds its edges once it is a star; its greedy keep is one pass), so its size, not "
+                 "the pairs, sets the stage's wall time. Its path, measured on one component of "
+                 f"{path.members:,} documents and {path.pairs:,} verified pairs ({per_member:.1f} a member; "
+                 f"`{path.measured.split(' (')[0]}`): its task's star rounds {path.star_seconds:.1f} s in "
+                 f"{path.rounds} rounds, routing {path.route_seconds:.1f} s, greedy {path.greedy_seconds:.1f} s; "
+                 "scaled by its documents (the star rounds and the routing) and its pairs (the greedy), with its edges "
+                 "on one task in every round of the stage at the pool (an upper bound: early rounds spread them):", "",
+                 f"| largest component | its verified pairs | `{stage}` wall hours | its longest task, hours | "
+                 f"critical path on {CORES:,} cores |", "|---|---:|---:|---:|---:|"]
+        for label, members, pairs in cases:
+            case = rows if members is None else self.projection_rows(largest_component=members, component_pairs=pairs)
+            c = next(r for r in case if r["stage"] == stage)
+            n = "–" if members is None else f"{(pairs or members * per_member) / 1e9:,.2f}B"
+            lines.append(f"| {label} | {n} | {c['wall_hours']:,.2f} | {c['task_hours']:,.2f} | "
+                         f"{_hours(sum(r['wall_hours'] for r in case))} h |")
+        return [*lines, ""]
 
     def _projection_method(self) -> str:
         exp = ("a stage's CPU seconds times (pool tokens / measured tokens)^e, e its CPU growth exponent over the sizes "
@@ -745,6 +780,7 @@ class Report:
                 + "".join(f"; `minhash_buckets` runs {r['tasks']:,} tasks (one per band and slice of its first-hash "
                           "range: bands × ⌈T / bands⌉)" for r in rows if r["stage"] == "minhash_buckets") + ".")
         lines += self.pairs_scenarios(rows)
+        lines += self.component_scenarios(rows)
         superlinear = [r["stage"] for r in rows if r["exponent"] is not None and r["exponent"] > 1 + LINEAR]
         if superlinear:
             lines.append(f"{', '.join(f'`{n}`' for n in superlinear)} grew faster than linearly over the measured "

@@ -58,6 +58,7 @@ class Estimate:
     tasks_per_job: dict[str, int] = field(default_factory=dict)  # the spec's, per stage (execution.stages)
     pairs_per_doc: float | None = None  # near-duplicate candidate pairs per input record, as given
     candidate_pairs: float | None = None  # the candidate pairs projected (None: the rates have none)
+    largest_component: float | None = None  # documents of the largest near-duplicate component, as given
 
     @property
     def input_tokens(self) -> float:
@@ -113,10 +114,12 @@ def sample_source(src: SourceFiles, reader: SourceReader, counter, budget: int, 
 
 
 def estimate(spec_path: str, *, tasks: int | None = None, cores: int = 1000, budget: int = SAMPLE_BYTES,
-             rates: costs.Rates | None = None, pairs_per_doc: float | None = None, progress=None) -> Estimate:
+             rates: costs.Rates | None = None, pairs_per_doc: float | None = None,
+             largest_component: float | None = None, progress=None) -> Estimate:
     """The spec's inputs sampled and its build projected with `tasks` tasks (default: execution.tasks) on
     `cores` cores; `pairs_per_doc`: near-duplicate candidate pairs per input record (default: the rates' growth
-    of them)."""
+    of them); `largest_component`: documents of the largest near-duplicate component, one task's path through
+    `minhash_cluster` (default: not projected)."""
     spec = load_spec(spec_path)
     n_tasks = tasks or spec.execution.tasks
     ctx = BuildContext(spec, spec.refs.folder, spec.refs.store, n_tasks)
@@ -133,8 +136,8 @@ def estimate(spec_path: str, *, tasks: int | None = None, cores: int = 1000, bud
                           component_pairs_per_task=spec.execution.component_pairs_per_task,
                           combine_files=spec.execution.combine_files, bands=spec.processing.dedup.fuzzy.bands,
                           candidate_pairs=None if pairs_per_doc is None else
-                          pairs_per_doc * sum(s.est_records for s in samples))
+                          pairs_per_doc * sum(s.est_records for s in samples), largest_component=largest_component)
     kept = rates.model_copy(update={"stages": tuple(r for r in rates.stages if r.stage in stage_tasks)})
     per_job = {name: spec.execution.for_stage(name).tasks_per_job for name in stage_tasks}
     return Estimate(spec_path, n_tasks, cores, samples, costs.project(kept, work, cores), kept, per_job,
-                    pairs_per_doc, costs.candidate_pairs(rates, work))
+                    pairs_per_doc, costs.candidate_pairs(rates, work), largest_component)

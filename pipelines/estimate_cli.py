@@ -59,6 +59,23 @@ def _pairs_note(est) -> str:
     return note + (f". {low}" if low else "")
 
 
+def component_note(est) -> str:
+    """How `minhash_cluster`'s wall time was projected: with the largest component given, or a pointer to give it
+    (and what Marin's pool's largest would take)."""
+    path, cluster = est.rates.largest_component, next((c for c in est.costs if c.stage == "minhash_cluster"), None)
+    if path is None or cluster is None:
+        return ""
+    if est.largest_component:
+        return (f"; minhash_cluster's wall time is at least its largest component's path ({est.largest_component:,.0f} "
+                "documents, yours): one task holds it in every round")
+    rate = next(r for r in est.rates.stages if r.stage == "minhash_cluster")
+    rounds = rate.rounds.at(est.input_tokens / rate.reference) if rate.rounds else path.rounds
+    hours = path.seconds(costs.MARIN_LARGEST, None, rounds)[0] / 3600
+    return (f"; minhash_cluster's wall time assumes its pairs spread over its tasks, but its largest near-duplicate "
+            f"component is one task's in every round: give its documents with --largest-component (the pool Marin "
+            f"deduplicated had a candidate cluster of {costs.MARIN_LARGEST / 1e6:,.0f}M: {hours:,.1f} h on one task)")
+
+
 def verify_rate_warning(est) -> str | None:
     """Why `minhash_verify`'s projection is low when its partitions hold few records each, or None."""
     verify = next((c for c in est.costs if c.stage == "minhash_verify"), None)
@@ -117,7 +134,7 @@ def print_estimate(est, console: Console, prices: costs.Prices | None = None) ->
                   + ("a stage's CPU is its fitted fixed, per-task, per-T·P and per-unit seconds where the rates have "
                      "them, else " if any(s.linear for s in r.stages) else "a stage's CPU is ")
                   + "scaled by (tokens / those)^e, e its measured growth exponent (never under 1)"
-                  f"{_pairs_note(est)}. Your machine's speed differs: time the bare tokenizer on both to compare.[/dim]",
+                  f"{_pairs_note(est)}{component_note(est)}. Your machine's speed differs: time the bare tokenizer on both to compare.[/dim]",
                   soft_wrap=True)
     console.print("Slurm requests (paste into the spec; each stage's time limit is twice the projected time of an "
                   "array element, its tasks_per_job tasks one after another; its memory 1.5× the measured peak):")
@@ -138,6 +155,11 @@ def register(app: typer.Typer) -> None:
                  "of your corpus's duplicates (a previous build's store.json near_duplicates.pairs_considered / "
                  "records in; at most 8 × bands). Default: the rates' reference, grown with the tokens as the growth "
                  "benchmark measured (docs/scaling.md)"),
+        largest_component: float = typer.Option(
+            None, "--largest-component", min=1,
+            help="documents in the largest near-duplicate component (documents joined by verified pairs): one "
+                 "minhash_cluster task holds it in every round, so it sets that stage's wall time and time limit. "
+                 "Default: not projected (the pairs spread over the tasks)"),
         prices: Path = typer.Option(None, help="YAML with core_hour and per_1000_writes (your prices)"),
         as_json: bool = typer.Option(False, "--json", help="print the estimate as JSON"),
     ) -> None:
@@ -150,7 +172,7 @@ def register(app: typer.Typer) -> None:
             price = costs.Prices.model_validate(load_yaml(prices.read_text())) if prices else None
             rate = costs.load_rates(rates) if rates else None
             est = run(spec, tasks=tasks, cores=cores, budget=int(sample_mb * 2**20), rates=rate,
-                      pairs_per_doc=pairs_per_doc)
+                      pairs_per_doc=pairs_per_doc, largest_component=largest_component)
         except SpecError as exc:
             console.print(f"[red]{exc}[/red]", soft_wrap=True)
             raise typer.Exit(2) from None
@@ -165,6 +187,7 @@ def register(app: typer.Typer) -> None:
                             "memory_request_gib": c.memory_request_gib} for c in est.costs],
                 "critical_path_hours": est.critical_path_hours,
                 "candidate_pairs": est.candidate_pairs, "pairs_per_doc": est.pairs_per_doc,
+                "largest_component": est.largest_component,
                 "warnings": [w for w in (verify_rate_warning(est),) if w],
                 **({"price": costs.price(est.costs, price)} if price else {}),
                 "rates": {"machine": est.rates.machine, "measured": est.rates.measured}}, indent=1))

@@ -19,6 +19,9 @@ MIN_LIMIT_HOURS = 1.0
 MEMORY_HEADROOM = 1.5  # a memory request: the measured peak per task × this, in whole GiB
 GIB = 2**30
 ROUNDS_PER_DOUBLING = 2.0  # star rounds added per doubling of the input (RoundsRate)
+# members of the largest candidate cluster of Marin's fuzzy dedup of the 25.6T pool (marin-community/marin #8237):
+# the largest near-duplicate component a user of that pool should plan for (ComponentPath)
+MARIN_LARGEST = 825_000_000
 # requests of a `minhash_buckets` task to each signature file of its band (T of them): its size, its slice index, its
 # run (pipelines/dedup/minhash_buckets.py BandCollisions); of the combine round to each: its slice index, its records
 SIGNATURE_READS = 3
@@ -97,6 +100,32 @@ class RoundsRate(BaseModel):
         return self.rounds + math.ceil(ROUNDS_PER_DOUBLING * math.log2(max(1.0, ratio)))
 
 
+class ComponentPath(BaseModel):
+    """The largest near-duplicate component's path through `minhash_cluster`: its documents and pairs are one task's
+    (its star centre's partition holds its edges in the rounds once it is a star; its greedy keep is one pass), so
+    its size, not the corpus's pairs, sets the stage's critical path. Measured by bench/components_bench.py on a
+    graph that is that one component: the longest task's CPU seconds of each kind, summed over the rounds."""
+
+    model_config = ConfigDict(frozen=True)
+
+    members: int = Field(gt=0, description="documents of the measured component")
+    pairs: int = Field(gt=0, description="its verified pairs")
+    rounds: int = Field(ge=1, description="its star rounds")
+    star_seconds: float = Field(ge=0, description="the longest task of each star round, summed")
+    route_seconds: float = Field(ge=0, description="the longest task of the round routing the pairs")
+    greedy_seconds: float = Field(ge=0, description="the longest greedy task (the component's)")
+    measured: str = Field(description="by which command, on which machine")
+
+    def seconds(self, members: float, pairs: float | None, rounds: int) -> tuple[float, float]:
+        """(the path's seconds, its longest task's) for a component of `members` documents and `pairs` verified
+        pairs (None: the measured pairs a member) over `rounds` star rounds, every one of them with its edges on one
+        task (an upper bound: early rounds spread a component's edges)."""
+        pairs = members * self.pairs / self.members if pairs is None else pairs
+        star = self.star_seconds / self.rounds * members / self.members  # a round's task holding the component
+        route, greedy = self.route_seconds * members / self.members, self.greedy_seconds * pairs / self.pairs
+        return star * rounds + route + greedy, max(star, route, greedy)
+
+
 class LinearCost(BaseModel):
     """A stage's CPU seconds as fixed + per_task · its tasks + per_range · T · P + per_unit · its work (input tokens,
     or candidate pairs), fitted by non-negative least squares on growth runs that vary the tasks and the input apart
@@ -153,6 +182,8 @@ class Rates(BaseModel):
                                                            "tokens over the sizes: the corpus's duplicates, not a "
                                                            "stage's cost")
     stages: tuple[StageRate, ...]
+    largest_component: ComponentPath | None = Field(None, description="the largest near-duplicate component's path "
+                                                                      "through `minhash_cluster` (one task's)")
 
     def pairs_at(self, input_tokens: float) -> float:
         """Candidate pairs projected to `input_tokens`: the reference's grown by `pairs_exponent` (never under 1)."""
@@ -176,6 +207,8 @@ class Workload:
     combine_files: int | None = None  # execution.combine_files: the shuffles' combine group (None: the default)
     bands: int = 14  # processing.dedup.fuzzy.bands: `minhash_sigs` writes a signature file per band and task
     candidate_pairs: float | None = None  # near-duplicate candidate pairs; None: the rates' growth of them
+    largest_component: float | None = None  # documents of the largest near-duplicate component; None: not projected
+    largest_component_pairs: float | None = None  # its verified pairs; None: the measured pairs a member
 
 
 @dataclass(frozen=True)
@@ -184,8 +217,8 @@ class StageCost:
     tasks: int
     core_hours: float
     linear_core_hours: float
-    wall_hours: float  # on the given cores: core-hours / min(cores, tasks)
-    task_hours: float  # the longest task, with the work shared evenly
+    wall_hours: float  # on the given cores: core-hours / min(cores, tasks), or the largest component's path
+    task_hours: float  # the longest task: the work shared evenly, or the largest component's
     peak_rss: int
     objects: int
     scaled: str  # how the reference figure was scaled, for a reader
@@ -243,9 +276,17 @@ def project(rates: Rates, work: Workload, cores: int) -> list[StageCost]:
             rate = f"{r.linear.per_unit * 1e6:.3g} µs" if r.linear.per_unit >= 1e-6 else f"{r.linear.per_unit * 1e9:.3g} ns"
             scaled.append(f"{rate} {unit}; its tasks {r.linear.per_task * tasks / 3600:,.1f} h, "
                           f"T·P {r.linear.per_range * ranges / 3600:,.1f} h")
+        wall_s, task_s = core_s / min(cores, tasks), core_s / tasks
+        path = rates.largest_component
+        if r.rounds is not None and path is not None and work.largest_component:
+            # its largest component is one task's in every round: the stage takes at least that path
+            serial, longest = path.seconds(work.largest_component, work.largest_component_pairs, r.rounds.at(ratio))
+            wall_s, task_s = max(wall_s, serial), max(task_s, longest)
+            scaled.append(f"its largest component ({work.largest_component:,.0f} documents) {serial / 3600:,.1f} h "
+                          "on one task a round")
         out.append(StageCost(
             stage=r.stage, tasks=tasks, core_hours=core_s / 3600, linear_core_hours=r.cpu_seconds * ratio / 3600,
-            wall_hours=core_s / min(cores, tasks) / 3600, task_hours=core_s / tasks / 3600, peak_rss=r.peak_rss,
+            wall_hours=wall_s / 3600, task_hours=task_s / 3600, peak_rss=r.peak_rss,
             objects=objects, reads=reads, listings=listings, scaled=", ".join(scaled),
             combine_group=combine_group(work.tasks, max(work.tasks, work.partitions or work.tasks), work.combine_files)
             if r.objects.shuffles else 1))

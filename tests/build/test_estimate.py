@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from mixture.cli import app
 from mixture.demo_corpus import read
 from mixture.pipelines.estimate import estimate
-from mixture.pipelines.estimate_cli import _pairs_note, slurm_block, verify_rate_warning
+from mixture.pipelines.estimate_cli import _pairs_note, component_note, slurm_block, verify_rate_warning
 from mixture.spec.load import load_spec
 from mixture.spec.models import Execution
 from mixture.stages import costs
@@ -81,6 +81,14 @@ def test_estimate_command(spec_path, tmp_path):
     out = json.loads(res.output)
     assert out["tasks"] == 4 and out["price"]["total"] > 0 and out["stages"][0]["time_limit"].endswith(":00")
     assert out["warnings"] == []  # 4 verification partitions of ~175 records each: families kept whole
+    assert out["largest_component"] is None
+    res = CliRunner().invoke(app, ["estimate", str(spec_path), "--tasks", "4", "--json", "--largest-component", "1e9"])
+    assert res.exit_code == 0, res.output
+    big = json.loads(res.output)
+    cluster = next(c for c in big["stages"] if c["stage"] == "minhash_cluster")
+    assert big["largest_component"] == 1e9 and "1,000,000,000 documents" in cluster["scaled"]
+    assert cluster["wall_hours"] > next(c for c in out["stages"] if c["stage"] == "minhash_cluster")["wall_hours"]
+    assert big["critical_path_hours"] > out["critical_path_hours"]
     res = CliRunner().invoke(app, ["estimate", str(tmp_path / "missing.yaml")])
     assert res.exit_code == 2 and "missing.yaml" in res.output
 
@@ -102,3 +110,10 @@ def test_candidate_pairs_per_record_scale_the_verification(spec_path):
     assert records < 100 * 4_000 and records >= 100 * 4
     assert "low for 4,000 partitions of ~" in _pairs_note(many) and "low for" not in _pairs_note(grown)
     assert verify_rate_warning(many) in _pairs_note(many) and verify_rate_warning(grown) is None
+
+
+def test_the_note_asks_for_the_largest_component_or_says_it_was_projected(spec_path):
+    plain = estimate(str(spec_path), tasks=4, budget=2**20)
+    assert "--largest-component" in component_note(plain) and "825M" in component_note(plain)
+    given = estimate(str(spec_path), tasks=4, budget=2**20, largest_component=5e6)
+    assert "5,000,000 documents, yours" in component_note(given)

@@ -111,6 +111,39 @@ def test_a_stage_in_rounds_runs_as_tasks_of_its_pairs_with_rounds_that_grow_with
     assert one.tasks == 1 and one.objects == 2 * 5 + 3 + 1  # a small graph: one task per round, whatever T
 
 
+def test_the_largest_component_is_one_task_s_path_through_the_rounds():
+    near = costs.StageRate(stage="a", cpu_seconds=36, scaled_by="tokens", reference=1_000, exponent=1.0, peak_rss=0,
+                           rounds=costs.RoundsRate(rounds=5, pairs=300))
+    # measured: a component of 1,000 documents and 2,000 pairs in 10 rounds, its task's star rounds 20 s in all, its
+    # route 1 s, its greedy 4 s
+    path = costs.ComponentPath(members=1_000, pairs=2_000, rounds=10, star_seconds=20, route_seconds=1,
+                               greedy_seconds=4, measured="test")
+    rates = _rates(near).model_copy(update={"largest_component": path})
+
+    def cluster(**work) -> costs.StageCost:
+        [c] = costs.project(rates, costs.Workload(input_tokens=8_000, tasks=64, stage_tasks={"a": 64}, fit_sample=100,
+                                                  component_pairs_per_task=100, **work), cores=1000)
+        return c
+
+    even = cluster()
+    assert even.wall_hours == pytest.approx(36 * 8 / 3600 / 24) and "largest" not in even.scaled
+    n = 5 + 6  # the stage's rounds at 8× its reference: the component's edges on one task in each
+    big = cluster(largest_component=100_000)  # its pairs: 2 a member, as measured
+    star, route, greedy = 2.0 * 100 * n, 1.0 * 100, 4.0 * 100  # a round's star task 2 s × 100 × the size
+    assert big.wall_hours == pytest.approx((star + route + greedy) / 3600)
+    assert big.task_hours == pytest.approx(greedy / 3600)  # its longest task: the greedy of 200,000 pairs
+    assert big.core_hours == even.core_hours and "100,000 documents" in big.scaled
+    denser = cluster(largest_component=100_000, largest_component_pairs=800_000)  # 8 pairs a member
+    assert denser.task_hours == pytest.approx(4.0 * 400 / 3600)
+    small = cluster(largest_component=10)  # a path shorter than the even share changes nothing
+    assert small.wall_hours == even.wall_hours and small.task_hours == even.task_hours
+    [plain] = costs.project(_rates(near), costs.Workload(input_tokens=8_000, tasks=64, stage_tasks={"a": 64},
+                                                          fit_sample=100, component_pairs_per_task=100,
+                                                          largest_component=100_000), cores=1000)
+    assert plain.wall_hours == even.wall_hours  # rates without a measured path: not projected
+    assert costs.load_rates().largest_component is not None  # the packaged rates have one
+
+
 def test_a_stage_scaled_by_candidate_pairs_takes_the_workloads_or_their_measured_growth():
     verify = costs.StageRate(stage="a", cpu_seconds=36, scaled_by="pairs", reference=500, exponent=1.0, peak_rss=0)
     rates = _rates(verify).model_copy(update={"candidate_pairs": 500.0, "pairs_exponent": 1.5})
@@ -142,3 +175,16 @@ def test_the_docs_projection_is_the_cost_model_of_the_growth_rates():
     assert sum(r["core_hours"] for r in rows) > 0
     again = costs.Rates.model_validate_json(rates.model_dump_json())  # what bench/cost_rates.py writes, read back
     assert [r.cpu_seconds for r in again.stages] == [r["cpu"] for r in rows]
+
+
+def test_the_components_benchmark_gives_the_largest_component_s_path():
+    from bench.cost_rates import component_path
+
+    longest = {"star": 12.0, "route": 1.0, "greedy": 17.0, "report": 0.1}
+    results = {"pairs": 8_000, "giant": 4_000, "machine": "m", "load": "load 1", "command": "python -m bench.x",
+               "runs": {"old": {"tasks": 1, "rounds": 1}, "P=1": {"tasks": 1, "rounds": 9, "longest": {**longest, "greedy": 30.0}},
+                        "P=8": {"tasks": 8, "rounds": 10, "longest": longest}}}
+    path = component_path(results)  # the run with the most tasks: the component's task apart from the rest
+    assert (path.members, path.pairs, path.rounds) == (4_000, 8_000, 10)
+    assert (path.star_seconds, path.route_seconds, path.greedy_seconds) == (12.0, 1.0, 17.0)
+    assert "python -m bench.x" in path.measured and "load 1" in path.measured
