@@ -157,9 +157,10 @@ def register(app: typer.Typer) -> None:
                  "benchmark measured (docs/scaling.md)"),
         largest_component: float = typer.Option(
             None, "--largest-component", min=1,
-            help="documents in the largest near-duplicate component (documents joined by verified pairs): one "
-                 "minhash_cluster task holds it in every round, so it sets that stage's wall time and time limit. "
-                 "Default: not projected (the pairs spread over the tasks)"),
+            help="documents in the largest near-duplicate component (documents joined by verified pairs; a "
+                 "previous build's store.json near_duplicates.largest_component): one minhash_cluster task holds it "
+                 "in every round, so it sets that stage's wall time and time limit. Default: not projected (the "
+                 "pairs spread over the tasks)"),
         prices: Path = typer.Option(None, help="YAML with core_hour and per_1000_writes (your prices)"),
         as_json: bool = typer.Option(False, "--json", help="print the estimate as JSON"),
     ) -> None:

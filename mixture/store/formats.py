@@ -371,6 +371,10 @@ class NearDuplicateReport(Format):
     drops: int = Field(ge=0, description="documents dropped: verified against an earlier document that is kept")
     kept_similar: int = Field(ge=0, description="documents kept although verified against an earlier one, every "
                                                 "such one being dropped (a chain a components approach would drop)")
+    largest_component: int | None = Field(None, ge=0, description="documents of the largest component of the "
+                                          "verified pairs: one minhash_cluster task holds it (the projection of a "
+                                          "larger corpus: `mixture estimate --largest-component`); None in stores "
+                                          "built before it was counted")
 
 
 class FitInfo(Format):

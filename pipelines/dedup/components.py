@@ -20,6 +20,7 @@ from mixture.pipelines.runtime.duckdb_connection import scalar
 from mixture.stages.registry import ROUTED_PAIRS, VERIFIED_PAIRS, star_changes, star_edges
 
 EDGES = pa.schema([("u", pa.int64()), ("v", pa.int64())])  # an edge of the graph, kept in the partition of u
+ROUTED = VERIFIED.append(pa.field("comp", pa.int64()))  # a verified pair with its component (its least document)
 # the edges a round wrote, those it replaced, and (large-star) the edges a small-star would replace: to smaller
 # neighbours of a node other than its least one; both none: each component is a star around its least document
 CHANGES = pa.schema([("edges", pa.int64()), ("changed", pa.int64()), ("unsettled", pa.int64())])
@@ -106,7 +107,8 @@ def settled(folder: str, round_: int) -> bool:
 class RouteToComponents(PartitionedStep):
     """After the last round (`last`), task q of P_c: each verified pair whose later document lies in partition q, its
     later document's component (the least document of its star, the node it is joined to) hashed to a partition;
-    the pair goes there with its evidence (ROUTED_PAIRS), so that one task holds every pair of a component."""
+    the pair goes there with its evidence and its component (ROUTED_PAIRS, ROUTED), so that one task holds every
+    pair of a component."""
 
     name = "🎯 MinHash route pairs to components"
 
@@ -136,6 +138,6 @@ class RouteToComponents(PartitionedStep):
         columns = ", ".join(f"p.{c}" for c in VERIFIED.names)
         order = f" ORDER BY {PART}" if self.partitions > 1 else ""
         written = write_partitions(sorted_batches(con, f"""
-            SELECT {columns}, mixture_partition(l.comp, {self.partitions}) AS {PART} {mine}{order}"""),
+            SELECT {columns}, l.comp, mixture_partition(l.comp, {self.partitions}) AS {PART} {mine}{order}"""),
             ROUTED_PAIRS.path(self.folder, rank), self.partitions)
         return {"pairs_routed": sum(written.values()), "components": components}

@@ -13,16 +13,19 @@ import pyarrow as pa
 from mixture.pipelines.context import BuildContext, Round
 from mixture.pipelines.dedup.components import (
     MAX_ROUNDS,
+    ROUTED,
     RouteToComponents,
     StarRound,
     round_changes,
     settled,
 )
 from mixture.pipelines.dedup.minhash_buckets import ANCHORS, BAND_COUNTS
-from mixture.pipelines.dedup.minhash_verify import PAIRS_PER_FETCH, VERIFIED, VERIFY_COUNTS, signature_margin
+from mixture.pipelines.dedup.minhash_verify import PAIRS_PER_FETCH, VERIFY_COUNTS, signature_margin
 from mixture.pipelines.dedup.partitioned import PartitionedStep
 from mixture.pipelines.dedup.shuffle import (
     PART,
+    matching_files,
+    read_small,
     sorted_batches,
     summed_counts,
     write_counts,
@@ -46,7 +49,8 @@ from mixture.stages.registry import (
 from mixture.store.formats import NearDuplicateReport, write_model
 from mixture.text.shingles import WORD_RULE
 
-GREEDY_COUNTS = pa.schema([("drops", pa.int64()), ("kept_similar", pa.int64())])
+GREEDY_COUNTS = pa.schema([("drops", pa.int64()), ("kept_similar", pa.int64()), ("largest_component", pa.int64())])
+LARGEST = "largest_component"  # of the greedy tasks' counts: the report takes their largest, not their sum
 
 
 class MinhashCluster(PartitionedStep):
@@ -67,17 +71,19 @@ class MinhashCluster(PartitionedStep):
         self.folder, self.output, self.prepared, self.ngram = folder, output, prepared, ngram
 
     def inputs(self, rank: int) -> list[tuple[str, str, pa.Schema]]:
-        return [("raw_verified", ROUTED_PAIRS.every(self.folder), VERIFIED, rank)]
+        return [("raw_verified", ROUTED_PAIRS.every(self.folder), ROUTED, rank)]
 
     def process(self, con, rank: int) -> dict[str, int]:
         # the pairs without their evidence (the kept document's id, source and file): ~3x less to hold and sort;
         # the drops' evidence is read back at the end (`_greedy`)
-        con.execute("CREATE TABLE edges AS SELECT a, b, sim FROM raw_verified")
-        con.execute("""CREATE TABLE nodes AS SELECT g, row_number() OVER (ORDER BY g) - 1 AS i
-                       FROM (SELECT a AS g FROM edges UNION SELECT b FROM edges)""")
+        con.execute("CREATE TABLE edges AS SELECT a, b, sim, comp FROM raw_verified")
+        # a document is in one component: its (document, component) rows are distinct by document
+        con.execute("""CREATE TABLE nodes AS SELECT g, comp, row_number() OVER (ORDER BY g) - 1 AS i
+                       FROM (SELECT a AS g, comp FROM edges UNION SELECT b, comp FROM edges)""")
+        largest = scalar(con, "SELECT coalesce(max(n), 0) FROM (SELECT count(*) AS n FROM nodes GROUP BY comp)")
         drops, kept_similar = self._greedy(con, rank)
         write_counts(CLUSTER_COUNTS.path(self.folder, rank), GREEDY_COUNTS,
-                     {"drops": drops, "kept_similar": kept_similar})
+                     {"drops": drops, "kept_similar": kept_similar, LARGEST: largest})
         return {"pairs": scalar(con, "SELECT count(*) FROM edges"), "drops": drops}
 
     def _greedy(self, con, rank: int) -> tuple[int, int]:
@@ -142,6 +148,8 @@ class NearDuplicates(PartitionedStep):
         counts = {**summed_counts(BAND_TASK_COUNTS.every(self.folder), BAND_COUNTS),
                   **summed_counts(VERIFY_TASK_COUNTS.every(self.folder), VERIFY_COUNTS),
                   **summed_counts(CLUSTER_COUNTS.every(self.folder), GREEDY_COUNTS)}
+        counts[LARGEST] = max((read_small(f, GREEDY_COUNTS)[LARGEST][0].as_py()
+                               for f in matching_files(CLUSTER_COUNTS.every(self.folder))), default=0)
         counts["pairs_rejected"] = counts["pairs_considered"] - counts["pairs_verified"]
         fs, path = fsspec.core.url_to_fs(self.report)
         write_model(fs, path, NearDuplicateReport(

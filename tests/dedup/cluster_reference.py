@@ -67,7 +67,7 @@ class MinhashCluster(PartitionedStep):
         con.execute("""CREATE TABLE nodes AS SELECT g, row_number() OVER (ORDER BY g) - 1 AS i
                        FROM (SELECT a AS g FROM edges UNION SELECT b FROM edges)""")
         drops, kept_similar = self._greedy(con)
-        counts.update(drops=drops, kept_similar=kept_similar,
+        counts.update(drops=drops, kept_similar=kept_similar, largest_component=_largest_component(con),
                       pairs_rejected=counts["pairs_considered"] - counts["pairs_verified"])
         fs, path = fsspec.core.url_to_fs(self.report)
         write_model(fs, path, NearDuplicateReport(
@@ -132,6 +132,22 @@ def run_rounds(rounds: Iterable[Round]) -> int:
             list(data or ())
         n += 1
     return n
+
+
+def _largest_component(con) -> int:
+    """Documents of the largest component of the verified pairs, by scipy over every pair (the reference for the
+    report's count, which the rounds' greedy tasks take from the components the rounds found)."""
+    import numpy as np
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    pairs = con.execute("SELECT na.i, nb.i FROM edges e JOIN nodes na ON na.g = e.a JOIN nodes nb ON nb.g = e.b").fetchnumpy()
+    n = int(con.execute("SELECT count(*) FROM nodes").fetchone()[0])
+    if not n:
+        return 0
+    a, b = (np.asarray(v, np.int64) for v in pairs.values())
+    _, label = connected_components(coo_matrix((np.ones(len(a)), (a, b)), shape=(n, n)), directed=False)
+    return int(np.bincount(label).max())
 
 
 def resolve(folder: str, output: str, report: str, tasks: int, prepared: int = FILES, pairs_per_task: int = 1,

@@ -9,10 +9,10 @@ import pytest
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
-from mixture.pipelines.dedup.components import round_changes, settled
-from mixture.pipelines.dedup.minhash_verify import VERIFIED
+from mixture.pipelines.dedup.components import ROUTED, round_changes, settled
 from mixture.pipelines.dedup.shuffle import read_partition
 from mixture.stages.registry import ROUTED_PAIRS
+from mixture.store.formats import NearDuplicateReport, read_model
 from tests.dedup.cluster_reference import assert_same_as_single_task, drops_by_file, resolve
 from tests.dedup.synthetic_graphs import chain, mixed_graph, write_verified
 
@@ -46,8 +46,9 @@ def test_no_pairs(tmp_path):
 
 @pytest.mark.parametrize("tasks", [3, pytest.param(7, marks=pytest.mark.slow)])
 def test_rounds_find_the_connected_components(tmp_path, tasks):
-    """Every pair is routed to one partition per component (scipy's components of the same graph); the rounds stop
-    at the first large-star round that finds the components settled."""
+    """Every pair is routed to one partition per component (scipy's components of the same graph) with its component
+    (the least document in it); the rounds stop at the first large-star round that finds the components settled; the
+    report counts the largest component's documents."""
     near = tmp_path / "near_dups"
     edges = mixed_graph(seed=5)
     write_verified(near, edges, tasks)
@@ -60,14 +61,17 @@ def test_rounds_find_the_connected_components(tmp_path, tasks):
     graph = coo_matrix((np.ones(len(edges)), (inverse[:, 0], inverse[:, 1])), shape=(len(nodes), len(nodes)))
     _, label = connected_components(graph, directed=False)
     component_of = dict(zip(nodes.tolist(), label.tolist(), strict=True))
+    least = {c: int(nodes[label == c].min()) for c in set(label.tolist())}
     partitions_of: dict[int, set[int]] = {}
     for q in range(tasks):
-        routed = read_partition(ROUTED_PAIRS.every(str(near)), q, VERIFIED, tasks)
+        routed = read_partition(ROUTED_PAIRS.every(str(near)), q, ROUTED, tasks)
         if routed.num_rows:
-            for a, b in zip(*routed.select(["a", "b"]).to_pydict().values(), strict=True):
-                assert component_of[a] == component_of[b]
+            for a, b, comp in zip(*routed.select(["a", "b", "comp"]).to_pydict().values(), strict=True):
+                assert component_of[a] == component_of[b] and comp == least[component_of[a]]
                 partitions_of.setdefault(component_of[a], set()).add(q)
     assert len(partitions_of) == len(set(label.tolist())) and all(len(p) == 1 for p in partitions_of.values())
+    report = read_model(NearDuplicateReport, str(tmp_path / "report.json"))
+    assert report.largest_component == np.bincount(label).max() > 1_000  # mixed_graph's giant component
 
 
 @pytest.mark.parametrize(("tasks", "components"), [(3, 1), (7, 3)])
