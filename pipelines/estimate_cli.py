@@ -69,7 +69,8 @@ def component_note(est) -> str:
         return (f"; minhash_cluster's wall time is at least its largest component's path ({est.largest_component:,.0f} "
                 "documents, yours): one task holds it in every round")
     rate = next(r for r in est.rates.stages if r.stage == "minhash_cluster")
-    rounds = rate.rounds.at(est.input_tokens / rate.reference) if rate.rounds else path.rounds
+    rounds = path.rounds_at(costs.MARIN_LARGEST)
+    rounds = min(rounds, rate.rounds.at(est.input_tokens / rate.reference)) if rate.rounds else rounds
     hours = path.seconds(costs.MARIN_LARGEST, None, rounds)[0] / 3600
     return (f"; minhash_cluster's wall time assumes its pairs spread over its tasks, but its largest near-duplicate "
             f"component is one task's in every round: give its documents with --largest-component (the pool Marin "

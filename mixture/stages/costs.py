@@ -19,6 +19,9 @@ MIN_LIMIT_HOURS = 1.0
 MEMORY_HEADROOM = 1.5  # a memory request: the measured peak per task × this, in whole GiB
 GIB = 2**30
 ROUNDS_PER_DOUBLING = 2.0  # star rounds added per doubling of the input (RoundsRate)
+# rounds a component's centre still holds its edges after it is a star: the next small-star round's, the large-star
+# round that finds it whole and writes it DONE, and the one that carries its leaves' last marks (components.py)
+FINISH_ROUNDS = 3
 # members of the largest candidate cluster of Marin's fuzzy dedup of the 25.6T pool (marin-community/marin #8237):
 # the largest near-duplicate component a user of that pool should plan for (ComponentPath)
 MARIN_LARGEST = 825_000_000
@@ -102,9 +105,10 @@ class RoundsRate(BaseModel):
 
 class ComponentPath(BaseModel):
     """The largest near-duplicate component's path through `minhash_cluster`: its documents and pairs are one task's
-    (its star centre's partition holds its edges in the rounds once it is a star; its greedy keep is one pass), so
-    its size, not the corpus's pairs, sets the stage's critical path. Measured by bench/components_bench.py on a
-    graph that is that one component: the longest task's CPU seconds of each kind, summed over the rounds."""
+    (its star centre's partition holds its edges in the rounds until it is found whole, FINISH_ROUNDS after it is a
+    star; its greedy keep is one pass), so its size, not the corpus's pairs, sets the stage's critical path. Measured
+    by bench/components_bench.py on a graph that is that one component: the longest task's CPU seconds of each kind,
+    summed over the rounds."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -115,6 +119,12 @@ class ComponentPath(BaseModel):
     route_seconds: float = Field(ge=0, description="the longest task of the round routing the pairs")
     greedy_seconds: float = Field(ge=0, description="the longest greedy task (the component's)")
     measured: str = Field(description="by which command, on which machine")
+
+    def rounds_at(self, members: float) -> int:
+        """Star rounds a component of `members` documents holds one task: the measured component's, ROUNDS_PER_DOUBLING
+        more per doubling of its documents (as a stage's grow with its input: the measured ones did not grow from 250k
+        to 4M documents), and FINISH_ROUNDS."""
+        return self.rounds + math.ceil(ROUNDS_PER_DOUBLING * math.log2(max(1.0, members / self.members))) + FINISH_ROUNDS
 
     def seconds(self, members: float, pairs: float | None, rounds: int) -> tuple[float, float]:
         """(the path's seconds, its longest task's) for a component of `members` documents and `pairs` verified
@@ -279,11 +289,13 @@ def project(rates: Rates, work: Workload, cores: int) -> list[StageCost]:
         wall_s, task_s = core_s / min(cores, tasks), core_s / tasks
         path = rates.largest_component
         if r.rounds is not None and path is not None and work.largest_component:
-            # its largest component is one task's in every round: the stage takes at least that path
-            serial, longest = path.seconds(work.largest_component, work.largest_component_pairs, r.rounds.at(ratio))
+            # its largest component is one task's until it is found whole, and in its greedy: the stage takes at least
+            # that path
+            rounds = min(r.rounds.at(ratio), path.rounds_at(work.largest_component))
+            serial, longest = path.seconds(work.largest_component, work.largest_component_pairs, rounds)
             wall_s, task_s = max(wall_s, serial), max(task_s, longest)
             scaled.append(f"its largest component ({work.largest_component:,.0f} documents) {serial / 3600:,.1f} h "
-                          "on one task a round")
+                          f"on one task ({rounds} rounds and its greedy)")
         out.append(StageCost(
             stage=r.stage, tasks=tasks, core_hours=core_s / 3600, linear_core_hours=r.cpu_seconds * ratio / 3600,
             wall_hours=wall_s / 3600, task_hours=task_s / 3600, peak_rss=r.peak_rss,

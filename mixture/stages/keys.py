@@ -29,8 +29,8 @@ from mixture.store.formats import (
 # has no markers, so it is redone, not resumed. 3: the bucket stage also writes each prepared file's requests
 # (stage minhash_gather reads them); a bucket stage finished by older code has none. 4: stage minhash_route between
 # the bucket stage (its pairs now carry their bucket's size, no requests) and minhash_gather; verified pairs by
-# partition of their later document. 5: the pairs routed to their components carry the component, and the greedy
-# tasks' counts its largest
+# partition of their later document. 5: the rounds' edges carry a flag (a star found whole leaves the rounds), the
+# pairs routed to their components carry the component, and the greedy tasks' counts its largest
 KEYS_VERSION = 5
 SOURCES = "sources"
 ABSENT = "(absent)"

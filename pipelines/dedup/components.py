@@ -19,7 +19,11 @@ from mixture.pipelines.dedup.shuffle import (
 from mixture.pipelines.runtime.duckdb_connection import scalar
 from mixture.stages.registry import ROUTED_PAIRS, VERIFIED_PAIRS, star_changes, star_edges
 
-EDGES = pa.schema([("u", pa.int64()), ("v", pa.int64())])  # an edge of the graph, kept in the partition of u
+# a row of the graph, kept in the partition of u: an edge (EDGE); a mark that v's only neighbour is u, smaller
+# (LEAF: written by a large-star round, read by the next); u's component is the star around v, whole and final
+# (DONE: written once, then carried from round to round in u's partition and no longer regrouped)
+EDGES = pa.schema([("u", pa.int64()), ("v", pa.int64()), ("flag", pa.int8())])
+EDGE, LEAF, DONE = 0, 1, 2
 ROUTED = VERIFIED.append(pa.field("comp", pa.int64()))  # a verified pair with its component (its least document)
 # the edges a round wrote, those it replaced, and (large-star) the edges a small-star would replace: to smaller
 # neighbours of a node other than its least one; both none: each component is a star around its least document
@@ -46,7 +50,14 @@ class StarRound(PartitionedStep):
     large-star (each larger neighbour of u joined to the least of u and its neighbours, which needs both directions: a small-star round writes each edge to the partitions of both its nodes). Every
     round keeps each component connected and none joins two, nor writes more edges than it read; once a large-star
     round replaces no edge and finds no node with two smaller neighbours (`settled`), each component is a star
-    around its least document. Writes the edges (`star_edges(r)`) and the task's counts (`star_changes(r)`)."""
+    around its least document. Writes the edges (`star_edges(r)`) and the task's counts (`star_changes(r)`).
+
+    A star finished before the others leaves the rounds: its centre's partition would otherwise hold all its edges
+    in every large-star round until the last component settles (the largest component, one task's, each round). In
+    a large-star round each node whose only neighbour is smaller marks itself that neighbour's leaf (LEAF); in the
+    next large-star round a node with no smaller neighbour whose every neighbour marked itself its leaf two rounds
+    before is a whole component (its leaves had it for only neighbour, and it nothing smaller): its edges go out as
+    DONE, in the leaves' partitions, carried as they are by every later round."""
 
     name = "🎯 MinHash components round"
 
@@ -62,28 +73,38 @@ class StarRound(PartitionedStep):
 
     def process(self, con, rank: int) -> dict[str, int]:
         with_partition_function(con)
-        source = (f"SELECT b AS u, a AS v FROM verified WHERE mixture_partition(b, {self.partitions}) = {rank}"
-                  if self.round == 0 else "SELECT u, v FROM edges_in")
+        source = (f"SELECT b AS u, a AS v, {EDGE} AS flag FROM verified "
+                  f"WHERE mixture_partition(b, {self.partitions}) = {rank}"
+                  if self.round == 0 else "SELECT u, v, flag FROM edges_in")
         if self.round % 2 == 0:  # small-star: u and its smaller neighbours to the least of them
-            con.execute(f"CREATE TABLE e AS SELECT DISTINCT u, v FROM ({source}) WHERE v < u")
+            con.execute(f"CREATE TABLE e AS SELECT DISTINCT u, v FROM ({source}) WHERE flag = {EDGE} AND v < u")
             con.execute("CREATE TABLE m AS SELECT u, min(v) AS m, count(*) AS smaller FROM e GROUP BY u")
-            out = "SELECT u AS x, m AS y FROM m UNION SELECT e.v, m.m FROM e JOIN m USING (u) WHERE e.v <> m.m"
+            out = (f"SELECT u AS x, m AS y, {EDGE} AS flag FROM m "
+                   f"UNION SELECT e.v, m.m, {EDGE} FROM e JOIN m USING (u) WHERE e.v <> m.m")
             # every smaller neighbour but the least is replaced
             counted = "sum(smaller), sum(smaller - 1), sum(smaller - 1)"
+            kept = f"SELECT u, v, flag FROM ({source}) WHERE flag <> {EDGE}"  # the marks to their next round, DONE
         else:  # large-star: u's larger neighbours to the least of u and its neighbours
-            con.execute(f"CREATE TABLE e AS SELECT DISTINCT u, v FROM ({source}) WHERE v <> u")
+            con.execute(f"CREATE TABLE e AS SELECT DISTINCT u, v FROM ({source}) WHERE flag = {EDGE} AND v <> u")
             con.execute("""CREATE TABLE m AS SELECT u, least(u, min(v)) AS m, count(*) FILTER (v > u) AS larger,
                            count(*) FILTER (v < u) AS smaller FROM e GROUP BY u""")
-            out = "SELECT DISTINCT e.v AS x, m.m AS y FROM e JOIN m USING (u) WHERE e.v > e.u"
+            # a node with no smaller neighbour whose every neighbour marked itself its leaf two rounds before
+            con.execute(f"""CREATE TABLE done AS SELECT e.u FROM e LEFT JOIN
+                               (SELECT DISTINCT u, v FROM ({source}) WHERE flag = {LEAF}) k USING (u, v)
+                           GROUP BY e.u HAVING count(*) FILTER (e.v < e.u) = 0 AND count(k.v) = count(*)""")
+            out = (f"SELECT DISTINCT e.v AS x, m.m AS y, CASE WHEN d.u IS NULL THEN {EDGE} ELSE {DONE} END AS flag "
+                   "FROM e JOIN m USING (u) LEFT JOIN done d USING (u) WHERE e.v > e.u")
             # the larger neighbours of a node that has a smaller one are replaced; and what a small-star would
             # replace: every smaller neighbour of a node but the least
             counted = "sum(larger + smaller), sum(larger) FILTER (m < u), sum(greatest(smaller - 1, 0))"
+            kept = (f"SELECT min(v), u, {LEAF} FROM e GROUP BY u HAVING count(*) = 1 AND min(v) < u "  # the leaves
+                    f"UNION ALL SELECT u, v, flag FROM ({source}) WHERE flag = {DONE}")
         edges_in, changed, unsettled = (int(x or 0) for x in con.execute(f"SELECT {counted} FROM m").fetchone())
         con.execute(f"CREATE TABLE out AS {out}")
-        mirrored = "UNION ALL SELECT y, x FROM out" if self.round % 2 == 0 else ""  # large-star reads both ways
+        mirrored = "UNION ALL SELECT y, x, flag FROM out" if self.round % 2 == 0 else ""  # large-star reads both ways
         written = write_partitions(sorted_batches(con, f"""
-            SELECT u, v, mixture_partition(u, {self.partitions}) AS {PART}
-            FROM (SELECT x AS u, y AS v FROM out {mirrored}) ORDER BY {PART}"""),
+            SELECT u, v, flag::TINYINT AS flag, mixture_partition(u, {self.partitions}) AS {PART}
+            FROM (SELECT x AS u, y AS v, flag FROM out {mirrored} UNION ALL {kept}) ORDER BY {PART}"""),
             star_edges(self.round).path(self.folder, rank), self.partitions, compression=EDGE_COMPRESSION)
         edges = scalar(con, "SELECT count(*) FROM out")
         write_counts(star_changes(self.round).path(self.folder, rank), CHANGES,

@@ -89,3 +89,36 @@ def test_fewer_component_tasks_than_verify_tasks(tmp_path, tasks, components):
     assert report["drops"] > 1_000
     assert len(list((near / "components" / "r000").glob("*.parquet"))) == components
     assert component_partitions(0, 8, 10) == 1 and component_partitions(10**9, 8, 10) == 8
+
+
+def test_a_finished_star_leaves_the_rounds(tmp_path):
+    """A star settles in a few rounds; a chain in random order keeps the rounds going. Once its centre sees every
+    neighbour marked its leaf, the star's edges are written DONE in the leaves' partitions and carried; the centre's
+    partition holds none of them in the rounds after (it held them all in every large-star round before), and the
+    drops, the report and the components are still the single task's and scipy's."""
+    from mixture.pipelines.dedup.components import DONE, EDGE, EDGES
+    from mixture.pipelines.dedup.shuffle import matching_files, read_shuffle_file
+    from mixture.stages.registry import star_edges
+    from tests.dedup.synthetic_graphs import star
+
+    rng = np.random.default_rng(3)
+    leaves = np.arange(1_000, 1_400, 2)  # 200 leaves of centre 10
+    edges = np.concatenate([star(10, leaves), chain(rng.permutation(np.arange(5_001, 9_001, 2)))])
+    near = tmp_path / "near_dups"
+    write_verified(near, edges, 3)
+    report = assert_same_as_single_task(near, 3, tmp_path, **SETTINGS)
+    assert report["largest_component"] == 2_000  # the chain
+    folder = near
+
+    def rows(r: int) -> list[dict]:
+        files = matching_files(star_edges(r).every(str(folder)))
+        return [x for f in files for x in read_shuffle_file(f, EDGES).to_pylist()]
+
+    stars = sum(1 for r in range(200) if matching_files(star_edges(r).every(str(folder))))
+    assert stars >= 9  # the chain's rounds, well past the star's
+    centre = [[x for x in rows(r) if x["u"] == 10] for r in range(stars)]
+    assert any(len(c) >= len(leaves) for c in centre[:3])  # before it finished, the centre held its leaves
+    assert all(not c for c in centre[6:])  # after, nothing
+    last = rows(stars - 1)
+    assert {x["u"] for x in last if x["v"] == 10 and x["flag"] == DONE} == set(leaves.tolist())
+    assert not any(x["v"] == 10 and x["flag"] == EDGE for x in last)

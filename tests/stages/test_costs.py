@@ -141,6 +141,13 @@ def test_the_largest_component_is_one_task_s_path_through_the_rounds():
                                                           fit_sample=100, component_pairs_per_task=100,
                                                           largest_component=100_000), cores=1000)
     assert plain.wall_hours == even.wall_hours  # rates without a measured path: not projected
+    # a stage of many more rounds (its other components' chains): the component holds one task only for its own,
+    # the measured 10, 2 more per doubling of its documents (100×: 14) and 3 to be found whole
+    deep = rates.model_copy(update={"stages": (near.model_copy(update={"rounds": costs.RoundsRate(rounds=60, pairs=300)}),)})
+    [c] = costs.project(deep, costs.Workload(input_tokens=8_000, tasks=64, stage_tasks={"a": 64}, fit_sample=100,
+                                             component_pairs_per_task=100, largest_component=100_000), cores=1000)
+    assert path.rounds_at(100_000) == 10 + 14 + 3
+    assert c.wall_hours == pytest.approx((2.0 * 100 * 27 + route + greedy) / 3600) and "27 rounds" in c.scaled
     assert costs.load_rates().largest_component is not None  # the packaged rates have one
 
 
