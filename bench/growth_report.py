@@ -667,14 +667,16 @@ class Report:
                  *((f"{m / 1e6:,.0f}M documents", m, None) for m in (1e7, 1e8)),
                  (f"Marin's candidate cluster: {costs.MARIN_LARGEST / 1e6:,.0f}M documents", costs.MARIN_LARGEST, None),
                  ("… with 8 verified pairs a member", costs.MARIN_LARGEST, 8 * costs.MARIN_LARGEST)]
-        lines = [f"The largest near-duplicate component is one task's in every round of `{stage}` (its star "
-                 "centre's partition holds its edges once it is a star; its greedy keep is one pass), so its size, not "
-                 "the pairs, sets the stage's wall time. Its path, measured on one component of "
+        lines = [f"The largest near-duplicate component is one task's in `{stage}`: its star centre's partition holds "
+                 "its edges in every large-star round until it is found whole, and its greedy keep is one pass; so its "
+                 "size, not the pairs, sets the stage's wall time. Its path, measured on one component of "
                  f"{path.members:,} documents and {path.pairs:,} verified pairs ({per_member:.1f} a member; "
                  f"`{path.measured.split(' (')[0]}`): its task's star rounds {path.star_seconds:.1f} s in "
                  f"{path.rounds} rounds, routing {path.route_seconds:.1f} s, greedy {path.greedy_seconds:.1f} s; "
                  "scaled by its documents (the star rounds and the routing) and its pairs (the greedy), with its edges "
-                 "on one task in every round of the stage at the pool (an upper bound: early rounds spread them):", "",
+                 f"on one task in each of its own rounds (the measured {path.rounds}, {costs.ROUNDS_PER_DOUBLING:g} "
+                 f"more per doubling of its documents, {costs.FINISH_ROUNDS} to be found whole; at most the stage's: "
+                 "an upper bound, early rounds spread them):", "",
                  f"| largest component | its verified pairs | `{stage}` wall hours | its longest task, hours | "
                  f"critical path on {CORES:,} cores |", "|---|---:|---:|---:|---:|"]
         for label, members, pairs in cases:

@@ -88,16 +88,19 @@ class StarRound(PartitionedStep):
             con.execute(f"CREATE TABLE e AS SELECT DISTINCT u, v FROM ({source}) WHERE flag = {EDGE} AND v <> u")
             con.execute("""CREATE TABLE m AS SELECT u, least(u, min(v)) AS m, count(*) FILTER (v > u) AS larger,
                            count(*) FILTER (v < u) AS smaller FROM e GROUP BY u""")
-            # a node with no smaller neighbour whose every neighbour marked itself its leaf two rounds before
-            con.execute(f"""CREATE TABLE done AS SELECT e.u FROM e LEFT JOIN
-                               (SELECT DISTINCT u, v FROM ({source}) WHERE flag = {LEAF}) k USING (u, v)
-                           GROUP BY e.u HAVING count(*) FILTER (e.v < e.u) = 0 AND count(k.v) = count(*)""")
+            # a node with no smaller neighbour whose every neighbour marked itself its leaf two rounds before: its
+            # marks are some of its neighbours then, which are some of its neighbours now (a node that has no smaller
+            # neighbour now had none then, and a large-star round keeps every neighbour of such a node), so counting
+            # them is enough
+            con.execute(f"""CREATE TABLE done AS SELECT m.u FROM m JOIN (
+                               SELECT u, count(DISTINCT v) AS marks FROM ({source}) WHERE flag = {LEAF} GROUP BY u) k
+                           USING (u) WHERE m.smaller = 0 AND m.larger = k.marks""")
             out = (f"SELECT DISTINCT e.v AS x, m.m AS y, CASE WHEN d.u IS NULL THEN {EDGE} ELSE {DONE} END AS flag "
                    "FROM e JOIN m USING (u) LEFT JOIN done d USING (u) WHERE e.v > e.u")
             # the larger neighbours of a node that has a smaller one are replaced; and what a small-star would
             # replace: every smaller neighbour of a node but the least
             counted = "sum(larger + smaller), sum(larger) FILTER (m < u), sum(greatest(smaller - 1, 0))"
-            kept = (f"SELECT min(v), u, {LEAF} FROM e GROUP BY u HAVING count(*) = 1 AND min(v) < u "  # the leaves
+            kept = (f"SELECT m, u, {LEAF} FROM m WHERE smaller = 1 AND larger = 0 "  # the leaves: m their neighbour
                     f"UNION ALL SELECT u, v, flag FROM ({source}) WHERE flag = {DONE}")
         edges_in, changed, unsettled = (int(x or 0) for x in con.execute(f"SELECT {counted} FROM m").fetchone())
         con.execute(f"CREATE TABLE out AS {out}")
