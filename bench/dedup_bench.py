@@ -97,9 +97,8 @@ def _task(pipeline: list, rank: int, world: int) -> None:
         data = None
         for step in pipeline:
             data = step(data, rank, world)
-        if data is not None and not isinstance(data, list | tuple):
-            for _ in data:
-                pass
+        for _ in data or ():  # a stage's documents, or a reference's result
+            pass
 
 
 def measure(spec_path: Path, what: str, rank: int) -> dict:

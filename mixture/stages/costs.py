@@ -126,14 +126,16 @@ class ComponentPath(BaseModel):
         to 4M documents), and FINISH_ROUNDS."""
         return self.rounds + math.ceil(ROUNDS_PER_DOUBLING * math.log2(max(1.0, members / self.members))) + FINISH_ROUNDS
 
-    def seconds(self, members: float, pairs: float | None, rounds: int) -> tuple[float, float]:
-        """(the path's seconds, its longest task's) for a component of `members` documents and `pairs` verified
-        pairs (None: the measured pairs a member) over `rounds` star rounds, every one of them with its edges on one
-        task (an upper bound: early rounds spread a component's edges)."""
+    def seconds(self, members: float, pairs: float | None, stage_rounds: int) -> tuple[float, float, int]:
+        """(the path's seconds, its longest task's, its rounds) for a component of `members` documents and `pairs`
+        verified pairs (None: the measured pairs a member) in a stage of `stage_rounds` star rounds: its own rounds
+        (`rounds_at`, at most the stage's), every one of them with its edges on one task (an upper bound: early rounds
+        spread a component's edges), its routing and its greedy."""
+        rounds = min(stage_rounds, self.rounds_at(members))
         pairs = members * self.pairs / self.members if pairs is None else pairs
         star = self.star_seconds / self.rounds * members / self.members  # a round's task holding the component
         route, greedy = self.route_seconds * members / self.members, self.greedy_seconds * pairs / self.pairs
-        return star * rounds + route + greedy, max(star, route, greedy)
+        return star * rounds + route + greedy, max(star, route, greedy), rounds
 
 
 class LinearCost(BaseModel):
@@ -291,8 +293,8 @@ def project(rates: Rates, work: Workload, cores: int) -> list[StageCost]:
         if r.rounds is not None and path is not None and work.largest_component:
             # its largest component is one task's until it is found whole, and in its greedy: the stage takes at least
             # that path
-            rounds = min(r.rounds.at(ratio), path.rounds_at(work.largest_component))
-            serial, longest = path.seconds(work.largest_component, work.largest_component_pairs, rounds)
+            serial, longest, rounds = path.seconds(work.largest_component, work.largest_component_pairs,
+                                                   r.rounds.at(ratio))
             wall_s, task_s = max(wall_s, serial), max(task_s, longest)
             scaled.append(f"its largest component ({work.largest_component:,.0f} documents) {serial / 3600:,.1f} h "
                           f"on one task ({rounds} rounds and its greedy)")
