@@ -102,27 +102,35 @@ def component_path(results: dict) -> costs.ComponentPath:
     run = max(runs, key=lambda r: r["tasks"])
     longest = run["longest"]
     return costs.ComponentPath(members=results["giant"], pairs=results["pairs"], rounds=run["rounds"],
-                               star_seconds=longest["star"], route_seconds=longest.get("route", 0.0),
-                               greedy_seconds=longest["greedy"],
+                               star_seconds=longest["star"], greedy_rounds=run["greedy_rounds"],
+                               greedy_seconds=longest.get("greedy", 0.0) + longest["finish"],
                                measured=f"{results['command']} ({results['machine']}; {results['load']})")
 
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--growth", required=True, help="a growth benchmark's growth.json (bench/growth_bench.py --out)")
+    p.add_argument("--growth", help="a growth benchmark's growth.json (bench/growth_bench.py --out); without it, "
+                   "--components replaces the packaged rates' largest component only")
     p.add_argument("--fixed-tasks-run", help="growth.json of a run at one T for every size (growth_bench "
                    "--fixed-tasks): each stage's CPU fitted as fixed + per task + per T·P + per unit over both runs")
     p.add_argument("--components", help="bench/components_bench.py --json of one component: the largest component's "
                    "path (default: the packaged rates')")
     p.add_argument("--no-write", action="store_true", help=f"print the rates, do not write {RATES}")
     args = p.parse_args(argv)
-    fixed = json.loads(Path(args.fixed_tasks_run).read_text()) if args.fixed_tasks_run else None
-    report = growth_report.Report(json.loads(Path(args.growth).read_text()), fixed)
-    with tempfile.TemporaryDirectory(prefix="cost-rates-") as tmp:
-        objects = fit_objects(Path(tmp))
+    if not args.growth and not args.components:
+        p.error("give --growth (all the rates) or --components (the largest component's path)")
     path = (component_path(json.loads(Path(args.components).read_text())) if args.components
             else costs.load_rates().largest_component)
-    rates = report.rates(objects).model_copy(update={"largest_component": path})
+    if args.growth:
+        fixed = json.loads(Path(args.fixed_tasks_run).read_text()) if args.fixed_tasks_run else None
+        report = growth_report.Report(json.loads(Path(args.growth).read_text()), fixed)
+        with tempfile.TemporaryDirectory(prefix="cost-rates-") as tmp:
+            rates = report.rates(fit_objects(Path(tmp)))
+    else:
+        packaged = json.loads(RATES.read_text())
+        packaged.pop("largest_component", None)  # replaced: a path measured by older code may lack today's fields
+        rates = costs.Rates.model_validate(packaged)
+    rates = rates.model_copy(update={"largest_component": path})
     text = rates.model_dump_json(indent=1) + "\n"
     if args.no_write:
         print(text)

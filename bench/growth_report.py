@@ -638,19 +638,17 @@ class Report:
                            pairs_exponent=(self.pairs_growth() or (None,))[0], stages=tuple(stages),
                            largest_component=costs.load_rates().largest_component)  # bench/components_bench.py's
 
-    def projection_rows(self, candidate_pairs: float | None = None, largest_component: float | None = None,
-                        component_pairs: float | None = None) -> list[dict]:
+    def projection_rows(self, candidate_pairs: float | None = None,
+                        largest_component: float | None = None) -> list[dict]:
         """Per stage: CPU seconds at the largest size, its CPU exponent, and the cost model's core-hours and wall
         hours on CORES cores for RAW_POOL raw tokens (mixture/stages/costs.py `project`, the model `mixture estimate`
         applies to a spec), with `candidate_pairs` near-duplicate candidate pairs (None: grown as over the sizes)
-        and a largest near-duplicate component of `largest_component` documents and `component_pairs` verified
-        pairs (None: not projected; the measured pairs a member)."""
+        and a largest near-duplicate component of `largest_component` documents (None: not projected)."""
         rates = self.rates()
         tasks = self.r.get("pool_tasks", {})
         work = costs.Workload(input_tokens=RAW_POOL, tasks=POOL_TASKS, fit_sample=FIT_SAMPLE, stage_tasks={
             n: tasks.get(n, 1 if n in self.r["single_task"] else POOL_TASKS) for n in self.names},
-            candidate_pairs=candidate_pairs, largest_component=largest_component,
-            largest_component_pairs=component_pairs)
+            candidate_pairs=candidate_pairs, largest_component=largest_component)
         return [{"stage": c.stage, "cpu": r.cpu_seconds, "exponent": r.exponent, "how": c.scaled,
                  "core_hours": c.core_hours, "linear_hours": c.linear_core_hours, "tasks": c.tasks,
                  "wall_hours": c.wall_hours, "task_hours": c.task_hours}
@@ -662,28 +660,25 @@ class Report:
         path, stage = costs.load_rates().largest_component, "minhash_cluster"
         if path is None or stage not in self.names:
             return []
-        per_member = path.pairs / path.members
-        cases = [("none (the pairs spread over the tasks): the table above", None, None),
-                 *((f"{m / 1e6:,.0f}M documents", m, None) for m in (1e7, 1e8)),
-                 (f"Marin's candidate cluster: {costs.MARIN_LARGEST / 1e6:,.0f}M documents", costs.MARIN_LARGEST, None),
-                 ("… with 8 verified pairs a member", costs.MARIN_LARGEST, 8 * costs.MARIN_LARGEST)]
-        lines = [f"The largest near-duplicate component is one task's in `{stage}`: its star centre's partition holds "
-                 "its edges in every large-star round until it is found whole, and its greedy keep is one pass; so its "
-                 "size, not the pairs, sets the stage's wall time. Its path, measured on one component of "
-                 f"{path.members:,} documents and {path.pairs:,} verified pairs ({per_member:.1f} a member; "
-                 f"`{path.measured.split(' (')[0]}`): its task's star rounds {path.star_seconds:.1f} s in "
-                 f"{path.rounds} rounds, routing {path.route_seconds:.1f} s, greedy {path.greedy_seconds:.1f} s; "
-                 "scaled by its documents (the star rounds and the routing) and its pairs (the greedy), with its edges "
+        cases = [("none (the pairs spread over the tasks): the table above", None),
+                 *((f"{m / 1e6:,.0f}M documents", m) for m in (1e7, 1e8)),
+                 (f"Marin's candidate cluster: {costs.MARIN_LARGEST / 1e6:,.0f}M documents", costs.MARIN_LARGEST)]
+        lines = [f"The largest near-duplicate component is one task's in `{stage}`'s star rounds: its star centre's "
+                 "partition holds its edges in every large-star round until it is found whole; so its size, not the "
+                 "pairs, sets the stage's wall time (its greedy keep is spread over the tasks). Its path, measured on "
+                 f"one component of {path.members:,} documents and {path.pairs:,} verified pairs "
+                 f"(`{path.measured.split(' (')[0]}`): its task's star rounds {path.star_seconds:.1f} s in "
+                 f"{path.rounds} rounds (the greedy's {path.greedy_rounds} rounds and finish, spread, "
+                 f"{path.greedy_seconds:.1f} s on their longest tasks); scaled by its documents, with its edges "
                  f"on one task in each of its own rounds (the measured {path.rounds}, {costs.ROUNDS_PER_DOUBLING:g} "
                  f"more per doubling of its documents, {costs.FINISH_ROUNDS} to be found whole; at most the stage's: "
                  "an upper bound, early rounds spread them):", "",
-                 f"| largest component | its verified pairs | `{stage}` wall hours | its longest task, hours | "
-                 f"critical path on {CORES:,} cores |", "|---|---:|---:|---:|---:|"]
-        for label, members, pairs in cases:
-            case = rows if members is None else self.projection_rows(largest_component=members, component_pairs=pairs)
+                 f"| largest component | `{stage}` wall hours | its longest task, hours | "
+                 f"critical path on {CORES:,} cores |", "|---|---:|---:|---:|"]
+        for label, members in cases:
+            case = rows if members is None else self.projection_rows(largest_component=members)
             c = next(r for r in case if r["stage"] == stage)
-            n = "–" if members is None else f"{(pairs or members * per_member) / 1e9:,.2f}B"
-            lines.append(f"| {label} | {n} | {c['wall_hours']:,.2f} | {c['task_hours']:,.2f} | "
+            lines.append(f"| {label} | {c['wall_hours']:,.2f} | {c['task_hours']:,.2f} | "
                          f"{_hours(sum(r['wall_hours'] for r in case))} h |")
         return [*lines, ""]
 

@@ -104,11 +104,12 @@ class RoundsRate(BaseModel):
 
 
 class ComponentPath(BaseModel):
-    """The largest near-duplicate component's path through `minhash_cluster`: its documents and pairs are one task's
-    (its star centre's partition holds its edges in the rounds until it is found whole, FINISH_ROUNDS after it is a
-    star; its greedy keep is one pass), so its size, not the corpus's pairs, sets the stage's critical path. Measured
-    by bench/components_bench.py on a graph that is that one component: the longest task's CPU seconds of each kind,
-    summed over the rounds."""
+    """The largest near-duplicate component's path through `minhash_cluster`: its star centre's partition holds its
+    edges in the star rounds until it is found whole (FINISH_ROUNDS after it is a star), so its size, not the
+    corpus's pairs, sets those rounds' longest task; its greedy keep is spread over the stage's tasks (the greedy's
+    rounds send a document's decision to each partition of its later neighbours once, and the finish holds at most a
+    task's share of pairs), so it is not on the path. Measured by bench/components_bench.py on a graph that is that
+    one component: the longest task's CPU seconds of each kind, summed over the rounds."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -116,8 +117,9 @@ class ComponentPath(BaseModel):
     pairs: int = Field(gt=0, description="its verified pairs")
     rounds: int = Field(ge=1, description="its star rounds")
     star_seconds: float = Field(ge=0, description="the longest task of each star round, summed")
-    route_seconds: float = Field(ge=0, description="the longest task of the round routing the pairs")
-    greedy_seconds: float = Field(ge=0, description="the longest greedy task (the component's)")
+    greedy_rounds: int = Field(ge=0, description="the greedy's rounds before its finish")
+    greedy_seconds: float = Field(ge=0, description="the longest task of each greedy round and the finish, summed "
+                                                    "(the stage's work, spread: not the component's path)")
     measured: str = Field(description="by which command, on which machine")
 
     def rounds_at(self, members: float) -> int:
@@ -126,16 +128,13 @@ class ComponentPath(BaseModel):
         to 4M documents), and FINISH_ROUNDS."""
         return self.rounds + math.ceil(ROUNDS_PER_DOUBLING * math.log2(max(1.0, members / self.members))) + FINISH_ROUNDS
 
-    def seconds(self, members: float, pairs: float | None, stage_rounds: int) -> tuple[float, float, int]:
-        """(the path's seconds, its longest task's, its rounds) for a component of `members` documents and `pairs`
-        verified pairs (None: the measured pairs a member) in a stage of `stage_rounds` star rounds: its own rounds
-        (`rounds_at`, at most the stage's), every one of them with its edges on one task (an upper bound: early rounds
-        spread a component's edges), its routing and its greedy."""
+    def seconds(self, members: float, stage_rounds: int) -> tuple[float, float, int]:
+        """(the path's seconds, its longest task's, its rounds) for a component of `members` documents in a stage of
+        `stage_rounds` star rounds: its own rounds (`rounds_at`, at most the stage's), every one of them with its
+        edges on one task (an upper bound: early rounds spread a component's edges)."""
         rounds = min(stage_rounds, self.rounds_at(members))
-        pairs = members * self.pairs / self.members if pairs is None else pairs
         star = self.star_seconds / self.rounds * members / self.members  # a round's task holding the component
-        route, greedy = self.route_seconds * members / self.members, self.greedy_seconds * pairs / self.pairs
-        return star * rounds + route + greedy, max(star, route, greedy), rounds
+        return star * rounds, star, rounds
 
 
 class LinearCost(BaseModel):
@@ -220,7 +219,6 @@ class Workload:
     bands: int = 14  # processing.dedup.fuzzy.bands: `minhash_sigs` writes a signature file per band and task
     candidate_pairs: float | None = None  # near-duplicate candidate pairs; None: the rates' growth of them
     largest_component: float | None = None  # documents of the largest near-duplicate component; None: not projected
-    largest_component_pairs: float | None = None  # its verified pairs; None: the measured pairs a member
 
 
 @dataclass(frozen=True)
@@ -273,14 +271,17 @@ def project(rates: Rates, work: Workload, cores: int) -> list[StageCost]:
             tasks = component_partitions(round(r.rounds.pairs * ratio), work.partitions or work.tasks,
                                          work.component_pairs_per_task)
             n = r.rounds.at(ratio)
-            # per task: each round's edges and counts, the routed pairs, the drops and the greedy's counts; reads:
-            # rounds 1 … n-1, the routing and the greedy read P_c² ranges each, `assign`'s T tasks P_c each
-            objects = (2 * n + 3) * tasks + 1
-            reads = 2 * ((n + 1) * tasks * tasks + work.tasks * tasks)
-            listings = ((n + 1) * tasks + work.tasks) * (LISTS_UNCOMBINED + list_pages(tasks))
+            g = n  # the greedy's rounds: as many as the star rounds (measured fewer: docs/performance.md)
+            # per task: each star round's edges and counts; the start's sizes, pairs, documents, partitions and
+            # counts; each greedy round's six files; the drops and their counts; the finish's two. Reads: star rounds
+            # 1 … n-1, each greedy round and the drops' sizes P_c² ranges each (with the own files, 4 a task a
+            # greedy round), `assign`'s T tasks P_c each
+            objects = (2 * n + 7 + 6 * g) * tasks + 3
+            reads = 2 * ((n + g) * tasks * tasks + 4 * g * tasks + work.tasks * tasks)
+            listings = ((n + 4 * g + 2) * tasks + work.tasks) * (LISTS_UNCOMBINED + list_pages(tasks))
             verified = _verified_pairs_requests(work, tasks)
             objects, reads, listings = objects + verified[0], reads + verified[1], listings + verified[2]
-            scaled.append(f"{n} rounds of {tasks:,} tasks")
+            scaled.append(f"{n} star and {g} greedy rounds of {tasks:,} tasks")
         if r.linear is not None:
             ranges = work.tasks * (work.partitions or work.tasks)
             core_s = r.linear.seconds(tasks, ranges, amount)
@@ -291,13 +292,11 @@ def project(rates: Rates, work: Workload, cores: int) -> list[StageCost]:
         wall_s, task_s = core_s / min(cores, tasks), core_s / tasks
         path = rates.largest_component
         if r.rounds is not None and path is not None and work.largest_component:
-            # its largest component is one task's until it is found whole, and in its greedy: the stage takes at least
-            # that path
-            serial, longest, rounds = path.seconds(work.largest_component, work.largest_component_pairs,
-                                                   r.rounds.at(ratio))
+            # its largest component is one task's until it is found whole: the stage takes at least that path
+            serial, longest, rounds = path.seconds(work.largest_component, r.rounds.at(ratio))
             wall_s, task_s = max(wall_s, serial), max(task_s, longest)
             scaled.append(f"its largest component ({work.largest_component:,.0f} documents) {serial / 3600:,.1f} h "
-                          f"on one task ({rounds} rounds and its greedy)")
+                          f"on one task ({rounds} star rounds)")
         out.append(StageCost(
             stage=r.stage, tasks=tasks, core_hours=core_s / 3600, linear_core_hours=r.cpu_seconds * ratio / 3600,
             wall_hours=wall_s / 3600, task_hours=task_s / 3600, peak_rss=r.peak_rss,
@@ -309,9 +308,9 @@ def project(rates: Rates, work: Workload, cores: int) -> list[StageCost]:
 
 def _verified_pairs_requests(work: Workload, readers: int) -> tuple[int, int, int]:
     """(objects, range reads, listings) of `minhash_verify`'s shuffle (stages.registry.RANGE_READ: P writer files,
-    combined as the build combines them) read twice (round 0 and the routing) by `readers` (P_c) tasks, each a range of
+    combined as the build combines them) read three times (star round 0, the greedy's start, the drops) by `readers` (P_c) tasks, each a range of
     its partitions with two requests a file (shuffle.fetch_partitions)."""
-    p, passes = work.partitions or work.tasks, 2
+    p, passes = work.partitions or work.tasks, 3
     group = combine_group(p, max(work.tasks, p), work.combine_files)
     if group <= 1:
         files, objects, reads, listings, lists = p, 0, 0, 0, LISTS_UNCOMBINED

@@ -191,13 +191,18 @@ SHUFFLES = (KEYS_BY_ID, KEYS_BY_HASH, ID_DROPS, ID_GONE, EXACT_DROPS, CANDIDATE_
 # reads with the reading stage
 RANGE_READ = (VERIFIED_PAIRS,)
 VERIFY_TASK_COUNTS = TaskFile(NEAR, f"verify_counts/{RANK}.parquet")
-# minhash_cluster (rounds, pipelines/dedup/components.py): the verified-pair graph's edges after each round, by
-# partition of their first node, and each task's count of edges the round replaced; the verified pairs routed to
-# the partition of their component; then the near duplicates by prepared file, each task's counts and the report.
-# Its tasks (the component partitions, P_c) follow the verified pairs, not T: `component_partitions`
+# minhash_cluster (rounds, pipelines/dedup/components.py and greedy_rounds.py): the verified-pair graph's edges
+# after each star round, by partition of their first node, and each task's count of edges the round replaced; each
+# task's documents counted by component, to the component's partition; the greedy's rounds (`greedy_*`), its finish
+# (one task), then the near duplicates by prepared file, each task's counts and the report. Its tasks (the component
+# partitions, P_c) follow the verified pairs, not T: `component_partitions`
 COMPONENTS = f"{NEAR}/components"
-ROUTED_PAIRS = TaskFile(NEAR, f"components/routed/{RANK}.parquet")  # a shuffle file: a range per partition (P)
-SHUFFLES = (*SHUFFLES, ROUTED_PAIRS)  # and each round's star_edges(round)
+GREEDY = f"{NEAR}/greedy"
+COMPONENT_SIZES = TaskFile(NEAR, f"components/sizes/{RANK}.parquet")  # a shuffle file: a range per partition (P_c)
+FINISH_DROPS = TaskFile(NEAR, f"greedy/finish/{RANK}.parquet")  # the finish's drops: a range per partition (P_c)
+FINISH_COUNTS = TaskFile(NEAR, f"greedy/counts/finish/{RANK}.parquet")
+GREEDY_COUNTS_EVERY = TaskFile(NEAR, f"greedy/counts/*/{RANK}.parquet")  # every greedy round's and the finish's
+SHUFFLES = (*SHUFFLES, COMPONENT_SIZES, FINISH_DROPS)  # and each star round's star_edges, each greedy round's messages
 CLUSTER_COUNTS = TaskFile(NEAR, f"components/counts/{RANK}.parquet")
 FUZZY_DROPS_DIR = f"{WORK}/fuzzy_drops"
 FUZZY_DROPS = TaskFile(FUZZY_DROPS_DIR, f"{RANK}.parquet")  # a shuffle file: a range per prepared file (T)
@@ -220,6 +225,47 @@ def star_changes(round_: int) -> TaskFile:
     """How many edges task `{rank}` of round `round_` replaced (none in two rounds running: the components are
     found)."""
     return TaskFile(NEAR, f"components/changes/r{round_:03d}/{RANK}.parquet")
+
+
+def _greedy(kind: str, round_: int) -> TaskFile:
+    return TaskFile(NEAR, f"greedy/r{round_:03d}/{kind}/{RANK}.parquet")
+
+
+def greedy_pairs(round_: int) -> TaskFile:
+    """The pairs task `{rank}` has left undecided after greedy round `round_` (0: the start), its own file."""
+    return _greedy("pairs", round_)
+
+
+def greedy_state(round_: int) -> TaskFile:
+    """The documents of task `{rank}` still waiting for earlier neighbours after greedy round `round_`, its own file."""
+    return _greedy("state", round_)
+
+
+def greedy_fanout(round_: int) -> TaskFile:
+    """The undecided documents' partitions of later neighbours: after the start a shuffle file (a range per
+    partition, P_c), after a round the task's own file."""
+    return _greedy("fanout", round_)
+
+
+def greedy_messages(round_: int) -> TaskFile:
+    """The documents greedy round `round_` decided, to their later neighbours' partitions: a shuffle file (P_c)."""
+    return _greedy("messages", round_)
+
+
+def greedy_drops(round_: int) -> TaskFile:
+    """The drops greedy round `round_` made final in task `{rank}`'s partition, its own file."""
+    return _greedy("drops", round_)
+
+
+def greedy_counts(round_: int) -> TaskFile:
+    """What task `{rank}` of greedy round `round_` left undecided and decided (summed to choose the next round)."""
+    return TaskFile(NEAR, f"greedy/counts/r{round_:03d}/{RANK}.parquet")
+
+
+def greedy_files(round_: int) -> tuple[TaskFile, ...]:
+    """What greedy round `round_` (0: the start) writes."""
+    return (greedy_pairs(round_), greedy_state(round_), greedy_fanout(round_), greedy_counts(round_),
+            *((greedy_messages(round_), greedy_drops(round_)) if round_ else ()))
 # sample, fit: their folders (mixture.fit names the files in them)
 SAMPLE_DIR = f"{WORK}/sample"
 FIT_ASSIGNMENTS_DIR = f"{WORK}/fit_assignments"
@@ -273,11 +319,11 @@ STAGES: tuple[StageDef, ...] = (
              worker_group=DEDUP_GROUP,
              files=StageFiles(tasks=(VERIFIED_PAIRS, VERIFY_TASK_COUNTS), outputs=combined_outputs(VERIFIED_PAIRS)),
              reads=("processing.dedup.fuzzy",)),
-    StageDef("minhash_cluster", "near duplicates: components in rounds, greedy keep per component",
+    StageDef("minhash_cluster", "near duplicates: components and the greedy keep, in rounds",
              "mixture.pipelines.dedup.minhash_cluster:steps", PARTITIONS, when=FUZZY, chained=True, rounds=True,
              worker_group=DEDUP_GROUP,
              reads=("processing.dedup.fuzzy",),
-             files=StageFiles(outputs=(COMPONENTS, FUZZY_DROPS_DIR, NEAR_DUPLICATES_REPORT))),
+             files=StageFiles(outputs=(COMPONENTS, GREEDY, FUZZY_DROPS_DIR, NEAR_DUPLICATES_REPORT))),
     # not chained: its sample rate comes from the number of documents dedup kept
     StageDef("sample", "a seeded sample of the kept documents, its tokens and terms counted",
              "mixture.pipelines.partition.sample:steps", TASKS,

@@ -1,6 +1,6 @@
 """The connected components of the verified-pair graph, by T tasks in rounds (large-star and small-star of Kiveris
-et al., "Connected Components in MapReduce and Beyond"), then each verified pair routed to its component's
-partition; the first stages of `minhash_cluster`."""
+et al., "Connected Components in MapReduce and Beyond"), then their documents counted (the report's largest
+component); the first rounds of `minhash_cluster`."""
 
 from __future__ import annotations
 
@@ -17,14 +17,14 @@ from mixture.pipelines.dedup.shuffle import (
     write_partitions,
 )
 from mixture.pipelines.runtime.duckdb_connection import scalar
-from mixture.stages.registry import ROUTED_PAIRS, VERIFIED_PAIRS, star_changes, star_edges
+from mixture.stages.registry import COMPONENT_SIZES, VERIFIED_PAIRS, star_changes, star_edges
 
 # a row of the graph, kept in the partition of u: an edge (EDGE); a mark that v's only neighbour is u, smaller
 # (LEAF: written by a large-star round, read by the next); u's component is the star around v, whole and final
 # (DONE: written once, then carried from round to round in u's partition and no longer regrouped)
 EDGES = pa.schema([("u", pa.int64()), ("v", pa.int64()), ("flag", pa.int8())])
 EDGE, LEAF, DONE = 0, 1, 2
-ROUTED = VERIFIED.append(pa.field("comp", pa.int64()))  # a verified pair with its component (its least document)
+SIZES = pa.schema([("comp", pa.int64()), ("n", pa.int64())])  # a component (its least document), documents counted
 # the edges a round wrote, those it replaced, and (large-star) the edges a small-star would replace: to smaller
 # neighbours of a node other than its least one; both none: each component is a star around its least document
 CHANGES = pa.schema([("edges", pa.int64()), ("changed", pa.int64()), ("unsettled", pa.int64())])
@@ -128,40 +128,32 @@ def settled(folder: str, round_: int) -> bool:
     return round_ % 2 == 1 and counts["changed"] == counts["unsettled"] == 0
 
 
-class RouteToComponents(PartitionedStep):
-    """After the last round (`last`), task q of P_c: each verified pair whose later document lies in partition q, its
-    later document's component (the least document of its star, the node it is joined to) hashed to a partition;
-    the pair goes there with its evidence and its component (ROUTED_PAIRS, ROUTED), so that one task holds every
-    pair of a component."""
+class ComponentSizes(PartitionedStep):
+    """After the last star round (`last`), task q of P_c: the documents of partition q other than their component's
+    centre counted by component (the least document of its star, the node each is joined to), to the component's
+    partition (SIZES): at most P_c rows a component, whatever its size. The greedy's drops round sums them
+    (`largest`)."""
 
-    name = "🎯 MinHash route pairs to components"
+    name = "🎯 MinHash component sizes"
 
-    def __init__(self, folder: str, last: int, partitions: int, sources: int, memory_limit: str | None = None):
+    def __init__(self, folder: str, last: int, partitions: int, memory_limit: str | None = None):
         super().__init__(memory_limit)
-        self.folder, self.last, self.partitions, self.sources = folder, last, partitions, sources
+        self.folder, self.last, self.partitions = folder, last, partitions
 
     def inputs(self, rank: int) -> list[tuple]:
-        return [("verified", VERIFIED_PAIRS.every(self.folder), VERIFIED,
-                 verified_partitions(rank, self.partitions, self.sources), self.sources),
-                ("edges_in", star_edges(self.last).every(self.folder), EDGES, rank)]
+        return [("edges_in", star_edges(self.last).every(self.folder), EDGES, rank)]
 
     def process(self, con, rank: int) -> dict[str, int]:
         with_partition_function(con)
+        # a node with a smaller neighbour is a leaf of the star around the least one (an edge or a DONE row)
         con.execute("CREATE TABLE label AS SELECT u, min(v) AS comp FROM edges_in WHERE v < u GROUP BY u")
-        # the task's pairs are read where they lie, not copied into a table: with their evidence (ids, sources,
-        # files) they are most of the task's memory, and the stream is sorted only when there is more than one
-        # partition to route to
-        mine = (f"FROM verified p LEFT JOIN label l ON l.u = p.b "
-                f"WHERE mixture_partition(p.b, {self.partitions}) = {rank}")
-        lost, components = con.execute(
-            f"SELECT count(*) FILTER (WHERE l.comp IS NULL), count(DISTINCT l.comp) {mine}").fetchall()[0]
-        if lost:  # a later document outside the graph of its own partition: the rounds' files do not match
-            raise RuntimeError(f"{lost} verified pairs of partition {rank} of {self.partitions} have no component "
-                               f"in partition {rank} of {star_edges(self.last).every(self.folder)}; remove the store's "
-                               "_build/minhash_cluster/ and build again")
-        columns = ", ".join(f"p.{c}" for c in VERIFIED.names)
-        order = f" ORDER BY {PART}" if self.partitions > 1 else ""
         written = write_partitions(sorted_batches(con, f"""
-            SELECT {columns}, l.comp, mixture_partition(l.comp, {self.partitions}) AS {PART} {mine}{order}"""),
-            ROUTED_PAIRS.path(self.folder, rank), self.partitions)
-        return {"pairs_routed": sum(written.values()), "components": components}
+            SELECT comp, count(*) AS n, mixture_partition(comp, {self.partitions}) AS {PART} FROM label
+            GROUP BY comp ORDER BY {PART}"""), COMPONENT_SIZES.path(self.folder, rank), self.partitions)
+        return {"components": sum(written.values())}
+
+
+def largest(con) -> int:
+    """The most documents of a component in view `sizes_in` (SIZES, a partition's counts from every task): its
+    leaves and its centre."""
+    return scalar(con, "SELECT coalesce(max(n) + 1, 0) FROM (SELECT sum(n) AS n FROM sizes_in GROUP BY comp)")

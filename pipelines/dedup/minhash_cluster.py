@@ -1,26 +1,38 @@
-"""Stage `minhash_cluster`, in rounds: the connected components of the verified-pair graph (components.py), each
-verified pair routed to its component's partition, then per partition the near duplicates decided greedily in spec
-order (a document is dropped only for a kept document it is itself similar to), and the near-duplicate report."""
+"""Stage `minhash_cluster`, in rounds: the connected components of the verified-pair graph (components.py, for the
+report's largest component), the near duplicates decided greedily in spec order (a document is dropped only for a
+kept document it is itself similar to) in rounds (greedy_rounds.py), their drops with evidence per partition, and
+the near-duplicate report."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 import fsspec
-import numpy as np
 import pyarrow as pa
 
 from mixture.pipelines.context import BuildContext, Round
 from mixture.pipelines.dedup.components import (
     MAX_ROUNDS,
-    ROUTED,
-    RouteToComponents,
+    SIZES,
+    ComponentSizes,
     StarRound,
+    largest,
     round_changes,
     settled,
+    verified_partitions,
+)
+from mixture.pipelines.dedup.greedy_rounds import (
+    MAX_GREEDY_ROUNDS,
+    ROUND_COUNTS,
+    STALLED,
+    GreedyFinish,
+    GreedyRound,
+    GreedyStart,
+    decided_drops,
+    remaining_pairs,
 )
 from mixture.pipelines.dedup.minhash_buckets import ANCHORS, BAND_COUNTS
-from mixture.pipelines.dedup.minhash_verify import PAIRS_PER_FETCH, VERIFY_COUNTS, signature_margin
+from mixture.pipelines.dedup.minhash_verify import VERIFIED, VERIFY_COUNTS, signature_margin
 from mixture.pipelines.dedup.partitioned import PartitionedStep
 from mixture.pipelines.dedup.shuffle import (
     PART,
@@ -28,6 +40,7 @@ from mixture.pipelines.dedup.shuffle import (
     read_small,
     sorted_batches,
     summed_counts,
+    with_partition_function,
     write_counts,
     write_partitions,
 )
@@ -37,12 +50,17 @@ from mixture.stages.registry import (
     BAND_TASK_COUNTS,
     CLUSTER_COUNTS,
     COMPONENT_PAIRS_PER_TASK,
+    COMPONENT_SIZES,
+    FINISH_COUNTS,
+    FINISH_DROPS,
     FUZZY_DROPS,
+    GREEDY_COUNTS_EVERY,
     NEAR,
     NEAR_DUPLICATES_REPORT,
-    ROUTED_PAIRS,
+    VERIFIED_PAIRS,
     VERIFY_TASK_COUNTS,
     component_partitions,
+    greedy_files,
     star_changes,
     star_edges,
 )
@@ -53,83 +71,62 @@ GREEDY_COUNTS = pa.schema([("drops", pa.int64()), ("kept_similar", pa.int64()), 
 LARGEST = "largest_component"  # of the greedy tasks' counts: the report takes their largest, not their sum
 
 
-class MinhashCluster(PartitionedStep):
-    """Stage `minhash_cluster`, greedy round, task p: the verified pairs of the components of partition p (every
-    pair of a component is in one partition), in place of datatrove's MinhashDedupCluster (union-find over the
-    bucket pairs, which chains documents through shared boilerplate): in spec order (source, file, record, as for
-    exact duplicates) a document is dropped when a verified pair joins it to an earlier document that is kept; the
-    detail names that document (the most similar one) and the similarity. A document's fate depends only on its
-    component, so each partition decides its own as one pass over all of them would. Holds one byte per document
-    of its pairs; the pairs stream from DuckDB sorted (spilled past `memory_limit`). Writes the drops by prepared
-    file (FUZZY_DROPS in `output`: a shuffle file of `prepared` partitions, T, one per prepared file, read by
-    `assign`'s task of that file) and the task's counts (CLUSTER_COUNTS in `folder`)."""
+class NearDuplicateDrops(PartitionedStep):
+    """Stage `minhash_cluster`, drops round, task q of P_c: the drops the greedy's rounds and its finish decided in
+    partition q (a document dropped for an earlier kept one it is itself similar to, the most similar such one; the
+    decisions of one pass over the verified pairs in spec order: source, file, record, as for exact duplicates), in
+    place of datatrove's MinhashDedupCluster (union-find over the bucket pairs, which chains documents through shared
+    boilerplate), each with its evidence from the verified pair (the kept document's id, source, file and record,
+    the similarity). Writes the drops by prepared file (FUZZY_DROPS in `output`: a shuffle file of `prepared`
+    partitions, T, one per prepared file, read by `assign`'s task of that file) and the task's counts
+    (CLUSTER_COUNTS in `folder`: its drops and the largest component of its partition)."""
 
     name = "🎯 MinHash near duplicates"
 
-    def __init__(self, folder: str, output: str, *, prepared: int, ngram: int, memory_limit: str | None = None):
+    def __init__(self, folder: str, output: str, *, last: int, partitions: int, sources: int, prepared: int,
+                 ngram: int, memory_limit: str | None = None):
         super().__init__(memory_limit)
-        self.folder, self.output, self.prepared, self.ngram = folder, output, prepared, ngram
+        self.folder, self.output, self.last, self.partitions = folder, output, last, partitions
+        self.sources, self.prepared, self.ngram = sources, prepared, ngram
 
-    def inputs(self, rank: int) -> list[tuple[str, str, pa.Schema]]:
-        return [("raw_verified", ROUTED_PAIRS.every(self.folder), ROUTED, rank)]
+    def inputs(self, rank: int) -> list[tuple]:
+        return [("verified", VERIFIED_PAIRS.every(self.folder), VERIFIED,
+                 verified_partitions(rank, self.partitions, self.sources), self.sources),
+                ("sizes_in", COMPONENT_SIZES.every(self.folder), SIZES, rank),
+                *decided_drops(self.folder, self.last, rank, self.partitions)]
 
     def process(self, con, rank: int) -> dict[str, int]:
-        # the pairs without their evidence (the kept document's id, source and file): ~3x less to hold and sort;
-        # the drops' evidence is read back at the end (`_greedy`)
-        con.execute("CREATE TABLE edges AS SELECT a, b, sim, comp FROM raw_verified")
-        # a document is in one component: its (document, component) rows are distinct by document
-        con.execute("""CREATE TABLE nodes AS SELECT g, comp, row_number() OVER (ORDER BY g) - 1 AS i
-                       FROM (SELECT a AS g, comp FROM edges UNION SELECT b, comp FROM edges)""")
-        largest = scalar(con, "SELECT coalesce(max(n), 0) FROM (SELECT count(*) AS n FROM nodes GROUP BY comp)")
-        drops, kept_similar = self._greedy(con, rank)
-        write_counts(CLUSTER_COUNTS.path(self.folder, rank), GREEDY_COUNTS,
-                     {"drops": drops, "kept_similar": kept_similar, LARGEST: largest})
-        return {"pairs": scalar(con, "SELECT count(*) FROM edges"), "drops": drops}
-
-    def _greedy(self, con, rank: int) -> tuple[int, int]:
-        """In spec order, each document with a verified pair to an earlier kept document is dropped, naming the most
-        similar such document. Writes the drops; returns their number and the number of documents kept although
-        similar to an earlier one (every such one was dropped: a components approach would drop them)."""
-        dropped = np.zeros(scalar(con, "SELECT count(*) FROM nodes"), dtype=bool)
-        con.execute("CREATE TABLE decided (a BIGINT, b BIGINT)")
-        kept_similar, current, done = 0, -1, False
-        stream = con.cursor().sql("""
-            SELECT na.i AS ai, nb.i AS bi, e.a, e.b
-            FROM edges e JOIN nodes na ON na.g = e.a JOIN nodes nb ON nb.g = e.b ORDER BY e.b, e.sim DESC, e.a""")
-        for batch in stream.to_arrow_reader(PAIRS_PER_FETCH):
-            taken = []
-            for row, (a, b) in enumerate(zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True)):
-                if b != current:
-                    kept_similar += current >= 0 and not done
-                    current, done = b, False
-                if not done and not dropped[a]:
-                    dropped[b], done = True, True
-                    taken.append(row)
-            if taken:
-                con.register("batch", batch.take(pa.array(taken, pa.int64())))
-                con.execute("INSERT INTO decided SELECT a, b FROM batch")
-                con.unregister("batch")
-        kept_similar += current >= 0 and not done
+        with_partition_function(con)
+        views = " UNION ALL ".join(f"SELECT b, best_a FROM {view}" for view, *_ in
+                                   decided_drops(self.folder, self.last, rank, self.partitions))
+        con.execute(f"CREATE TABLE decided AS {views}")
         measure = f"word {self.ngram}-gram Jaccard"
 
         def rows() -> Iterator[pa.RecordBatch]:
             # each dropped document (b) once, with the evidence of the pair that decided it
-            for batch in sorted_batches(con, """
+            for batch in sorted_batches(con, f"""
                     SELECT * FROM (SELECT DISTINCT ON (d.b) v.rank_b AS rank, v.idx_b AS idx, v.kept_id, v.kept_source,
                                           v.kept_file, v.kept_record, v.sim
-                                   FROM decided d JOIN raw_verified v ON v.a = d.a AND v.b = d.b ORDER BY d.b)
+                                   FROM decided d JOIN verified v ON v.a = d.best_a AND v.b = d.b
+                                   WHERE mixture_partition(v.b, {self.partitions}) = {rank} ORDER BY d.b)
                     ORDER BY rank, idx"""):
                 cols = [batch.column(c).to_pylist() for c in ("kept_id", "kept_source", "kept_file", "kept_record",
                                                                "sim")]
-                detail = [f"near duplicate of {i!r} ({s}, {f}:{r}): {measure} {sim:.3f} ({WORD_RULE})" for i, s, f, r, sim in zip(
-                    *cols, strict=True)]
+                detail = [f"near duplicate of {i!r} ({s}, {f}:{r}): {measure} {sim:.3f} ({WORD_RULE})"
+                          for i, s, f, r, sim in zip(*cols, strict=True)]
                 yield pa.RecordBatch.from_arrays(
                     [batch.column("rank"), batch.column("idx"), pa.array(["fuzzy_duplicate"] * batch.num_rows),
                      pa.array(detail, pa.string()), batch.column("rank")], names=[*DROPS.names, PART])
 
-        written = write_partitions(rows(), FUZZY_DROPS.path(self.output, rank), self.prepared)
-        return sum(written.values()), int(kept_similar)
-
+        written = sum(write_partitions(rows(), FUZZY_DROPS.path(self.output, rank), self.prepared).values())
+        decided = scalar(con, "SELECT count(DISTINCT b) FROM decided")
+        if written != decided:  # a drop without its verified pair: the rounds' files do not match the pairs
+            raise RuntimeError(f"{decided - written} of {decided} near-duplicate drops of partition {rank} have no "
+                               f"verified pair in {VERIFIED_PAIRS.every(self.folder)}; remove the store's "
+                               "_build/minhash_cluster/ and build again")
+        write_counts(CLUSTER_COUNTS.path(self.folder, rank), GREEDY_COUNTS,
+                     {"drops": written, "kept_similar": 0, LARGEST: largest(con)})
+        return {"drops": written}
 
 
 class NearDuplicates(PartitionedStep):
@@ -148,6 +145,7 @@ class NearDuplicates(PartitionedStep):
         counts = {**summed_counts(BAND_TASK_COUNTS.every(self.folder), BAND_COUNTS),
                   **summed_counts(VERIFY_TASK_COUNTS.every(self.folder), VERIFY_COUNTS),
                   **summed_counts(CLUSTER_COUNTS.every(self.folder), GREEDY_COUNTS)}
+        counts["kept_similar"] = summed_counts(GREEDY_COUNTS_EVERY.every(self.folder), ROUND_COUNTS)["kept_similar"]
         counts[LARGEST] = max((read_small(f, GREEDY_COUNTS)[LARGEST][0].as_py()
                                for f in matching_files(CLUSTER_COUNTS.every(self.folder))), default=0)
         counts["pairs_rejected"] = counts["pairs_considered"] - counts["pairs_verified"]
@@ -163,8 +161,9 @@ def rounds(folder: str, output: str, report: str, tasks: int, *, prepared: int, 
            memory_limit: str | None = None) -> Iterator[Round]:
     """The stage's rounds over the verified pairs in `folder` (of `tasks` minhash_verify tasks, P; `prepared`
     prepared files, T), each run as P_c tasks (`component_partitions` of the pairs verified): star rounds until
-    the components are stars (`settled`, read once each round ran), the pairs routed to their components'
-    partitions, the greedy keep per partition, the report."""
+    the components are stars (`settled`, read once each round ran); their sizes and the greedy's start; greedy
+    rounds while more than `pairs_per_task` pairs are left undecided and a round decides at least 1/STALLED of
+    them (read once each round ran); the finish (one task, the rest); the drops with their evidence; the report."""
     pairs = summed_counts(VERIFY_TASK_COUNTS.every(folder), VERIFY_COUNTS)["pairs_verified"]
     parts = component_partitions(pairs, tasks, pairs_per_task)
     r = 0
@@ -177,8 +176,20 @@ def rounds(folder: str, output: str, report: str, tasks: int, *, prepared: int, 
         if r >= MAX_ROUNDS:
             raise RuntimeError(f"the components of the verified pairs in {folder} did not settle in {MAX_ROUNDS} "
                                f"rounds (edges replaced in the last: {round_changes(folder, r - 1)})")
-    yield Round("route", [RouteToComponents(folder, r, parts, tasks, memory_limit)], parts, (ROUTED_PAIRS,))
-    yield Round("greedy", [MinhashCluster(folder, output, prepared=prepared, ngram=ngram, memory_limit=memory_limit)],
+    yield Round("start", [ComponentSizes(folder, r, parts, memory_limit),
+                          GreedyStart(folder, parts, tasks, memory_limit)], parts, (COMPONENT_SIZES, *greedy_files(0)))
+    k, left = 0, remaining_pairs(folder, 0)
+    while left > pairs_per_task and k < MAX_GREEDY_ROUNDS:
+        k += 1
+        yield Round(f"g{k:03d}", [GreedyRound(folder, k, parts, memory_limit)], parts, greedy_files(k))
+        left, before = remaining_pairs(folder, k), left
+        # round 1 settles no pair (it sends the first decisions); from round 2 on a round that settles few is
+        # deciding along a chain, one link a round: the finish takes it whole
+        if k > 1 and before - left < before / STALLED:
+            break
+    yield Round("finish", [GreedyFinish(folder, k, parts, memory_limit)], 1, (FINISH_DROPS, FINISH_COUNTS))
+    yield Round("drops", [NearDuplicateDrops(folder, output, last=k, partitions=parts, sources=tasks,
+                                             prepared=prepared, ngram=ngram, memory_limit=memory_limit)],
                 parts, (FUZZY_DROPS, CLUSTER_COUNTS))
     yield Round("report", [NearDuplicates(folder, report, threshold=threshold, ngram=ngram, permutations=permutations,
                                           anchors=anchors)], 1)

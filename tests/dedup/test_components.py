@@ -9,9 +9,9 @@ import pytest
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
-from mixture.pipelines.dedup.components import ROUTED, round_changes, settled
-from mixture.pipelines.dedup.shuffle import read_partition
-from mixture.stages.registry import ROUTED_PAIRS
+from mixture.pipelines.dedup.components import SIZES, round_changes, settled
+from mixture.pipelines.dedup.shuffle import matching_files, read_partition
+from mixture.stages.registry import COMPONENT_SIZES, star_changes
 from mixture.store.formats import NearDuplicateReport, read_model
 from tests.dedup.cluster_reference import assert_same_as_single_task, drops_by_file, resolve
 from tests.dedup.synthetic_graphs import chain, mixed_graph, write_verified
@@ -46,30 +46,30 @@ def test_no_pairs(tmp_path):
 
 @pytest.mark.parametrize("tasks", [3, pytest.param(7, marks=pytest.mark.slow)])
 def test_rounds_find_the_connected_components(tmp_path, tasks):
-    """Every pair is routed to one partition per component (scipy's components of the same graph) with its component
-    (the least document in it); the rounds stop at the first large-star round that finds the components settled; the
-    report counts the largest component's documents."""
+    """Each component's documents are counted in one partition with its component (the least document in it: scipy's
+    components of the same graph); the rounds stop at the first large-star round that finds the components settled;
+    the report counts the largest component's documents."""
     near = tmp_path / "near_dups"
     edges = mixed_graph(seed=5)
     write_verified(near, edges, tasks)
-    rounds = resolve(str(near), str(tmp_path / "drops"), str(tmp_path / "report.json"), tasks, **SETTINGS)
-    stars = rounds - 3  # route, greedy, report
+    resolve(str(near), str(tmp_path / "drops"), str(tmp_path / "report.json"), tasks, **SETTINGS)
+    stars = len({f.rsplit("/", 2)[1] for f in matching_files(star_changes(0).every(str(near)).replace("r000", "r*"))})
     assert [settled(str(near), r) for r in range(stars)] == [False] * (stars - 1) + [True]
     assert round_changes(str(near), 0) > 0 and round_changes(str(near), stars - 1) == 0
     nodes, inverse = np.unique(edges, return_inverse=True)
     inverse = inverse.reshape(edges.shape)
     graph = coo_matrix((np.ones(len(edges)), (inverse[:, 0], inverse[:, 1])), shape=(len(nodes), len(nodes)))
     _, label = connected_components(graph, directed=False)
-    component_of = dict(zip(nodes.tolist(), label.tolist(), strict=True))
-    least = {c: int(nodes[label == c].min()) for c in set(label.tolist())}
+    sizes = {int(nodes[label == c].min()): int((label == c).sum()) for c in set(label.tolist())}
+    counted: dict[int, int] = {}
     partitions_of: dict[int, set[int]] = {}
     for q in range(tasks):
-        routed = read_partition(ROUTED_PAIRS.every(str(near)), q, ROUTED, tasks)
-        if routed.num_rows:
-            for a, b, comp in zip(*routed.select(["a", "b", "comp"]).to_pydict().values(), strict=True):
-                assert component_of[a] == component_of[b] and comp == least[component_of[a]]
-                partitions_of.setdefault(component_of[a], set()).add(q)
-    assert len(partitions_of) == len(set(label.tolist())) and all(len(p) == 1 for p in partitions_of.values())
+        for comp, n in zip(*read_partition(COMPONENT_SIZES.every(str(near)), q, SIZES, tasks).to_pydict().values(),
+                           strict=True):
+            counted[comp] = counted.get(comp, 0) + n
+            partitions_of.setdefault(comp, set()).add(q)
+    assert {comp: n + 1 for comp, n in counted.items()} == sizes  # the leaves counted, and the centre
+    assert all(len(p) == 1 for p in partitions_of.values())
     report = read_model(NearDuplicateReport, str(tmp_path / "report.json"))
     assert report.largest_component == np.bincount(label).max() > 1_000  # mixed_graph's giant component
 
@@ -122,3 +122,39 @@ def test_a_finished_star_leaves_the_rounds(tmp_path):
     last = rows(stars - 1)
     assert {x["u"] for x in last if x["v"] == 10 and x["flag"] == DONE} == set(leaves.tolist())
     assert not any(x["v"] == 10 and x["flag"] == EDGE for x in last)
+
+
+def test_the_greedy_decides_in_rounds_and_hands_a_chain_to_its_finish(tmp_path):
+    """The greedy's rounds decide most documents (a round's decisions settle the next round's pairs); the chain in
+    spec order, one link a round, is left to the finish once a round settles under 1/16 of the pairs left; the
+    drops, their evidence and the report are the single pass's."""
+    from mixture.pipelines.dedup.greedy_rounds import ROUND_COUNTS
+    from mixture.pipelines.dedup.shuffle import summed_counts
+    from mixture.stages.registry import FINISH_COUNTS, greedy_counts
+
+    near = tmp_path / "near_dups"
+    pairs = write_verified(near, mixed_graph(seed=2), 3, seed=2)
+    assert_same_as_single_task(near, 3, tmp_path, **SETTINGS)
+    counts = [summed_counts(greedy_counts(k).every(str(near)), ROUND_COUNTS)
+              for k in range(1, 200) if matching_files(greedy_counts(k).every(str(near)))]
+    assert len(counts) >= 4 and counts[0]["pairs"] == pairs  # round 1 sends the first decisions, settles no pair
+    assert counts[1]["pairs"] < pairs / 2  # round 2 settles the pairs of the documents round 1 decided
+    assert counts[-1]["pairs"] - counts[-1]["drops"] < counts[-2]["pairs"]  # the last round still settled some
+    finish = summed_counts(FINISH_COUNTS.every(str(near)), ROUND_COUNTS)
+    assert 0 < finish["pairs"] < 500 < pairs / 10  # the 400-document chain in spec order, about
+
+
+def test_a_document_with_many_later_neighbours_sends_one_message_a_partition(tmp_path):
+    """A template family's first page is the earlier document of a pair with each of its members: its decision
+    (kept, round 1) goes once to each partition of its later neighbours, not once a neighbour."""
+    from mixture.pipelines.dedup.greedy_rounds import MESSAGES
+    from mixture.stages.registry import greedy_messages
+    from tests.dedup.synthetic_graphs import star
+
+    near = tmp_path / "near_dups"
+    leaves = np.arange(1_000, 3_000, 2)
+    write_verified(near, np.concatenate([star(10, leaves), chain(np.arange(5_001, 5_101, 2))]), 5)
+    assert_same_as_single_task(near, 5, tmp_path, **SETTINGS)
+    sent = [x for q in range(5) for x in read_partition(greedy_messages(1).every(str(near)), q, MESSAGES, 5)
+            .to_pylist() if x["x"] == 10]
+    assert len(sent) == 5 and all(x["kept"] for x in sent)  # 1,000 later neighbours over 5 partitions

@@ -99,24 +99,24 @@ def test_a_stage_in_rounds_runs_as_tasks_of_its_pairs_with_rounds_that_grow_with
                           component_pairs_per_task=100)
     [c] = costs.project(_rates(near), work, cores=1000)
     assert c.tasks == 24  # 300 × 8 pairs / 100 per task, not T
-    n = 5 + 6  # 2 more rounds per doubling: 3 doublings
-    assert c.objects == (2 * n + 3) * 24 + 1  # and no combined file of the verified pairs at this size
-    # rounds, routing and greedy P_c² each; assign's T × P_c; round 0 and the routing each read the verified pairs'
-    # shuffle (P = T = 64 writer files, not combined at this size): each of the 24 tasks its range of partitions,
-    # with two requests a file
-    assert c.reads == 2 * ((n + 1) * 24 * 24 + 64 * 24) + 2 * 2 * 64 * 24
+    n = 5 + 6  # 2 more rounds per doubling: 3 doublings; as many greedy rounds
+    assert c.objects == (2 * n + 7 + 6 * n) * 24 + 3  # and no combined file of the verified pairs at this size
+    # star rounds 1 … n-1, greedy rounds and the drops' sizes P_c² each, the greedy's own files 4 a task a round;
+    # assign's T × P_c; star round 0, the greedy's start and the drops each read the verified pairs' shuffle (P = T =
+    # 64 writer files, not combined at this size): each of the 24 tasks its range of partitions, two requests a file
+    assert c.reads == 2 * (2 * n * 24 * 24 + 4 * n * 24 + 64 * 24) + 3 * 2 * 64 * 24
     assert c.wall_hours == pytest.approx(36 * 8 / 3600 / 24)
     [one] = costs.project(_rates(near), costs.Workload(input_tokens=1_000, tasks=64, stage_tasks={},
                                                        fit_sample=100), cores=1000)
-    assert one.tasks == 1 and one.objects == 2 * 5 + 3 + 1  # a small graph: one task per round, whatever T
+    assert one.tasks == 1 and one.objects == 8 * 5 + 7 + 3  # a small graph: one task per round, whatever T
 
 
 def test_the_largest_component_is_one_task_s_path_through_the_rounds():
     near = costs.StageRate(stage="a", cpu_seconds=36, scaled_by="tokens", reference=1_000, exponent=1.0, peak_rss=0,
                            rounds=costs.RoundsRate(rounds=5, pairs=300))
-    # measured: a component of 1,000 documents and 2,000 pairs in 10 rounds, its task's star rounds 20 s in all, its
-    # route 1 s, its greedy 4 s
-    path = costs.ComponentPath(members=1_000, pairs=2_000, rounds=10, star_seconds=20, route_seconds=1,
+    # measured: a component of 1,000 documents and 2,000 pairs in 10 rounds, its task's star rounds 20 s in all; the
+    # greedy's 6 rounds and finish, spread, 4 s on their longest tasks (not the component's path)
+    path = costs.ComponentPath(members=1_000, pairs=2_000, rounds=10, star_seconds=20, greedy_rounds=6,
                                greedy_seconds=4, measured="test")
     rates = _rates(near).model_copy(update={"largest_component": path})
 
@@ -128,13 +128,11 @@ def test_the_largest_component_is_one_task_s_path_through_the_rounds():
     even = cluster()
     assert even.wall_hours == pytest.approx(36 * 8 / 3600 / 24) and "largest" not in even.scaled
     n = 5 + 6  # the stage's rounds at 8× its reference: the component's edges on one task in each
-    big = cluster(largest_component=100_000)  # its pairs: 2 a member, as measured
-    star, route, greedy = 2.0 * 100 * n, 1.0 * 100, 4.0 * 100  # a round's star task 2 s × 100 × the size
-    assert big.wall_hours == pytest.approx((star + route + greedy) / 3600)
-    assert big.task_hours == pytest.approx(greedy / 3600)  # its longest task: the greedy of 200,000 pairs
+    big = cluster(largest_component=100_000)
+    star = 2.0 * 100  # a round's star task 2 s × 100 × the size
+    assert big.wall_hours == pytest.approx(star * n / 3600)
+    assert big.task_hours == pytest.approx(star / 3600)  # its longest task: a star round of the component's
     assert big.core_hours == even.core_hours and "100,000 documents" in big.scaled
-    denser = cluster(largest_component=100_000, largest_component_pairs=800_000)  # 8 pairs a member
-    assert denser.task_hours == pytest.approx(4.0 * 400 / 3600)
     small = cluster(largest_component=10)  # a path shorter than the even share changes nothing
     assert small.wall_hours == even.wall_hours and small.task_hours == even.task_hours
     [plain] = costs.project(_rates(near), costs.Workload(input_tokens=8_000, tasks=64, stage_tasks={"a": 64},
@@ -147,7 +145,7 @@ def test_the_largest_component_is_one_task_s_path_through_the_rounds():
     [c] = costs.project(deep, costs.Workload(input_tokens=8_000, tasks=64, stage_tasks={"a": 64}, fit_sample=100,
                                              component_pairs_per_task=100, largest_component=100_000), cores=1000)
     assert path.rounds_at(100_000) == 10 + 14 + 3
-    assert c.wall_hours == pytest.approx((2.0 * 100 * 27 + route + greedy) / 3600) and "27 rounds" in c.scaled
+    assert c.wall_hours == pytest.approx(2.0 * 100 * 27 / 3600) and "27 star rounds" in c.scaled
     assert costs.load_rates().largest_component is not None  # the packaged rates have one
 
 
@@ -187,11 +185,12 @@ def test_the_docs_projection_is_the_cost_model_of_the_growth_rates():
 def test_the_components_benchmark_gives_the_largest_component_s_path():
     from bench.cost_rates import component_path
 
-    longest = {"star": 12.0, "route": 1.0, "greedy": 17.0, "report": 0.1}
+    longest = {"star": 12.0, "start": 1.0, "greedy": 17.0, "finish": 2.0, "drops": 1.0, "report": 0.1}
     results = {"pairs": 8_000, "giant": 4_000, "machine": "m", "load": "load 1", "command": "python -m bench.x",
-               "runs": {"old": {"tasks": 1, "rounds": 1}, "P=1": {"tasks": 1, "rounds": 9, "longest": {**longest, "greedy": 30.0}},
-                        "P=8": {"tasks": 8, "rounds": 10, "longest": longest}}}
+               "runs": {"old": {"tasks": 1, "rounds": 1},
+                        "P=1": {"tasks": 1, "rounds": 9, "greedy_rounds": 5, "longest": {**longest, "greedy": 30.0}},
+                        "P=8": {"tasks": 8, "rounds": 10, "greedy_rounds": 6, "longest": longest}}}
     path = component_path(results)  # the run with the most tasks: the component's task apart from the rest
-    assert (path.members, path.pairs, path.rounds) == (4_000, 8_000, 10)
-    assert (path.star_seconds, path.route_seconds, path.greedy_seconds) == (12.0, 1.0, 17.0)
+    assert (path.members, path.pairs, path.rounds, path.greedy_rounds) == (4_000, 8_000, 10, 6)
+    assert (path.star_seconds, path.greedy_seconds) == (12.0, 19.0)
     assert "python -m bench.x" in path.measured and "load 1" in path.measured
