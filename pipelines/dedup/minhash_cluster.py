@@ -67,8 +67,8 @@ from mixture.stages.registry import (
 from mixture.store.formats import NearDuplicateReport, write_model
 from mixture.text.shingles import WORD_RULE
 
-GREEDY_COUNTS = pa.schema([("drops", pa.int64()), ("kept_similar", pa.int64()), ("largest_component", pa.int64())])
-LARGEST = "largest_component"  # of the greedy tasks' counts: the report takes their largest, not their sum
+DROP_COUNTS = pa.schema([("drops", pa.int64()), ("largest_component", pa.int64())])
+LARGEST = "largest_component"  # of the drops tasks' counts: the report takes their largest, not their sum
 
 
 class NearDuplicateDrops(PartitionedStep):
@@ -124,8 +124,7 @@ class NearDuplicateDrops(PartitionedStep):
             raise RuntimeError(f"{decided - written} of {decided} near-duplicate drops of partition {rank} have no "
                                f"verified pair in {VERIFIED_PAIRS.every(self.folder)}; remove the store's "
                                "_build/minhash_cluster/ and build again")
-        write_counts(CLUSTER_COUNTS.path(self.folder, rank), GREEDY_COUNTS,
-                     {"drops": written, "kept_similar": 0, LARGEST: largest(con)})
+        write_counts(CLUSTER_COUNTS.path(self.folder, rank), DROP_COUNTS, {"drops": written, LARGEST: largest(con)})
         return {"drops": written}
 
 
@@ -144,9 +143,10 @@ class NearDuplicates(PartitionedStep):
     def process(self, con, rank: int) -> dict[str, int]:
         counts = {**summed_counts(BAND_TASK_COUNTS.every(self.folder), BAND_COUNTS),
                   **summed_counts(VERIFY_TASK_COUNTS.every(self.folder), VERIFY_COUNTS),
-                  **summed_counts(CLUSTER_COUNTS.every(self.folder), GREEDY_COUNTS)}
+                  **summed_counts(CLUSTER_COUNTS.every(self.folder), DROP_COUNTS)}
+        # kept although similar to earlier documents (each of them dropped): counted where they were decided
         counts["kept_similar"] = summed_counts(GREEDY_COUNTS_EVERY.every(self.folder), ROUND_COUNTS)["kept_similar"]
-        counts[LARGEST] = max((read_small(f, GREEDY_COUNTS)[LARGEST][0].as_py()
+        counts[LARGEST] = max((read_small(f, DROP_COUNTS)[LARGEST][0].as_py()
                                for f in matching_files(CLUSTER_COUNTS.every(self.folder))), default=0)
         counts["pairs_rejected"] = counts["pairs_considered"] - counts["pairs_verified"]
         fs, path = fsspec.core.url_to_fs(self.report)
