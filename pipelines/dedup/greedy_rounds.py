@@ -221,8 +221,8 @@ class GreedyFinish(PartitionedStep):
         if waits != left:  # each waiting document waits for its pairs left
             raise RuntimeError(f"the greedy's documents wait for {waits} pairs but {left} are left; remove the "
                                "store's _build/minhash_cluster/ and build again")
-        known = con.sql("SELECT dropped, coalesce(best_a, -1) AS a, coalesce(best_sim, -1) AS s, waiting > 0 AS w "
-                        "FROM nodes ORDER BY i").fetchnumpy()
+        known = con.sql("SELECT b, dropped, coalesce(best_a, -1) AS a, coalesce(best_sim, -1) AS s, "
+                        "waiting > 0 AS w FROM nodes ORDER BY i").fetchnumpy()
         dropped, best_a, best_sim = (np.array(known[k]) for k in ("dropped", "a", "s"))
         pending = np.array(known["w"])  # the pass decides these, or finds their evidence
         waited = pending & ~dropped  # undecided when the pass starts
@@ -240,7 +240,7 @@ class GreedyFinish(PartitionedStep):
                 if waited[bi] or sim > best_sim[bi] or (sim == best_sim[bi] and a < best_a[bi]):
                     dropped[bi], best_a[bi], best_sim[bi] = True, a, sim
         kept_similar += int((waited & ~dropped).sum())
-        b = con.sql("SELECT b FROM nodes ORDER BY i").fetchnumpy()["b"]
+        b = np.asarray(known["b"])
         swept = pending & dropped
         con.register("swept", pa.table({"b": b[swept], "best_a": best_a[swept]}))
         con.execute("INSERT INTO out SELECT b, best_a FROM swept")
