@@ -97,12 +97,12 @@ def fit_objects(tmp: Path, log=print) -> dict[str, costs.ObjectRate]:
 
 def component_path(results: dict) -> costs.ComponentPath:
     """The largest component's path from a components benchmark's results (its `--json`): the rounds' run with the
-    most tasks, whose longest task of each kind is the component's."""
+    most tasks (its longest task of each kind, and its tasks: the component's share of each)."""
     runs = [r for name, r in results["runs"].items() if name != "old"]
     run = max(runs, key=lambda r: r["tasks"])
     longest = run["longest"]
     return costs.ComponentPath(members=results["giant"], pairs=results["pairs"], rounds=run["rounds"],
-                               star_seconds=longest["star"], greedy_rounds=run["greedy_rounds"],
+                               tasks=run["tasks"], star_seconds=longest["star"], greedy_rounds=run["greedy_rounds"],
                                greedy_seconds=longest.get("greedy", 0.0) + longest["finish"],
                                measured=f"{results['command']} ({results['machine']}; {results['load']})")
 

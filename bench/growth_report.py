@@ -655,24 +655,24 @@ class Report:
                 for r, c in zip(rates.stages, costs.project(rates, work, CORES), strict=True)]
 
     def component_scenarios(self, rows: list[dict]) -> list[str]:
-        """The projection with the largest near-duplicate component on one task's path through `minhash_cluster`
+        """The projection with the largest near-duplicate component's star rounds through `minhash_cluster`
         (bench/components_bench.py's measured path), for sizes up to Marin's candidate cluster."""
         path, stage = costs.load_rates().largest_component, "minhash_cluster"
         if path is None or stage not in self.names:
             return []
-        cases = [("none (the pairs spread over the tasks): the table above", None),
+        cases = [("none (components like the growth corpus's): the table above", None),
                  *((f"{m / 1e6:,.0f}M documents", m) for m in (1e7, 1e8)),
                  (f"Marin's candidate cluster: {costs.MARIN_LARGEST / 1e6:,.0f}M documents", costs.MARIN_LARGEST)]
-        lines = [f"The largest near-duplicate component is one task's in `{stage}`'s star rounds: its star centre's "
-                 "partition holds its edges in every large-star round until it is found whole; so its size, not the "
-                 "pairs, sets the stage's wall time (its greedy keep is spread over the tasks). Its path, measured on "
-                 f"one component of {path.members:,} documents and {path.pairs:,} verified pairs "
-                 f"(`{path.measured.split(' (')[0]}`): its task's star rounds {path.star_seconds:.1f} s in "
-                 f"{path.rounds} rounds (the greedy's {path.greedy_rounds} rounds and finish, spread, "
-                 f"{path.greedy_seconds:.1f} s on their longest tasks); scaled by its documents, with its edges "
-                 f"on one task in each of its own rounds (the measured {path.rounds}, {costs.ROUNDS_PER_DOUBLING:g} "
-                 f"more per doubling of its documents, {costs.FINISH_ROUNDS} to be found whole; at most the stage's: "
-                 "an upper bound, early rounds spread them):", "",
+        lines = [f"The largest near-duplicate component's edges are kept in the partitions of their larger ends in "
+                 f"`{stage}`'s star rounds, spread over its tasks like the other pairs (no task holds a document's "
+                 "larger neighbours): each of its rounds adds its share to every task. Its path, measured on one "
+                 f"component of {path.members:,} documents and {path.pairs:,} verified pairs at {path.tasks} tasks "
+                 f"(`{path.measured.split(' (')[0]}`): the longest task of its star rounds {path.star_seconds:.1f} s "
+                 f"in {path.rounds} rounds (the greedy's {path.greedy_rounds} rounds and finish, spread, "
+                 f"{path.greedy_seconds:.1f} s on their longest tasks); scaled by its documents and spread over the "
+                 f"stage's tasks, in each of its own rounds (the measured {path.rounds}, "
+                 f"{costs.ROUNDS_PER_DOUBLING:g} more per doubling of its documents, {costs.FINISH_ROUNDS} to be found "
+                 "whole; at most the stage's), added to each task's share of the rest (an upper bound):", "",
                  f"| largest component | `{stage}` wall hours | its longest task, hours | "
                  f"critical path on {CORES:,} cores |", "|---|---:|---:|---:|"]
         for label, members in cases:

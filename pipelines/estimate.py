@@ -118,8 +118,8 @@ def estimate(spec_path: str, *, tasks: int | None = None, cores: int = 1000, bud
              largest_component: float | None = None, progress=None) -> Estimate:
     """The spec's inputs sampled and its build projected with `tasks` tasks (default: execution.tasks) on
     `cores` cores; `pairs_per_doc`: near-duplicate candidate pairs per input record (default: the rates' growth
-    of them); `largest_component`: documents of the largest near-duplicate component, one task's path through
-    `minhash_cluster` (default: not projected)."""
+    of them); `largest_component`: documents of the largest near-duplicate component, its star rounds added to
+    `minhash_cluster`'s tasks (default: not projected)."""
     spec = load_spec(spec_path)
     n_tasks = tasks or spec.execution.tasks
     ctx = BuildContext(spec, spec.refs.folder, spec.refs.store, n_tasks)

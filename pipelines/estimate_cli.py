@@ -66,15 +66,15 @@ def component_note(est) -> str:
     if path is None or cluster is None:
         return ""
     if est.largest_component:
-        return (f"; minhash_cluster's wall time is at least its largest component's path ({est.largest_component:,.0f} "
-                "documents, yours): one task holds it until it is found whole")
+        return (f"; minhash_cluster's includes its largest component's star rounds ({est.largest_component:,.0f} "
+                "documents, yours), spread over its tasks")
     rate = next(r for r in est.rates.stages if r.stage == "minhash_cluster")
     stage_rounds = rate.rounds.at(est.input_tokens / rate.reference) if rate.rounds else path.rounds_at(costs.MARIN_LARGEST)
-    hours = path.seconds(costs.MARIN_LARGEST, stage_rounds)[0] / 3600
-    return (f"; minhash_cluster's wall time assumes its pairs spread over its tasks, but its largest near-duplicate "
-            f"component is one task's until it is found whole: give its documents with "
-            f"--largest-component (the pool Marin deduplicated had a candidate cluster of "
-            f"{costs.MARIN_LARGEST / 1e6:,.0f}M: {hours:,.1f} h on one task)")
+    hours = path.seconds(costs.MARIN_LARGEST, stage_rounds, cluster.tasks)[0] / 3600
+    return (f"; minhash_cluster's assumes components like the benchmark's: give your largest near-duplicate "
+            f"component's documents with --largest-component to add its star rounds (the pool Marin deduplicated "
+            f"had a candidate cluster of {costs.MARIN_LARGEST / 1e6:,.0f}M: {hours:,.2f} h more on each of its "
+            f"{cluster.tasks:,} tasks)")
 
 
 def verify_rate_warning(est) -> str | None:
@@ -159,9 +159,9 @@ def register(app: typer.Typer) -> None:
         largest_component: float = typer.Option(
             None, "--largest-component", min=1,
             help="documents in the largest near-duplicate component (documents joined by verified pairs; a "
-                 "previous build's store.json near_duplicates.largest_component): one minhash_cluster task holds it "
-                 "until it is found whole, so it sets that stage's wall time and time limit. Default: not projected (the "
-                 "pairs spread over the tasks)"),
+                 "previous build's store.json near_duplicates.largest_component): its star rounds add its share to each "
+                 "minhash_cluster task (its edges spread over them). Default: not projected (components like the "
+                 "growth benchmark's)"),
         prices: Path = typer.Option(None, help="YAML with core_hour and per_1000_writes (your prices)"),
         as_json: bool = typer.Option(False, "--json", help="print the estimate as JSON"),
     ) -> None:

@@ -19,9 +19,12 @@ MIN_LIMIT_HOURS = 1.0
 MEMORY_HEADROOM = 1.5  # a memory request: the measured peak per task × this, in whole GiB
 GIB = 2**30
 ROUNDS_PER_DOUBLING = 2.0  # star rounds added per doubling of the input (RoundsRate)
-# rounds a component's centre still holds its edges after it is a star: the next small-star round's, the large-star
-# round that finds it whole and writes it DONE, and the one that carries its leaves' last marks (components.py)
+# rounds a component's edges are still read after it is a star: the apply round that finds its centre whole, the
+# least round that tells the partitions holding its edges, the apply round that writes them DONE (components.py)
 FINISH_ROUNDS = 3
+# greedy rounds added per doubling of a component's documents: measured 11 at 1M documents and 12 at 4M
+# (docs/performance.md), rounded up
+GREEDY_ROUNDS_PER_DOUBLING = 1.0
 # members of the largest candidate cluster of Marin's fuzzy dedup of the 25.6T pool (marin-community/marin #8237):
 # the largest near-duplicate component a user of that pool should plan for (ComponentPath)
 MARIN_LARGEST = 825_000_000
@@ -104,18 +107,19 @@ class RoundsRate(BaseModel):
 
 
 class ComponentPath(BaseModel):
-    """The largest near-duplicate component's path through `minhash_cluster`: its star centre's partition holds its
-    edges in the star rounds until it is found whole (FINISH_ROUNDS after it is a star), so its size, not the
-    corpus's pairs, sets those rounds' longest task; its greedy keep is spread over the stage's tasks (the greedy's
-    rounds send a document's decision to each partition of its later neighbours once, and the finish holds at most a
-    task's share of pairs), so it is not on the path. Measured by bench/components_bench.py on a graph that is that
-    one component: the longest task's CPU seconds of each kind, summed over the rounds."""
+    """The largest near-duplicate component's path through `minhash_cluster`: its edges are kept in the partitions of
+    their larger ends, spread over the stage's tasks like the other pairs (no task holds a node's larger neighbours),
+    so each of its star rounds until it is found whole (FINISH_ROUNDS after it is a star) adds its share to every
+    task; its greedy keep is spread too (a document's decision goes to each partition of its later neighbours once,
+    and the finish holds at most a task's share of pairs). Measured by bench/components_bench.py on a graph that is
+    that one component, at `tasks` tasks: the longest task's CPU seconds of each kind, summed over the rounds."""
 
     model_config = ConfigDict(frozen=True)
 
     members: int = Field(gt=0, description="documents of the measured component")
     pairs: int = Field(gt=0, description="its verified pairs")
     rounds: int = Field(ge=1, description="its star rounds")
+    tasks: int = Field(1, ge=1, description="the tasks of each round of the measured run (P_c)")
     star_seconds: float = Field(ge=0, description="the longest task of each star round, summed")
     greedy_rounds: int = Field(ge=0, description="the greedy's rounds before its finish")
     greedy_seconds: float = Field(ge=0, description="the longest task of each greedy round and the finish, summed "
@@ -123,18 +127,24 @@ class ComponentPath(BaseModel):
     measured: str = Field(description="by which command, on which machine")
 
     def rounds_at(self, members: float) -> int:
-        """Star rounds a component of `members` documents holds one task: the measured component's, ROUNDS_PER_DOUBLING
-        more per doubling of its documents (as a stage's grow with its input: the measured ones did not grow from 250k
-        to 4M documents), and FINISH_ROUNDS."""
+        """Star rounds of a component of `members` documents until it is found whole: the measured component's,
+        ROUNDS_PER_DOUBLING more per doubling of its documents (as a stage's grow with its input: the measured ones
+        did not grow from 250k to 4M documents), and FINISH_ROUNDS."""
         return self.rounds + math.ceil(ROUNDS_PER_DOUBLING * math.log2(max(1.0, members / self.members))) + FINISH_ROUNDS
 
-    def seconds(self, members: float, stage_rounds: int) -> tuple[float, float, int]:
-        """(the path's seconds, its longest task's, its rounds) for a component of `members` documents in a stage of
-        `stage_rounds` star rounds: its own rounds (`rounds_at`, at most the stage's), every one of them with its
-        edges on one task (an upper bound: early rounds spread a component's edges)."""
+    def greedy_rounds_at(self, members: float) -> int:
+        """The greedy's rounds over a component of `members` documents: the measured ones, GREEDY_ROUNDS_PER_DOUBLING
+        more per doubling of its documents (a round that settles under 1/16 of the pairs left ends them)."""
+        doublings = math.log2(max(1.0, members / self.members))
+        return self.greedy_rounds + math.ceil(GREEDY_ROUNDS_PER_DOUBLING * doublings)
+
+    def seconds(self, members: float, stage_rounds: int, tasks: int) -> tuple[float, float, int]:
+        """(what its rounds add to each of the stage's `tasks` tasks, a round's share, its rounds) for a component of
+        `members` documents in a stage of `stage_rounds` star rounds: its own rounds (`rounds_at`, at most the
+        stage's), each the measured round's longest task scaled by its documents and spread over `tasks`."""
         rounds = min(stage_rounds, self.rounds_at(members))
-        star = self.star_seconds / self.rounds * members / self.members  # a round's task holding the component
-        return star * rounds, star, rounds
+        share = self.star_seconds / self.rounds * members / self.members * self.tasks / max(1, tasks)
+        return share * rounds, share, rounds
 
 
 class LinearCost(BaseModel):
@@ -194,7 +204,7 @@ class Rates(BaseModel):
                                                            "stage's cost")
     stages: tuple[StageRate, ...]
     largest_component: ComponentPath | None = Field(None, description="the largest near-duplicate component's path "
-                                                                      "through `minhash_cluster` (one task's)")
+                                                                      "through `minhash_cluster`")
 
     def pairs_at(self, input_tokens: float) -> float:
         """Candidate pairs projected to `input_tokens`: the reference's grown by `pairs_exponent` (never under 1)."""
@@ -271,7 +281,7 @@ def project(rates: Rates, work: Workload, cores: int) -> list[StageCost]:
             tasks = component_partitions(round(r.rounds.pairs * ratio), work.partitions or work.tasks,
                                          work.component_pairs_per_task)
             n = r.rounds.at(ratio)
-            g = n  # the greedy's rounds: as many as the star rounds (measured fewer: docs/performance.md)
+            g = _greedy_rounds(rates, work, n)
             # per task: each star round's edges and counts; the start's sizes, pairs, documents, partitions and
             # counts; each greedy round's six files; the drops and their counts; the finish's two. Reads: star rounds
             # 1 … n-1, each greedy round and the drops' sizes P_c² ranges each (with the own files, 4 a task a
@@ -292,11 +302,11 @@ def project(rates: Rates, work: Workload, cores: int) -> list[StageCost]:
         wall_s, task_s = core_s / min(cores, tasks), core_s / tasks
         path = rates.largest_component
         if r.rounds is not None and path is not None and work.largest_component:
-            # its largest component is one task's until it is found whole: the stage takes at least that path
-            serial, longest, rounds = path.seconds(work.largest_component, r.rounds.at(ratio))
-            wall_s, task_s = max(wall_s, serial), max(task_s, longest)
-            scaled.append(f"its largest component ({work.largest_component:,.0f} documents) {serial / 3600:,.1f} h "
-                          f"on one task ({rounds} star rounds)")
+            # its largest component's edges are spread over the stage's tasks: each of its rounds adds its share
+            added, _, rounds = path.seconds(work.largest_component, r.rounds.at(ratio), tasks)
+            core_s, wall_s, task_s = core_s + added * tasks, wall_s + added, task_s + added
+            scaled.append(f"its largest component ({work.largest_component:,.0f} documents) {added / 3600:,.2f} h more "
+                          f"on each task ({rounds} star rounds)")
         out.append(StageCost(
             stage=r.stage, tasks=tasks, core_hours=core_s / 3600, linear_core_hours=r.cpu_seconds * ratio / 3600,
             wall_hours=wall_s / 3600, task_hours=task_s / 3600, peak_rss=r.peak_rss,
@@ -304,6 +314,16 @@ def project(rates: Rates, work: Workload, cores: int) -> list[StageCost]:
             combine_group=combine_group(work.tasks, max(work.tasks, work.partitions or work.tasks), work.combine_files)
             if r.objects.shuffles else 1))
     return out
+
+
+def _greedy_rounds(rates: Rates, work: Workload, star_rounds: int) -> int:
+    """The greedy's rounds in `minhash_cluster` for the requests: the measured path's grown to the workload's largest
+    component (or Marin's candidate cluster, which a user of a pool like it should plan for), at most the star
+    rounds; without a measured path, as many as the star rounds."""
+    path = rates.largest_component
+    if path is None:
+        return star_rounds
+    return min(star_rounds, path.greedy_rounds_at(work.largest_component or MARIN_LARGEST))
 
 
 def _verified_pairs_requests(work: Workload, readers: int) -> tuple[int, int, int]:

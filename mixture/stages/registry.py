@@ -216,14 +216,14 @@ def combined_outputs(*shuffles: TaskFile) -> tuple[str, ...]:
 
 
 def star_edges(round_: int) -> TaskFile:
-    """The graph's edges after round `round_` of `minhash_cluster`, by partition of their first node: a shuffle file
-    per task, a range per component partition (P_c)."""
+    """The graph's rows after round `round_` of `minhash_cluster` (edges by partition of their later document, and
+    what a round tells the next): a shuffle file per task, a range per component partition (P_c)."""
     return TaskFile(NEAR, f"components/r{round_:03d}/{RANK}.parquet")
 
 
 def star_changes(round_: int) -> TaskFile:
-    """How many edges task `{rank}` of round `round_` replaced (none in two rounds running: the components are
-    found)."""
+    """How many edges task `{rank}` of round `round_` replaced (none in an apply round after the first: the
+    components are found)."""
     return TaskFile(NEAR, f"components/changes/r{round_:03d}/{RANK}.parquet")
 
 

@@ -19,14 +19,22 @@ from mixture.pipelines.dedup.shuffle import (
 from mixture.pipelines.runtime.duckdb_connection import scalar
 from mixture.stages.registry import COMPONENT_SIZES, VERIFIED_PAIRS, star_changes, star_edges
 
-# a row of the graph, kept in the partition of u: an edge (EDGE); a mark that v's only neighbour is u, smaller
-# (LEAF: written by a large-star round, read by the next); u's component is the star around v, whole and final
-# (DONE: written once, then carried from round to round in u's partition and no longer regrouped)
+# a row of the graph's rounds (EDGES: u, v, flag), in the partition of u (an edge's larger end, or the node the row
+# is about) unless said otherwise:
+# EDGE    an edge, v < u: a node's smaller neighbours are in its own partition, so the least of them is found there,
+#         and a document with millions of larger neighbours (a template's first page) holds none of their edges
+# DONE    an edge of a whole star (its centre v): out of the rounds, carried in u's partition to the last
+# HOLDER  (x, p): partition p holds an edge of x to a larger neighbour (an apply round, to the next least round)
+# WHOLE   (x, x): x is the centre of a whole star (an apply round, to the next least round in x's partition)
+# LEAST   (x, m): m the least of x's smaller neighbours (a least round, to each partition that holds edges of x)
+# CLOSED  (x, x): x's star is whole: its edges leave the rounds (a least round, to each partition that holds them)
+# OPEN    (x, 0|1): whether a partition's larger neighbours of x include one with another neighbour (a least round,
+#         to x's partition, whose next apply round finds x the centre of a whole star when none does)
 EDGES = pa.schema([("u", pa.int64()), ("v", pa.int64()), ("flag", pa.int8())])
-EDGE, LEAF, DONE = 0, 1, 2
+EDGE, DONE, HOLDER, WHOLE, LEAST, CLOSED, OPEN = range(7)
 SIZES = pa.schema([("comp", pa.int64()), ("n", pa.int64())])  # a component (its least document), documents counted
-# the edges a round wrote, those it replaced, and (large-star) the edges a small-star would replace: to smaller
-# neighbours of a node other than its least one; both none: each component is a star around its least document
+# an apply round's edges replaced (by the large-star, then by the small-star) and those the small-star replaced: none
+# in an apply round after the first, and each component is a star around its least document
 CHANGES = pa.schema([("edges", pa.int64()), ("changed", pa.int64()), ("unsettled", pa.int64())])
 EDGE_COMPRESSION = "lz4"  # the rounds' edges: integers written and read once, where zstd's time would dominate
 MAX_ROUNDS = 200  # large-star/small-star needs O(log² n) rounds at worst; far more means something is broken
@@ -43,21 +51,25 @@ def verified_partitions(part: int, partitions: int, sources: int) -> range:
 
 
 class StarRound(PartitionedStep):
-    """Round r of the components, task q of P_c (`partitions`): the edges of the nodes of partition q, each node u
-    with its neighbours. Even rounds are small-star (u and each smaller neighbour joined to the least of them: only
-    the edges to smaller neighbours are read, round 0 reads the verified pairs of its documents from their
-    partitions, of `sources` (P), of `minhash_verify`'s shuffle: a later document with each earlier one), odd rounds
-    large-star (each larger neighbour of u joined to the least of u and its neighbours, which needs both directions: a small-star round writes each edge to the partitions of both its nodes). Every
-    round keeps each component connected and none joins two, nor writes more edges than it read; once a large-star
-    round replaces no edge and finds no node with two smaller neighbours (`settled`), each component is a star
-    around its least document. Writes the edges (`star_edges(r)`) and the task's counts (`star_changes(r)`).
+    """Round r of the components, task q of P_c (`partitions`): large-star and small-star over the edges kept in the
+    partition of their larger end, so that no task holds a node's larger neighbours (a template's first page may
+    have millions). Odd rounds find the least: each node's least smaller neighbour (all of them in its partition),
+    sent to each partition holding its edges to larger neighbours (LEAST: at most P_c rows a node, whatever its
+    degree). Even rounds apply: each edge (u, v) to (u, the least of v and v's neighbours) (large-star), then each
+    node's smaller neighbours joined to the least of them (small-star); the new edges go to their larger end's
+    partition, and each partition holding edges of a node x to larger ones tells x's (HOLDER). Round 0 reads the
+    verified pairs (each in the partition of its later document, of `sources` P) and applies the small-star only.
+    Every round keeps each component connected and none joins two, nor writes more edges than it read; an apply
+    round after the first that replaces no edge leaves each component a star around its least document
+    (`settled`): every edge's smaller end has no smaller neighbour, every larger end one.
 
-    A star finished before the others leaves the rounds: its centre's partition would otherwise hold all its edges
-    in every large-star round until the last component settles (the largest component, one task's, each round). In
-    a large-star round each node whose only neighbour is smaller marks itself that neighbour's leaf (LEAF); in the
-    next large-star round a node with no smaller neighbour whose every neighbour marked itself its leaf two rounds
-    before is a whole component (its leaves had it for only neighbour, and it nothing smaller): its edges go out as
-    DONE, in the leaves' partitions, carried as they are by every later round."""
+    A star finished before the others leaves the rounds (its edges would otherwise be read and written in every
+    round until the last component settles): a least round tells each node x whether the partition's larger
+    neighbours of x include one that is not a leaf (OPEN; a leaf has one smaller neighbour and no larger one); the
+    next apply round finds x the centre of a whole star when x has no smaller neighbour and no partition named a
+    non-leaf (WHOLE), the next least round tells the partitions holding its edges (CLOSED), and the apply round after
+    writes them DONE, carried as they are by every later round. Writes the rows (`star_edges(r)`) and the task's
+    counts (`star_changes(r)`)."""
 
     name = "🎯 MinHash components round"
 
@@ -73,47 +85,61 @@ class StarRound(PartitionedStep):
 
     def process(self, con, rank: int) -> dict[str, int]:
         with_partition_function(con)
-        source = (f"SELECT b AS u, a AS v, {EDGE} AS flag FROM verified "
-                  f"WHERE mixture_partition(b, {self.partitions}) = {rank}"
-                  if self.round == 0 else "SELECT u, v, flag FROM edges_in")
-        if self.round % 2 == 0:  # small-star: u and its smaller neighbours to the least of them
-            con.execute(f"CREATE TABLE e AS SELECT DISTINCT u, v FROM ({source}) WHERE flag = {EDGE} AND v < u")
-            con.execute("CREATE TABLE m AS SELECT u, min(v) AS m, count(*) AS smaller FROM e GROUP BY u")
-            out = (f"SELECT u AS x, m AS y, {EDGE} AS flag FROM m "
-                   f"UNION SELECT e.v, m.m, {EDGE} FROM e JOIN m USING (u) WHERE e.v <> m.m")
-            # every smaller neighbour but the least is replaced
-            counted = "sum(smaller), sum(smaller - 1), sum(smaller - 1)"
-            kept = f"SELECT u, v, flag FROM ({source}) WHERE flag <> {EDGE}"  # the marks to their next round, DONE
-        else:  # large-star: u's larger neighbours to the least of u and its neighbours
-            con.execute(f"CREATE TABLE e AS SELECT DISTINCT u, v FROM ({source}) WHERE flag = {EDGE} AND v <> u")
-            con.execute("""CREATE TABLE m AS SELECT u, least(u, min(v)) AS m, count(*) FILTER (v > u) AS larger,
-                           count(*) FILTER (v < u) AS smaller FROM e GROUP BY u""")
-            # a node with no smaller neighbour whose every neighbour marked itself its leaf two rounds before: its
-            # marks are some of its neighbours then, which are some of its neighbours now (a node that has no smaller
-            # neighbour now had none then, and a large-star round keeps every neighbour of such a node), so counting
-            # them is enough
-            con.execute(f"""CREATE TABLE done AS SELECT m.u FROM m JOIN (
-                               SELECT u, count(DISTINCT v) AS marks FROM ({source}) WHERE flag = {LEAF} GROUP BY u) k
-                           USING (u) WHERE m.smaller = 0 AND m.larger = k.marks""")
-            out = (f"SELECT DISTINCT e.v AS x, m.m AS y, CASE WHEN d.u IS NULL THEN {EDGE} ELSE {DONE} END AS flag "
-                   "FROM e JOIN m USING (u) LEFT JOIN done d USING (u) WHERE e.v > e.u")
-            # the larger neighbours of a node that has a smaller one are replaced; and what a small-star would
-            # replace: every smaller neighbour of a node but the least
-            counted = "sum(larger + smaller), sum(larger) FILTER (m < u), sum(greatest(smaller - 1, 0))"
-            kept = (f"SELECT m, u, {LEAF} FROM m WHERE smaller = 1 AND larger = 0 "  # the leaves: m their neighbour
-                    f"UNION ALL SELECT u, v, flag FROM ({source}) WHERE flag = {DONE}")
-        edges_in, changed, unsettled = (int(x or 0) for x in con.execute(f"SELECT {counted} FROM m").fetchone())
-        con.execute(f"CREATE TABLE out AS {out}")
-        mirrored = "UNION ALL SELECT y, x, flag FROM out" if self.round % 2 == 0 else ""  # large-star reads both ways
+        if self.round == 0:
+            con.execute(f"CREATE VIEW edges_in AS SELECT b AS u, a AS v, {EDGE}::TINYINT AS flag FROM verified "
+                        f"WHERE mixture_partition(b, {self.partitions}) = {rank}")
+        con.execute(f"CREATE TABLE e AS SELECT DISTINCT u, v FROM edges_in WHERE flag = {EDGE}")
+        rows, counts = self._least(con, rank) if self.round % 2 else self._apply(con)
         written = write_partitions(sorted_batches(con, f"""
-            SELECT u, v, flag::TINYINT AS flag, mixture_partition(u, {self.partitions}) AS {PART}
-            FROM (SELECT x AS u, y AS v, flag FROM out {mirrored} UNION ALL {kept}) ORDER BY {PART}"""),
+            SELECT u, v, flag::TINYINT AS flag, {PART} FROM ({rows}) ORDER BY {PART}"""),
             star_edges(self.round).path(self.folder, rank), self.partitions, compression=EDGE_COMPRESSION)
-        edges = scalar(con, "SELECT count(*) FROM out")
-        write_counts(star_changes(self.round).path(self.folder, rank), CHANGES,
-                     {"edges": edges, "changed": changed, "unsettled": unsettled})
-        return {"edges_in": edges_in, "edges_out": edges, "edges_written": sum(written.values()),
-                "edges_replaced": changed}
+        write_counts(star_changes(self.round).path(self.folder, rank), CHANGES, counts)
+        return {"edges_in": scalar(con, "SELECT count(*) FROM e"), "rows_written": sum(written.values()),
+                "edges_replaced": counts["changed"]}
+
+    def _least(self, con, rank: int) -> tuple[str, dict[str, int]]:
+        """A least round's rows (each with its partition) and counts: the edges carried as they are."""
+        con.execute(f"CREATE TABLE holders AS SELECT DISTINCT u AS x, v AS p FROM edges_in WHERE flag = {HOLDER}")
+        con.execute("CREATE TABLE m AS SELECT u, min(v) AS m, count(*) AS smaller FROM e GROUP BY u")
+        con.execute("CREATE TABLE nonleaf AS SELECT u FROM m WHERE smaller > 1 UNION SELECT x FROM holders")
+        part = f"mixture_partition(u, {self.partitions})"
+        rows = f"""
+            SELECT u, v, {EDGE} AS flag, {rank} AS {PART} FROM e
+            UNION ALL SELECT u, v, flag, {rank} FROM edges_in WHERE flag = {DONE}
+            UNION ALL SELECT m.u, m.m, {LEAST}, h.p FROM m JOIN holders h ON h.x = m.u
+            UNION ALL SELECT w.u, w.u, {CLOSED}, h.p FROM (SELECT DISTINCT u FROM edges_in WHERE flag = {WHOLE}) w
+                JOIN holders h ON h.x = w.u
+            UNION ALL SELECT u, open, {OPEN}, {part} FROM (
+                SELECT e.v AS u, max(CASE WHEN n.u IS NULL THEN 0 ELSE 1 END) AS open
+                FROM e LEFT JOIN nonleaf n ON n.u = e.u GROUP BY e.v)"""
+        return rows, {"edges": scalar(con, "SELECT count(*) FROM e"), "changed": 0, "unsettled": 0}
+
+    def _apply(self, con) -> tuple[str, dict[str, int]]:
+        """An apply round's rows (each with its partition) and counts."""
+        con.execute(f"CREATE TABLE least AS SELECT u AS v, min(v) AS m FROM edges_in WHERE flag = {LEAST} GROUP BY u")
+        con.execute(f"CREATE TABLE closed AS SELECT DISTINCT u AS v FROM edges_in WHERE flag = {CLOSED}")
+        # large-star: each edge (u, v) to the least of v and its smaller neighbours; a whole star's edges leave
+        con.execute("""CREATE TABLE big AS SELECT DISTINCT e.u, coalesce(l.m, e.v) AS v
+                       FROM e LEFT JOIN least l ON l.v = e.v WHERE e.v NOT IN (SELECT v FROM closed)""")
+        # small-star: each node's smaller neighbours (and itself) to the least of them
+        con.execute("CREATE TABLE s AS SELECT u, min(v) AS m, count(*) AS smaller FROM big GROUP BY u")
+        con.execute("CREATE TABLE out AS SELECT u, m AS v FROM s UNION SELECT b.v, s.m FROM big b JOIN s USING (u) "
+                    "WHERE b.v <> s.m")
+        # a whole star's centre: no smaller neighbour, and every partition holding its edges found only leaves
+        con.execute(f"""CREATE TABLE whole AS SELECT u FROM edges_in WHERE flag = {OPEN} GROUP BY u
+                        HAVING max(v) = 0 AND u NOT IN (SELECT u FROM e)""")
+        part = f"mixture_partition(u, {self.partitions})"
+        rows = f"""
+            SELECT u, v, flag, {part} AS {PART} FROM (
+                SELECT u, v, {EDGE} AS flag FROM out
+                UNION ALL SELECT u, v, flag FROM edges_in WHERE flag = {DONE}
+                UNION ALL SELECT e.u, e.v, {DONE} FROM e JOIN closed c ON c.v = e.v
+                UNION ALL SELECT u, u, {WHOLE} FROM whole
+                UNION ALL SELECT DISTINCT v, mixture_partition(u, {self.partitions}), {HOLDER} FROM out)"""
+        replaced = scalar(con, "SELECT count(*) FROM e JOIN least l ON l.v = e.v")
+        unsettled = int(scalar(con, "SELECT coalesce(sum(smaller - 1), 0) FROM s"))
+        return rows, {"edges": scalar(con, "SELECT count(*) FROM out"), "changed": replaced + unsettled,
+                      "unsettled": unsettled}
 
 
 def round_changes(folder: str, round_: int) -> int:
@@ -122,10 +148,9 @@ def round_changes(folder: str, round_: int) -> int:
 
 
 def settled(folder: str, round_: int) -> bool:
-    """After round `round_`, each component is a star around its least document: a large-star round (odd) that
-    replaced no edge in a graph where no node has two smaller neighbours (a small-star would replace none)."""
-    counts = summed_counts(star_changes(round_).every(folder), CHANGES)
-    return round_ % 2 == 1 and counts["changed"] == counts["unsettled"] == 0
+    """After round `round_`, each component is a star around its least document: an apply round (even) after the
+    first that replaced no edge (`StarRound`)."""
+    return round_ % 2 == 0 and round_ >= 2 and round_changes(folder, round_) == 0
 
 
 class ComponentSizes(PartitionedStep):
@@ -145,8 +170,9 @@ class ComponentSizes(PartitionedStep):
 
     def process(self, con, rank: int) -> dict[str, int]:
         with_partition_function(con)
-        # a node with a smaller neighbour is a leaf of the star around the least one (an edge or a DONE row)
-        con.execute("CREATE TABLE label AS SELECT u, min(v) AS comp FROM edges_in WHERE v < u GROUP BY u")
+        # a node with a smaller neighbour is a leaf of the star around it (an edge or a DONE row)
+        con.execute(f"CREATE TABLE label AS SELECT u, min(v) AS comp FROM edges_in WHERE flag IN ({EDGE}, {DONE}) "
+                    "GROUP BY u")
         written = write_partitions(sorted_batches(con, f"""
             SELECT comp, count(*) AS n, mixture_partition(comp, {self.partitions}) AS {PART} FROM label
             GROUP BY comp ORDER BY {PART}"""), COMPONENT_SIZES.path(self.folder, rank), self.partitions)

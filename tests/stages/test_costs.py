@@ -111,12 +111,12 @@ def test_a_stage_in_rounds_runs_as_tasks_of_its_pairs_with_rounds_that_grow_with
     assert one.tasks == 1 and one.objects == 8 * 5 + 7 + 3  # a small graph: one task per round, whatever T
 
 
-def test_the_largest_component_is_one_task_s_path_through_the_rounds():
+def test_the_largest_component_s_star_rounds_add_their_share_to_every_task():
     near = costs.StageRate(stage="a", cpu_seconds=36, scaled_by="tokens", reference=1_000, exponent=1.0, peak_rss=0,
                            rounds=costs.RoundsRate(rounds=5, pairs=300))
-    # measured: a component of 1,000 documents and 2,000 pairs in 10 rounds, its task's star rounds 20 s in all; the
-    # greedy's 6 rounds and finish, spread, 4 s on their longest tasks (not the component's path)
-    path = costs.ComponentPath(members=1_000, pairs=2_000, rounds=10, star_seconds=20, greedy_rounds=6,
+    # measured: a component of 1,000 documents and 2,000 pairs in 10 rounds of 4 tasks, the longest task of each
+    # star round 20 s in all; the greedy's 6 rounds and finish, spread, 4 s on their longest tasks
+    path = costs.ComponentPath(members=1_000, pairs=2_000, rounds=10, tasks=4, star_seconds=20, greedy_rounds=6,
                                greedy_seconds=4, measured="test")
     rates = _rates(near).model_copy(update={"largest_component": path})
 
@@ -126,27 +126,47 @@ def test_the_largest_component_is_one_task_s_path_through_the_rounds():
         return c
 
     even = cluster()
-    assert even.wall_hours == pytest.approx(36 * 8 / 3600 / 24) and "largest" not in even.scaled
-    n = 5 + 6  # the stage's rounds at 8× its reference: the component's edges on one task in each
+    assert even.tasks == 24 and even.wall_hours == pytest.approx(36 * 8 / 3600 / 24) and "largest" not in even.scaled
+    n = 5 + 6  # the stage's rounds at 8× its reference: fewer than the component's own (10 + 14 + 3)
     big = cluster(largest_component=100_000)
-    star = 2.0 * 100  # a round's star task 2 s × 100 × the size
-    assert big.wall_hours == pytest.approx(star * n / 3600)
-    assert big.task_hours == pytest.approx(star / 3600)  # its longest task: a star round of the component's
-    assert big.core_hours == even.core_hours and "100,000 documents" in big.scaled
-    small = cluster(largest_component=10)  # a path shorter than the even share changes nothing
-    assert small.wall_hours == even.wall_hours and small.task_hours == even.task_hours
+    share = 2.0 * 100 * 4 / 24  # a round's longest task 2 s, × 100 the documents, its 4 tasks' share spread over 24
+    assert big.wall_hours == pytest.approx(even.wall_hours + share * n / 3600)
+    assert big.task_hours == pytest.approx(even.task_hours + share * n / 3600)
+    assert big.core_hours == pytest.approx(even.core_hours + share * n * 24 / 3600) and "100,000 documents" in big.scaled
     [plain] = costs.project(_rates(near), costs.Workload(input_tokens=8_000, tasks=64, stage_tasks={"a": 64},
                                                           fit_sample=100, component_pairs_per_task=100,
                                                           largest_component=100_000), cores=1000)
     assert plain.wall_hours == even.wall_hours  # rates without a measured path: not projected
-    # a stage of many more rounds (its other components' chains): the component holds one task only for its own,
-    # the measured 10, 2 more per doubling of its documents (100×: 14) and 3 to be found whole
+    # a stage of many more rounds (its other components' chains): the component's are its own, the measured 10, 2
+    # more per doubling of its documents (100×: 14) and 3 to be found whole
     deep = rates.model_copy(update={"stages": (near.model_copy(update={"rounds": costs.RoundsRate(rounds=60, pairs=300)}),)})
     [c] = costs.project(deep, costs.Workload(input_tokens=8_000, tasks=64, stage_tasks={"a": 64}, fit_sample=100,
                                              component_pairs_per_task=100, largest_component=100_000), cores=1000)
     assert path.rounds_at(100_000) == 10 + 14 + 3
-    assert c.wall_hours == pytest.approx(2.0 * 100 * 27 / 3600) and "27 star rounds" in c.scaled
+    assert c.wall_hours == pytest.approx(even.wall_hours + share * 27 / 3600) and "27 star rounds" in c.scaled
     assert costs.load_rates().largest_component is not None  # the packaged rates have one
+
+
+def test_the_greedy_rounds_requested_grow_with_the_largest_component():
+    """The greedy's rounds (six files a task, P_c² reads each) are the measured path's, one more per doubling of the
+    largest component's documents (Marin's candidate cluster when none is given), at most the star rounds."""
+    near = costs.StageRate(stage="a", cpu_seconds=36, scaled_by="tokens", reference=1_000, exponent=1.0, peak_rss=0,
+                           rounds=costs.RoundsRate(rounds=30, pairs=300))
+    path = costs.ComponentPath(members=1_000, pairs=2_000, rounds=10, tasks=4, star_seconds=20, greedy_rounds=6,
+                               greedy_seconds=4, measured="test")
+    rates = _rates(near).model_copy(update={"largest_component": path})
+
+    def objects(largest: float | None) -> int:
+        [c] = costs.project(rates, costs.Workload(input_tokens=8_000, tasks=64, stage_tasks={"a": 64}, fit_sample=100,
+                                                  component_pairs_per_task=100, largest_component=largest), cores=1000)
+        return c.objects
+
+    n, tasks = 30 + 6, 24
+    assert path.greedy_rounds_at(1_000) == 6 and path.greedy_rounds_at(100_000) == 6 + 7
+    assert objects(1_000) == (2 * n + 7 + 6 * 6) * tasks + 3
+    assert objects(100_000) == (2 * n + 7 + 6 * 13) * tasks + 3
+    assert objects(None) == (2 * n + 7 + 6 * 26) * tasks + 3  # Marin's 825M: 6 + 20 greedy rounds
+    assert objects(1e12) == (2 * n + 7 + 6 * n) * tasks + 3  # at most the star rounds
 
 
 def test_a_stage_scaled_by_candidate_pairs_takes_the_workloads_or_their_measured_growth():
@@ -191,6 +211,6 @@ def test_the_components_benchmark_gives_the_largest_component_s_path():
                         "P=1": {"tasks": 1, "rounds": 9, "greedy_rounds": 5, "longest": {**longest, "greedy": 30.0}},
                         "P=8": {"tasks": 8, "rounds": 10, "greedy_rounds": 6, "longest": longest}}}
     path = component_path(results)  # the run with the most tasks: the component's task apart from the rest
-    assert (path.members, path.pairs, path.rounds, path.greedy_rounds) == (4_000, 8_000, 10, 6)
+    assert (path.members, path.pairs, path.rounds, path.greedy_rounds, path.tasks) == (4_000, 8_000, 10, 6, 8)
     assert (path.star_seconds, path.greedy_seconds) == (12.0, 19.0)
     assert "python -m bench.x" in path.measured and "load 1" in path.measured
