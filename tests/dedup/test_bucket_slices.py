@@ -144,6 +144,7 @@ def test_demo_store_is_the_same_with_sliced_bands(demo_sliced, built_store):
     assert_same_as_reference(demo_sliced / "_build" / "work", fz.similarity_threshold, fz.ngram, fz.permutations)
 
 
+@pytest.mark.heavy  # three reruns of the 16-task bucket stage (~33 s): make test-heavy, which CI runs after make test
 def test_demo_bucket_stage_gives_the_same_pairs_for_any_slice_count(demo_sliced, tmp_path):
     """The bucket stage rerun on the 16-task build's work with 1, 2 and 5 slices: the same candidate pairs and
     members in every verification partition, the same summed counts, verified pairs, drops and report."""
@@ -180,6 +181,7 @@ def test_demo_bands_combined_give_the_same_collisions(demo_sliced, tmp_path):
         assert (tmp_path / "out" / f.name).read_bytes() == f.read_bytes(), f.name
 
 
+@pytest.mark.heavy  # a kill and resume of a 16-task build (~25 s): make test-heavy, which CI runs after make test
 def test_demo_sliced_build_killed_in_the_bucket_stages_resumes_to_the_same_store(demo_sliced, tmp_path, monkeypatch):
     """SIGKILL the 16-task build once the first slice index is written (minhash_sigs) and once the first
     candidate pairs are (minhash_buckets), rerun: the store of the uninterrupted build."""

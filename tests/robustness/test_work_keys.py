@@ -129,6 +129,7 @@ def test_a_spec_edit_after_an_interruption_is_refused_then_redone(stop, path, ol
     assert audit(StoreReader(str(store))).ok
 
 
+@pytest.mark.heavy  # a kill during assign, then two builds (~30 s): make test-heavy, which CI runs after make test
 def test_the_issue_min_chars_raised_after_a_kill_during_assign(demo_corpus, tmp_path, tmp_path_factory):
     """The report of issue 13: killed during `assign`, min_chars raised from 50 to 2000, the rerun reused
     `prepare` and stored short documents. Now the CLI refuses (exit 2) naming the field, and --restart rebuilds:
