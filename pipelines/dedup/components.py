@@ -33,8 +33,9 @@ from mixture.stages.registry import COMPONENT_SIZES, VERIFIED_PAIRS, star_change
 EDGES = pa.schema([("u", pa.int64()), ("v", pa.int64()), ("flag", pa.int8())])
 EDGE, DONE, HOLDER, WHOLE, LEAST, CLOSED, OPEN = range(7)
 SIZES = pa.schema([("comp", pa.int64()), ("n", pa.int64())])  # a component (its least document), documents counted
-# an apply round's edges replaced (by the large-star, then by the small-star) and those the small-star replaced: none
-# in an apply round after the first, and each component is a star around its least document
+# an apply round's edges replaced (by the large-star, then by the small-star) and those the small-star replaced; a
+# least round's documents that keep the components from being stars (both fields): none in a least round or in an
+# apply round after the first, and each component is a star around its least document
 CHANGES = pa.schema([("edges", pa.int64()), ("changed", pa.int64()), ("unsettled", pa.int64())])
 EDGE_COMPRESSION = "lz4"  # the rounds' edges: integers written and read once, where zstd's time would dominate
 MAX_ROUNDS = 200  # large-star/small-star needs O(log² n) rounds at worst; far more means something is broken
@@ -59,9 +60,11 @@ class StarRound(PartitionedStep):
     node's smaller neighbours joined to the least of them (small-star); the new edges go to their larger end's
     partition, and each partition holding edges of a node x to larger ones tells x's (HOLDER). Round 0 reads the
     verified pairs (each in the partition of its later document, of `sources` P) and applies the small-star only.
-    Every round keeps each component connected and none joins two, nor writes more edges than it read; an apply
-    round after the first that replaces no edge leaves each component a star around its least document
-    (`settled`): every edge's smaller end has no smaller neighbour, every larger end one.
+    Every round keeps each component connected and none joins two, nor writes more edges than it read. Each
+    component is a star around its least document (`settled`) once every edge's smaller end has no smaller neighbour
+    and every larger end one: a least round checks it on the edges it reads (a node's smaller neighbours are in its
+    partition, and whether it has larger ones is what the HOLDER rows say), an apply round after the first by
+    replacing no edge.
 
     A star finished before the others leaves the rounds (its edges would otherwise be read and written in every
     round until the last component settles): a least round tells each node x whether the partition's larger
@@ -112,7 +115,12 @@ class StarRound(PartitionedStep):
             UNION ALL SELECT u, open, {OPEN}, {part} FROM (
                 SELECT e.v AS u, max(CASE WHEN n.u IS NULL THEN 0 ELSE 1 END) AS open
                 FROM e LEFT JOIN nonleaf n ON n.u = e.u GROUP BY e.v)"""
-        return rows, {"edges": scalar(con, "SELECT count(*) FROM e"), "changed": 0, "unsettled": 0}
+        # what keeps the components from being stars around their least documents: a document with two earlier
+        # neighbours, or one with an earlier neighbour that is itself an edge's earlier end (it has holders); none in
+        # any partition and the apply round after would replace no edge (`settled`)
+        unsettled = scalar(con, "SELECT coalesce(sum(smaller - 1), 0) + count(*) FILTER (WHERE u IN (SELECT x FROM "
+                                "holders)) FROM m")
+        return rows, {"edges": scalar(con, "SELECT count(*) FROM e"), "changed": unsettled, "unsettled": unsettled}
 
     def _apply(self, con) -> tuple[str, dict[str, int]]:
         """An apply round's rows (each with its partition) and counts."""
@@ -148,9 +156,10 @@ def round_changes(folder: str, round_: int) -> int:
 
 
 def settled(folder: str, round_: int) -> bool:
-    """After round `round_`, each component is a star around its least document: an apply round (even) after the
-    first that replaced no edge (`StarRound`)."""
-    return round_ % 2 == 0 and round_ >= 2 and round_changes(folder, round_) == 0
+    """After round `round_`, each component is a star around its least document: a least round (odd) that found no
+    document with two earlier neighbours nor one with an earlier neighbour and a later one, or an apply round after
+    the first that replaced no edge (`StarRound`)."""
+    return (round_ % 2 == 1 or round_ >= 2) and round_changes(folder, round_) == 0
 
 
 class ComponentSizes(PartitionedStep):
