@@ -59,6 +59,7 @@ class Estimate:
     pairs_per_doc: float | None = None  # near-duplicate candidate pairs per input record, as given
     candidate_pairs: float | None = None  # the candidate pairs projected (None: the rates have none)
     largest_component: float | None = None  # documents of the largest near-duplicate component, as given
+    work: costs.Workload | None = None  # what was projected
 
     @property
     def input_tokens(self) -> float:
@@ -140,4 +141,4 @@ def estimate(spec_path: str, *, tasks: int | None = None, cores: int = 1000, bud
     kept = rates.model_copy(update={"stages": tuple(r for r in rates.stages if r.stage in stage_tasks)})
     per_job = {name: spec.execution.for_stage(name).tasks_per_job for name in stage_tasks}
     return Estimate(spec_path, n_tasks, cores, samples, costs.project(kept, work, cores), kept, per_job,
-                    pairs_per_doc, costs.candidate_pairs(rates, work), largest_component)
+                    pairs_per_doc, costs.candidate_pairs(rates, work), largest_component, work)

@@ -3,6 +3,7 @@ Slurm requests that follow, and optionally JSON."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -63,18 +64,17 @@ def component_note(est) -> str:
     """How `minhash_cluster`'s wall time was projected: with the largest component given, or a pointer to give it
     (and what Marin's pool's largest would take)."""
     path, cluster = est.rates.largest_component, next((c for c in est.costs if c.stage == "minhash_cluster"), None)
-    if path is None or cluster is None:
+    if path is None or cluster is None or est.work is None:
         return ""
     if est.largest_component:
         return (f"; minhash_cluster's includes its largest component's star rounds ({est.largest_component:,.0f} "
                 "documents, yours), spread over its tasks")
-    rate = next(r for r in est.rates.stages if r.stage == "minhash_cluster")
-    stage_rounds = rate.rounds.at(est.input_tokens / rate.reference) if rate.rounds else path.rounds_at(costs.MARIN_LARGEST)
-    hours = path.seconds(costs.MARIN_LARGEST, stage_rounds, cluster.tasks)[0] / 3600
+    marin_work = dataclasses.replace(est.work, largest_component=costs.MARIN_LARGEST)
+    marin = next(c for c in costs.project(est.rates, marin_work, est.cores) if c.stage == "minhash_cluster")
     return (f"; minhash_cluster's assumes components like the benchmark's: give your largest near-duplicate "
             f"component's documents with --largest-component to add its star rounds (the pool Marin deduplicated "
-            f"had a candidate cluster of {costs.MARIN_LARGEST / 1e6:,.0f}M: {hours:,.2f} h more on each of its "
-            f"{cluster.tasks:,} tasks)")
+            f"had a candidate cluster of {costs.MARIN_LARGEST / 1e6:,.0f}M: "
+            f"{marin.wall_hours - cluster.wall_hours:,.2f} h more, its edges over {marin.tasks:,} tasks)")
 
 
 def verify_rate_warning(est) -> str | None:

@@ -278,8 +278,9 @@ def project(rates: Rates, work: Workload, cores: int) -> list[StageCost]:
         if r.stage == "minhash_buckets":  # each task lists its band's T signature files
             listings += tasks * (LISTS_COMBINED + list_pages(work.tasks))
         if r.rounds is not None:
-            tasks = component_partitions(round(r.rounds.pairs * ratio), work.partitions or work.tasks,
-                                         work.component_pairs_per_task)
+            # a component of N documents has at least N - 1 verified pairs: the stage's tasks hold them too
+            pairs = max(round(r.rounds.pairs * ratio), round(work.largest_component or 0) - 1)
+            tasks = component_partitions(pairs, work.partitions or work.tasks, work.component_pairs_per_task)
             n = r.rounds.at(ratio)
             g = _greedy_rounds(rates, work, n)
             # per task: each star round's edges and counts; the start's sizes, pairs, documents, partitions and

@@ -129,21 +129,26 @@ def test_the_largest_component_s_star_rounds_add_their_share_to_every_task():
     assert even.tasks == 24 and even.wall_hours == pytest.approx(36 * 8 / 3600 / 24) and "largest" not in even.scaled
     n = 5 + 6  # the stage's rounds at 8× its reference: fewer than the component's own (10 + 14 + 3)
     big = cluster(largest_component=100_000)
-    share = 2.0 * 100 * 4 / 24  # a round's longest task 2 s, × 100 the documents, its 4 tasks' share spread over 24
-    assert big.wall_hours == pytest.approx(even.wall_hours + share * n / 3600)
-    assert big.task_hours == pytest.approx(even.task_hours + share * n / 3600)
-    assert big.core_hours == pytest.approx(even.core_hours + share * n * 24 / 3600) and "100,000 documents" in big.scaled
+    # its 99,999 pairs at least: 1,000 tasks of 100, at most P = 64
+    assert big.tasks == 64
+    share = 2.0 * 100 * 4 / 64  # a round's longest task 2 s, × 100 the documents, its 4 tasks' share spread over 64
+    assert big.wall_hours == pytest.approx((36 * 8 / 64 + share * n) / 3600)
+    assert big.task_hours == pytest.approx((36 * 8 / 64 + share * n) / 3600)
+    assert big.core_hours == pytest.approx(even.core_hours + share * n * 64 / 3600) and "100,000 documents" in big.scaled
+    small = cluster(largest_component=1_001)  # 1,000 pairs: 10 tasks' worth, fewer than the stage's 24; 11 rounds
+    assert small.tasks == 24 and small.wall_hours == pytest.approx(even.wall_hours + 2.0 * 1.001 * 4 / 24 * n / 3600)
     [plain] = costs.project(_rates(near), costs.Workload(input_tokens=8_000, tasks=64, stage_tasks={"a": 64},
                                                           fit_sample=100, component_pairs_per_task=100,
                                                           largest_component=100_000), cores=1000)
-    assert plain.wall_hours == even.wall_hours  # rates without a measured path: not projected
+    # rates without a measured path: its rounds not projected, its pairs' tasks are
+    assert plain.wall_hours == pytest.approx(36 * 8 / 3600 / 64) and "largest" not in plain.scaled
     # a stage of many more rounds (its other components' chains): the component's are its own, the measured 10, 2
     # more per doubling of its documents (100×: 14) and 3 to be found whole
     deep = rates.model_copy(update={"stages": (near.model_copy(update={"rounds": costs.RoundsRate(rounds=60, pairs=300)}),)})
     [c] = costs.project(deep, costs.Workload(input_tokens=8_000, tasks=64, stage_tasks={"a": 64}, fit_sample=100,
                                              component_pairs_per_task=100, largest_component=100_000), cores=1000)
     assert path.rounds_at(100_000) == 10 + 14 + 3
-    assert c.wall_hours == pytest.approx(even.wall_hours + share * 27 / 3600) and "27 star rounds" in c.scaled
+    assert c.wall_hours == pytest.approx((36 * 8 / 64 + share * 27) / 3600) and "27 star rounds" in c.scaled
     assert costs.load_rates().largest_component is not None  # the packaged rates have one
 
 
@@ -164,9 +169,9 @@ def test_the_greedy_rounds_requested_grow_with_the_largest_component():
     n, tasks = 30 + 6, 24
     assert path.greedy_rounds_at(1_000) == 6 and path.greedy_rounds_at(100_000) == 6 + 7
     assert objects(1_000) == (2 * n + 7 + 6 * 6) * tasks + 3
-    assert objects(100_000) == (2 * n + 7 + 6 * 13) * tasks + 3
+    assert objects(100_000) == (2 * n + 7 + 6 * 13) * 64 + 3  # its 99,999 pairs: P = 64 tasks
     assert objects(None) == (2 * n + 7 + 6 * 26) * tasks + 3  # Marin's 825M: 6 + 20 greedy rounds
-    assert objects(1e12) == (2 * n + 7 + 6 * n) * tasks + 3  # at most the star rounds
+    assert objects(1e12) == (2 * n + 7 + 6 * n) * 64 + 3  # at most the star rounds
 
 
 def test_a_stage_scaled_by_candidate_pairs_takes_the_workloads_or_their_measured_growth():
