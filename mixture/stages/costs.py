@@ -138,13 +138,13 @@ class ComponentPath(BaseModel):
         doublings = math.log2(max(1.0, members / self.members))
         return self.greedy_rounds + math.ceil(GREEDY_ROUNDS_PER_DOUBLING * doublings)
 
-    def seconds(self, members: float, stage_rounds: int, tasks: int) -> tuple[float, float, int]:
-        """(what its rounds add to each of the stage's `tasks` tasks, a round's share, its rounds) for a component of
+    def seconds(self, members: float, stage_rounds: int, tasks: int) -> tuple[float, int]:
+        """(what its rounds add to each of the stage's `tasks` tasks, its rounds) for a component of
         `members` documents in a stage of `stage_rounds` star rounds: its own rounds (`rounds_at`, at most the
         stage's), each the measured round's longest task scaled by its documents and spread over `tasks`."""
         rounds = min(stage_rounds, self.rounds_at(members))
         share = self.star_seconds / self.rounds * members / self.members * self.tasks / max(1, tasks)
-        return share * rounds, share, rounds
+        return share * rounds, rounds
 
 
 class LinearCost(BaseModel):
@@ -304,7 +304,7 @@ def project(rates: Rates, work: Workload, cores: int) -> list[StageCost]:
         path = rates.largest_component
         if r.rounds is not None and path is not None and work.largest_component:
             # its largest component's edges are spread over the stage's tasks: each of its rounds adds its share
-            added, _, rounds = path.seconds(work.largest_component, r.rounds.at(ratio), tasks)
+            added, rounds = path.seconds(work.largest_component, r.rounds.at(ratio), tasks)
             core_s, wall_s, task_s = core_s + added * tasks, wall_s + added, task_s + added
             scaled.append(f"its largest component ({work.largest_component:,.0f} documents) {added / 3600:,.2f} h more "
                           f"on each task ({rounds} star rounds)")

@@ -33,10 +33,10 @@ from mixture.stages.registry import COMPONENT_SIZES, VERIFIED_PAIRS, star_change
 EDGES = pa.schema([("u", pa.int64()), ("v", pa.int64()), ("flag", pa.int8())])
 EDGE, DONE, HOLDER, WHOLE, LEAST, CLOSED, OPEN = range(7)
 SIZES = pa.schema([("comp", pa.int64()), ("n", pa.int64())])  # a component (its least document), documents counted
-# an apply round's edges replaced (by the large-star, then by the small-star) and those the small-star replaced; a
-# least round's documents that keep the components from being stars (both fields): none in a least round or in an
+# the edges a round kept, and what it changed: an apply round's edges replaced (by the large-star, then by the
+# small-star), a least round's documents that keep the components from being stars; none in a least round or in an
 # apply round after the first, and each component is a star around its least document
-CHANGES = pa.schema([("edges", pa.int64()), ("changed", pa.int64()), ("unsettled", pa.int64())])
+CHANGES = pa.schema([("edges", pa.int64()), ("changed", pa.int64())])
 EDGE_COMPRESSION = "lz4"  # the rounds' edges: integers written and read once, where zstd's time would dominate
 MAX_ROUNDS = 200  # large-star/small-star needs O(log² n) rounds at worst; far more means something is broken
 
@@ -92,16 +92,16 @@ class StarRound(PartitionedStep):
             con.execute(f"CREATE VIEW edges_in AS SELECT b AS u, a AS v, {EDGE}::TINYINT AS flag FROM verified "
                         f"WHERE mixture_partition(b, {self.partitions}) = {rank}")
         con.execute(f"CREATE TABLE e AS SELECT DISTINCT u, v FROM edges_in WHERE flag = {EDGE}")
-        rows, counts = self._least(con, rank) if self.round % 2 else self._apply(con)
+        edges_in = scalar(con, "SELECT count(*) FROM e")
+        rows, counts = self._least(con, rank, edges_in) if self.round % 2 else self._apply(con)
         written = write_partitions(sorted_batches(con, f"""
             SELECT u, v, flag::TINYINT AS flag, {PART} FROM ({rows}) ORDER BY {PART}"""),
             star_edges(self.round).path(self.folder, rank), self.partitions, compression=EDGE_COMPRESSION)
         write_counts(star_changes(self.round).path(self.folder, rank), CHANGES, counts)
-        return {"edges_in": scalar(con, "SELECT count(*) FROM e"), "rows_written": sum(written.values()),
-                "edges_replaced": counts["changed"]}
+        return {"edges_in": edges_in, "rows_written": sum(written.values()), "edges_replaced": counts["changed"]}
 
-    def _least(self, con, rank: int) -> tuple[str, dict[str, int]]:
-        """A least round's rows (each with its partition) and counts: the edges carried as they are."""
+    def _least(self, con, rank: int, edges: int) -> tuple[str, dict[str, int]]:
+        """A least round's rows (each with its partition) and counts: its `edges` carried as they are."""
         con.execute(f"CREATE TABLE holders AS SELECT DISTINCT u AS x, v AS p FROM edges_in WHERE flag = {HOLDER}")
         con.execute("CREATE TABLE m AS SELECT u, min(v) AS m, count(*) AS smaller FROM e GROUP BY u")
         con.execute("CREATE TABLE nonleaf AS SELECT u FROM m WHERE smaller > 1 UNION SELECT x FROM holders")
@@ -120,7 +120,7 @@ class StarRound(PartitionedStep):
         # any partition and the apply round after would replace no edge (`settled`)
         unsettled = scalar(con, "SELECT coalesce(sum(smaller - 1), 0) + count(*) FILTER (WHERE u IN (SELECT x FROM "
                                 "holders)) FROM m")
-        return rows, {"edges": scalar(con, "SELECT count(*) FROM e"), "changed": unsettled, "unsettled": unsettled}
+        return rows, {"edges": edges, "changed": unsettled}
 
     def _apply(self, con) -> tuple[str, dict[str, int]]:
         """An apply round's rows (each with its partition) and counts."""
@@ -146,8 +146,7 @@ class StarRound(PartitionedStep):
                 UNION ALL SELECT DISTINCT v, mixture_partition(u, {self.partitions}), {HOLDER} FROM out)"""
         replaced = scalar(con, "SELECT count(*) FROM e JOIN least l ON l.v = e.v")
         unsettled = int(scalar(con, "SELECT coalesce(sum(smaller - 1), 0) FROM s"))
-        return rows, {"edges": scalar(con, "SELECT count(*) FROM out"), "changed": replaced + unsettled,
-                      "unsettled": unsettled}
+        return rows, {"edges": scalar(con, "SELECT count(*) FROM out"), "changed": replaced + unsettled}
 
 
 def round_changes(folder: str, round_: int) -> int:
