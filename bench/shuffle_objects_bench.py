@@ -1,6 +1,7 @@
 """Objects written and requests made by one shuffle (T writers → P readers) on the gs:// and s3:// emulators, in
-the layout before (a file per partition and writer), after (a file per writer, a byte range per partition) and
-combined (after, then the writer files regrouped into C combined files that the readers read)."""
+the layout before (a file per partition and writer), after (a file per writer, a byte range per partition),
+combined (after, then the writer files regrouped into C combined files that the readers read) and indexed
+(combined, then the combined files' indexes merged into one that each reader reads a slice of)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ ROWS = 400_000  # the fixed input: key rows as the exact-dedup shuffle's (an id,
 SCHEMA = pa.schema([("rank", pa.int32()), ("idx", pa.int64()), ("id", pa.string()), ("exact_hash", pa.uint64())])
 
 PHASES = ("write", "combine", "read")
+COMBINED = ("combined", "indexed")  # the layouts with a combine round (indexed: and the merged index after it)
 COUNTS: Counter = Counter()  # (kind of request) → number, for the phase that runs
 
 
@@ -109,6 +111,7 @@ def run_shuffle(url: str, data: pa.Table, writers: int, parts: int, layout: str,
         matching_files,
         prefix_partition,
         register,
+        write_merged_index,
     )
     from mixture.pipelines.dedup.shuffle import write_partitions as write
     from mixture.pipelines.runtime.duckdb_connection import duckdb_connection
@@ -128,10 +131,12 @@ def run_shuffle(url: str, data: pa.Table, writers: int, parts: int, layout: str,
     out["write"] = _phase(server, (cpu, srv, wall))
     COUNTS.clear()
     cpu, srv, wall = time.process_time(), _server_cpu(server), time.perf_counter()
-    if layout == "combined":
+    if layout in COMBINED:
         group = -(-writers // combined)
         for c in range(-(-writers // group)):
             combine(f"{url}/*.parquet", c, group, writers)
+        if layout == "indexed":
+            write_merged_index(f"{url}/*.parquet")
     out["combine"] = _phase(server, (cpu, srv, wall))
     fs, root = fsspec.core.url_to_fs(url)
     fs.invalidate_cache()
@@ -195,7 +200,10 @@ def report(results: list[dict], load: list[str], rows: int) -> str:
              "makes one listing, then per writer one range read for the index entry and one for its range); `combined`: "
              "after, then a combine round (pipelines/dedup/combine.py: task c reads writer files [c·g, (c+1)·g) front "
              "to back and writes them as one file, partition by partition; g = ⌈T / C⌉) and the readers read the C "
-             "combined files (a listing of each folder, then per combined file an index entry and a range). "
+             "combined files (a listing of each folder, then per combined file an index entry and a range); `indexed`: "
+             "combined, then one task merges the combined files' indexes into one object (shuffle.write_merged_index: "
+             "their trailers and entries, one upload; counted with the combine round) and each reader reads its "
+             "slice of it (one request) and its range of each combined file. "
              "Requests: every HTTP request gcsfs / s3fs made (counted in `GCSFileSystem._request` / "
              "`S3FileSystem._call_s3`), by kind (write: uploads; read: object GETs; list; other: renames, "
              "metadata, deletes — a write is published by writing a temporary name then renaming it). CPU: this "
@@ -206,7 +214,7 @@ def report(results: list[dict], load: list[str], rows: int) -> str:
     for r in results:
         ok = "yes" if r["objects"] <= 2 * (r["T"] + r["P"]) else "no"
         lines.append(f"| {r['store']} | {r['layout']} | {r['T']:,} | {r['P']:,} | {r['objects']:,} | {ok} | "
-                     f"{_fmt(r, 'write')} | {_fmt(r, 'combine') if r['layout'] == 'combined' else '—'} | "
+                     f"{_fmt(r, 'write')} | {_fmt(r, 'combine') if r['layout'] in COMBINED else '—'} | "
                      f"{_fmt(r, 'read')} | {' + '.join(format(r[p]['cpu'], '.1f') for p in PHASES)} | "
                      f"{sum(r[p]['server_cpu'] for p in PHASES):.1f} | {sum(r[p]['wall'] for p in PHASES):.0f} s |")
     lines += [""] + summary(results) + ["", END]
@@ -244,6 +252,14 @@ def summary(results: list[dict]) -> list[str]:
                            f"{_total(c, 'combine'):,} to combine; all requests {_total(a):,} → {_total(c):,}; "
                            f"objects {a['objects']:,} → {c['objects']:,}; CPU (client + server) {_cpu(a):.1f} → "
                            f"{_cpu(c):.1f} s.")
+        for i in (r for r in mine if r["layout"] == "indexed"):
+            c = next((r for r in mine if r["layout"] == "combined" and (r["T"], r["P"]) == (i["T"], i["P"])), None)
+            if c:
+                out.append(f"- {store}, T = {i['T']:,}, P = {i['P']:,}, combined into {i['combined']}, indexed: reading "
+                           f"{_total(c, 'read'):,} → {_total(i, 'read'):,} requests, combining and indexing "
+                           f"{_total(c, 'combine'):,} → {_total(i, 'combine'):,}; all requests {_total(c):,} → "
+                           f"{_total(i):,}; objects {c['objects']:,} → {i['objects']:,}; CPU (client + server) "
+                           f"{_cpu(c):.1f} → {_cpu(i):.1f} s.")
         for p in sorted({r["P"] for r in mine if r["layout"] == "after"}):
             at = sorted((r for r in mine if r["layout"] == "after" and r["P"] == p), key=lambda r: r["T"])
             if len(at) > 1:
@@ -258,7 +274,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--tasks", type=int, nargs="+", default=[16, 64, 256])
     ap.add_argument("--stores", nargs="+", default=["gs", "s3"])
-    ap.add_argument("--layouts", nargs="+", default=["before", "after", "combined"])
+    ap.add_argument("--layouts", nargs="+", default=["before", "after", *COMBINED])
     ap.add_argument("--combined", type=int, default=8, help="combined files per shuffle (layout combined)")
     ap.add_argument("--partitions", type=int, nargs="*", default=[], help="P values besides P = T (after only)")
     ap.add_argument("--rows", type=int, default=ROWS)
@@ -277,7 +293,7 @@ def main() -> None:
                 runs = [(layout, t) for layout in args.layouts if layout != "before" or t <= args.skip_before_above]
                 runs += [("after", p) for p in args.partitions if p < t and "after" in args.layouts]
                 for layout, p in runs:
-                    if t * p > args.max_pairs and layout != "combined":
+                    if t * p > args.max_pairs and layout not in COMBINED:
                         print(f"{name} {layout} T={t} P={p}: not run (T × P > {args.max_pairs:,})", flush=True)
                         continue
                     r = run_shuffle(f"{url}/shuffle-{layout}-{t}-{p}", data, t, p, layout, pid, args.combined)

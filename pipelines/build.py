@@ -15,7 +15,7 @@ from datatrove.utils.logging import logger
 from mixture.pipelines import reuse
 from mixture.pipelines.context import BuildContext, BuildError, Round, Stage
 from mixture.pipelines.dedup import minhash_sigs
-from mixture.pipelines.dedup.combine import CombineShuffles
+from mixture.pipelines.dedup.combine import CombineShuffles, IndexCombined
 from mixture.pipelines.executors import SlurmChain, make_executor
 from mixture.pipelines.locks import folder_lock, lock_is_stale, read_lock
 from mixture.pipelines.runtime.attempts import ClearTaskFiles
@@ -51,7 +51,7 @@ def stage_runs(ctx: BuildContext, stage: stage_registry.StageDef) -> Iterator[St
     write files of their own first removes those of an earlier attempt."""
     made = stage.steps_function()(ctx)
     rounds = made if stage.rounds else [Round("", made, stage.task_count(ctx.spec, ctx.tasks), stage.files.tasks)]
-    for r in itertools.chain(rounds, combine_round(ctx, stage)):
+    for r in itertools.chain(rounds, combine_rounds(ctx, stage)):
         name = f"{stage.name}/{r.name}" if r.name else stage.name
         pipeline = list(r.steps)
         if r.files:
@@ -60,10 +60,11 @@ def stage_runs(ctx: BuildContext, stage: stage_registry.StageDef) -> Iterator[St
         yield Stage(name, pipeline, r.tasks)
 
 
-def combine_round(ctx: BuildContext, stage: stage_registry.StageDef) -> list[Round]:
-    """The round after the stage's tasks that combines the shuffle files they wrote (pipelines/dedup/combine.py),
-    when `stage_registry.combine_group` says so for its writers and readers; none otherwise. Named by its group, so
-    that a run with another group does not take its completions for done."""
+def combine_rounds(ctx: BuildContext, stage: stage_registry.StageDef) -> list[Round]:
+    """The rounds after the stage's tasks that combine the shuffle files they wrote, then merge the combined files'
+    indexes in one task (pipelines/dedup/combine.py), when `stage_registry.combine_group` says so for its writers
+    and readers; none otherwise. Named by its group, so that a run with another group does not take its
+    completions for done."""
     shuffles = [f.every(ctx.at(f.folder)) for f in stage.files.tasks if f in stage_registry.SHUFFLES]
     signatures, readers = None, max(ctx.tasks, ctx.partitions)
     if stage.name == "minhash_sigs":  # each band's signature files, a partition per slice of minhash_buckets
@@ -75,8 +76,9 @@ def combine_round(ctx: BuildContext, stage: stage_registry.StageDef) -> list[Rou
     group = stage_registry.combine_group(writers, readers, ctx.execution(stage.name).combine_files)
     if group <= 1:
         return []
-    step = CombineShuffles(shuffles, group, writers, signatures)
-    return [Round(f"{stage_registry.COMBINE_ROUND}-by-{group}", [step], -(-writers // group))]
+    name = f"{stage_registry.COMBINE_ROUND}-by-{group}"
+    return [Round(name, [CombineShuffles(shuffles, group, writers, signatures)], -(-writers // group)),
+            Round(f"{name}-index", [IndexCombined(shuffles)], 1)]
 
 
 def build_stage(ctx: BuildContext, stage: stage_registry.StageDef) -> Stage:

@@ -121,8 +121,8 @@ def print_estimate(est, console: Console, prices: costs.Prices | None = None) ->
                   "at that rate)", soft_wrap=True)
     grouped = sorted({c.combine_group for c in est.costs if c.combine_group > 1})
     console.print(f"{_count(sum(c.reads for c in est.costs))} range reads of the work files between stages; "
-                  + (f"the dedup shuffles are combined, {', '.join(map(str, grouped))} writer files to a file, before "
-                     "they are read (execution.combine_files)" if grouped else
+                  + (f"the dedup shuffles are combined, {', '.join(map(str, grouped))} writer files to a file, and "
+                     "their indexes merged, before they are read (execution.combine_files)" if grouped else
                      "the dedup shuffles are read from their writers' files (each reader: 2 range reads per writer "
                      "file; execution.combine_files groups them)")
                   + f"; {_count(sum(c.listings for c in est.costs))} listings of their folders", soft_wrap=True)

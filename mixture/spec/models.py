@@ -293,7 +293,7 @@ class Execution(Strict):
     tasks: int = Field(4, ge=1, description="parallel tasks per stage (files are split among them)")
     partitions: int | None = Field(None, ge=1, description="dedup's hash partitions: the tasks of duplicate_ids, find_duplicates and minhash_verify (default: tasks; fewer cut the shuffles' range reads, T x P)")
     component_pairs_per_task: int = Field(stage_registry.COMPONENT_PAIRS_PER_TASK, ge=1, description="verified near-duplicate pairs per task of minhash_cluster's rounds (connected components): their task count is the pairs over this, at least 1 and at most partitions; each round reads tasks² ranges")
-    combine_files: int | None = Field(None, ge=1, description="writer files of a dedup shuffle combined into one file (by partition) before it is read: each reader then makes 2 x writers / this range reads instead of 2 x writers (default: none while a shuffle's range reads stay under 4M, else groups that make 64 files; 1: never)")
+    combine_files: int | None = Field(None, ge=1, description="writer files of a dedup shuffle combined into one file (by partition) before it is read: each reader then makes 1 + writers / this range reads (their merged index, then each file) instead of 2 x writers (default: none while a shuffle's range reads stay under 4M, else groups that make 64 files; 1: never)")
     workers: int = Field(-1, description="tasks running at once (-1: all cores; ray/slurm: no limit)")
     address: str | None = Field(None, description="ray: cluster address to attach to (default: RAY_ADDRESS, else start a local cluster)")
     partition: str | None = Field(None, description="slurm partition (default: the cluster's default partition)")

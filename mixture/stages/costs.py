@@ -36,6 +36,14 @@ LIST_PAGE = 1000  # objects a listing request returns (GCS and S3)
 # writers' files 3 and a page per 1,000 files; over combined files 1, and a page per 1,000 of the writers' files
 # (their tiling checked against the writers listed now)
 LISTS_UNCOMBINED, LISTS_COMBINED = 3, 1
+# requests of the task that merges a shuffle's combined indexes to each combined file (its trailer, its entries)
+INDEX_READS = 2
+
+
+def combined_reads(files: int) -> int:
+    """Range reads of a reader of a combined shuffle of `files` combined files: its slice of their merged index,
+    then its range of each (shuffle.shuffle_ranges)."""
+    return 1 + files
 
 
 def list_pages(files: int) -> int:
@@ -65,28 +73,31 @@ class ObjectRate(BaseModel):
     def reads(self, tasks: int, partitions: int | None = None, combine_files: int | None = None) -> int:
         """Range reads of the stage's shuffle files: each of its `tasks` writer files read by the max(T, P) readers
         with 2 range reads, or, where the shuffle is combined (stages.registry.combine_group), each writer file
-        read by the combine round (its index, then front to back: ~3 reads, more past 4 MiB) and each combined
-        file by the readers."""
+        read by the combine round (its index, then front to back: ~3 reads, more past 4 MiB), each combined file's
+        index by the task that merges them, and the merged index and each combined file by the readers."""
         readers = max(tasks, partitions or tasks)
         group = combine_group(tasks, readers, combine_files)
-        per_shuffle = 2 * tasks * readers if group <= 1 else 3 * tasks + 2 * -(-tasks // group) * readers
+        files = -(-tasks // group)
+        per_shuffle = 2 * tasks * readers if group <= 1 else \
+            3 * tasks + INDEX_READS * files + combined_reads(files) * readers
         return round(self.shuffles * per_shuffle)
 
     def listings(self, tasks: int, partitions: int | None = None, combine_files: int | None = None) -> int:
         """Listing requests of the stage's shuffles: each reader lists the T writer files (and the combined ones),
-        each task of a combine round the writer files."""
+        each task of a combine round and the one that merges their indexes the writer files."""
         readers = max(tasks, partitions or tasks)
         group = combine_group(tasks, readers, combine_files)
         if group <= 1:
             per_shuffle = readers * (LISTS_UNCOMBINED + list_pages(tasks))
         else:
-            per_shuffle = (readers + -(-tasks // group)) * (LISTS_COMBINED + list_pages(tasks))
+            per_shuffle = (readers + -(-tasks // group) + 1) * (LISTS_COMBINED + list_pages(tasks))
         return round(self.shuffles * per_shuffle)
 
     def combined(self, tasks: int, partitions: int | None = None, combine_files: int | None = None) -> int:
-        """Combined files the stage's combine round writes (none when its shuffles are not combined)."""
+        """Combined files the stage's combine round writes and their merged index (none when its shuffles are not
+        combined)."""
         group = combine_group(tasks, max(tasks, partitions or tasks), combine_files)
-        return 0 if group <= 1 else round(self.shuffles * -(-tasks // group))
+        return 0 if group <= 1 else round(self.shuffles * (-(-tasks // group) + 1))
 
 
 class RoundsRate(BaseModel):
@@ -330,14 +341,18 @@ def _greedy_rounds(rates: Rates, work: Workload, star_rounds: int) -> int:
 def _verified_pairs_requests(work: Workload, readers: int) -> tuple[int, int, int]:
     """(objects, range reads, listings) of `minhash_verify`'s shuffle (stages.registry.RANGE_READ: P writer files,
     combined as the build combines them) read three times (star round 0, the greedy's start, the drops) by `readers` (P_c) tasks, each a range of
-    its partitions with two requests a file (shuffle.fetch_partitions)."""
+    its partitions with two requests a file, or one a combined file and one for the merged index
+    (shuffle.fetch_partitions)."""
     p, passes = work.partitions or work.tasks, 3
     group = combine_group(p, max(work.tasks, p), work.combine_files)
     if group <= 1:
         files, objects, reads, listings, lists = p, 0, 0, 0, LISTS_UNCOMBINED
-    else:  # the combine round after minhash_verify: its files, ~3 reads a writer file, a listing a task
+    else:  # the combine rounds after minhash_verify: its files and their index, ~3 reads a writer file, a listing a task
         files = -(-p // group)
-        objects, reads, listings, lists = files, 3 * p, files * (LISTS_COMBINED + list_pages(p)), LISTS_COMBINED
+        objects, reads = files + 1, 3 * p + INDEX_READS * files
+        listings, lists = (files + 1) * (LISTS_COMBINED + list_pages(p)), LISTS_COMBINED
+        return objects, reads + passes * combined_reads(files) * readers, \
+            listings + passes * readers * (lists + list_pages(p))
     return (objects, reads + passes * 2 * files * readers, listings + passes * readers * (lists + list_pages(p)))
 
 
@@ -362,14 +377,16 @@ def _amount(r: StageRate, rates: Rates, work: Workload) -> float:
 def _signature_requests(stage: str, work: Workload, objects: int, reads: int) -> tuple[int, int]:
     """`objects` and `reads` of `minhash_sigs` or `minhash_buckets` with the signature files' own: each bucket task
     (band, slice) reads its run of every one of its band's T files, or, where `minhash_sigs` combined them (a
-    combine round: each file read once, C = ⌈T / group⌉ files a band), its range of each of its band's C files."""
+    combine round: each file read once, C = ⌈T / group⌉ files a band, and their merged index), its slice of the
+    index and its range of each of its band's C files."""
     buckets = work.stage_tasks.get("minhash_buckets", work.tasks)
     group = combine_group(work.tasks, max(work.tasks, work.partitions or work.tasks, buckets), work.combine_files)
     combined = -(-work.tasks // group)
     if stage == "minhash_sigs":
-        return (objects + work.bands * combined, reads + SIGNATURE_READS * work.bands * work.tasks) if group > 1 \
+        return (objects + work.bands * (combined + 1),
+                reads + work.bands * (SIGNATURE_READS * work.tasks + INDEX_READS * combined)) if group > 1 \
             else (objects, reads)
-    return objects, reads + (2 * combined * buckets if group > 1 else SIGNATURE_READS * buckets * work.tasks)
+    return objects, reads + (combined_reads(combined) * buckets if group > 1 else SIGNATURE_READS * buckets * work.tasks)
 
 
 def slurm_time(hours: float) -> str:

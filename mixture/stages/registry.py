@@ -114,7 +114,8 @@ def combine_group(writers: int, readers: int, setting: int | None) -> int:
     """Writer files of a shuffle combined into one before its `readers` read it (pipelines/dedup/combine.py): the
     spec's `execution.combine_files` when given (1: never), else none while its readers' range reads 2 × writers ×
     readers stay under COMBINE_ABOVE, and groups that make COMBINED_FILES files past it. A reader then makes
-    2·⌈writers / group⌉ range reads instead of 2·writers; the combine round reads each writer file once."""
+    1 + ⌈writers / group⌉ range reads (their merged index, then each file) instead of 2·writers; the combine round
+    reads each writer file once."""
     if setting is not None:
         return max(1, setting)
     if 2 * writers * readers <= COMBINE_ABOVE:

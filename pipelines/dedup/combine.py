@@ -1,5 +1,6 @@
 """The combine round after a stage that writes shuffles: task c regroups writer files [c·g, (c+1)·g) of each shuffle
-into one file, partition by partition, so each of the P readers makes 2·⌈W/g⌉ range reads instead of 2·W."""
+into one file, partition by partition; then one task merges their indexes, so each of the P readers makes
+1 + ⌈W/g⌉ range reads instead of 2·W."""
 
 from __future__ import annotations
 
@@ -11,7 +12,17 @@ import numpy as np
 from datatrove.data import DocumentsPipeline
 from datatrove.pipeline.base import PipelineStep
 
-from mixture.pipelines.dedup.shuffle import CENTRY, CMAGIC, ENTRY, MAGIC, TRAILER, combined_folder, listing
+from mixture.pipelines.dedup.shuffle import (
+    CENTRY,
+    CMAGIC,
+    ENTRY,
+    MAGIC,
+    TRAILER,
+    combined_folder,
+    combined_listing,
+    listing,
+    write_merged_index,
+)
 from mixture.store.io import open_atomic
 
 BLOCK = 4 << 20  # each writer file is read front to back through a read-ahead buffer of this size
@@ -41,10 +52,11 @@ def _group(pattern: str, rank: int, group: int, writers: int) -> tuple[fsspec.Ab
         raise ValueError(f"{pattern}: {len(files)} writer files where {writers} tasks wrote: the stage before did not "
                          "finish (rerun the build) or its folder holds files of another run (remove the store's "
                          "_build/ folder and build again)")
-    if rank == 0:
-        for path, _ in listing(combined_folder(pattern))[1]:
-            if int(path.rsplit("/", 1)[1].split(".")[0]) >= -(-writers // group):
-                fs.rm(path)
+    if rank == 0:  # also their merged index: the round after makes it again
+        combined, index = combined_listing(pattern)
+        stale = [p for p, _ in combined if int(p.rsplit("/", 1)[1].split(".")[0]) >= -(-writers // group)]
+        for path in [*stale, *([index[0]] if index else [])]:
+            fs.rm(path)
     return fs, files[rank * group:(rank + 1) * group]
 
 
@@ -148,4 +160,23 @@ class CombineShuffles(PipelineStep):
             stats = combine(pattern, rank, self.group, self.writers) if self.signatures is None else \
                 combine_signatures(pattern, rank, self.group, self.writers, *self.signatures)
             for key, value in stats.items():
+                self.stat_update(key, value=value)
+
+
+class IndexCombined(PipelineStep):
+    """The one task after a combine round: the merged index of each shuffle's combined files (`patterns`: their
+    writer files' globs; shuffle.write_merged_index), so that a reader finds its ranges in one request."""
+
+    type = "🫂 - DEDUP"
+    name = "index combined files"
+
+    def __init__(self, patterns: list[str]):
+        super().__init__()
+        self.patterns = patterns
+
+    def run(self, data: DocumentsPipeline = None, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
+        if data:
+            yield from data
+        for pattern in self.patterns:
+            for key, value in write_merged_index(pattern).items():
                 self.stat_update(key, value=value)

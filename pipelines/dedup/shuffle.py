@@ -4,6 +4,7 @@ its end; reader task q fetches range q of each) and the one-row counts a task le
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import os
 import struct
 from collections.abc import Callable, Iterable, Iterator
@@ -34,6 +35,15 @@ COMBINED = "_combined"
 CENTRY = struct.Struct("<8Q")
 CMAGIC = b"MXSHUFC1"
 PACKED = struct.Struct("<Q")
+# A combined shuffle's merged index (`write_merged_index`, the round after the combine round; in `COMBINED/` beside
+# the combined files, named so that their glob does not match it): for each partition q in order, a slice of
+# ISLICE (IMAGIC, the combined files C, the partitions, q, the stamp of the listings it was made from) then IRANGE
+# (offset, length) of q's range in each combined file: a reader fetches where its ranges are in one request, where
+# the combined files' own entries take one request a file.
+ISLICE = struct.Struct("<8sQQQ16s")
+IRANGE = struct.Struct("<QQ")
+IMAGIC = b"MXSHUFI1"
+INDEX_SUFFIX = ".index"
 
 
 def prefix_partition(hashes: np.ndarray, n: int) -> np.ndarray:
@@ -276,23 +286,115 @@ def combined_folder(pattern: str) -> str:
     return f"{folder}/{COMBINED}/{name}"
 
 
+def merged_index_name(pattern: str) -> str:
+    """The file name of the merged index of the shuffle whose writer files `pattern` matches (in its `COMBINED/`)."""
+    return pattern.rsplit("/", 1)[1].replace("*", "_merged") + INDEX_SUFFIX
+
+
+def combined_listing(pattern: str) -> tuple[list[tuple[str, int]], tuple[str, int] | None]:
+    """([(path, size)] of the combined files of the shuffle whose writer files `pattern` matches, sorted; (path,
+    size) of their merged index or None): one listing of their folder."""
+    folder = combined_folder(pattern)
+    name, index = folder.rsplit("/", 1)[1], merged_index_name(pattern)
+    found = listing(f"{folder.rsplit('/', 1)[0]}/*")[1]
+    combined = [(p, s) for p, s in found if fnmatch.fnmatchcase(p.rsplit("/", 1)[1], name)]
+    return combined, next(((p, s) for p, s in found if p.rsplit("/", 1)[1] == index), None)
+
+
+def listing_stamp(files: list[tuple[str, int]], combined: list[tuple[str, int]]) -> bytes:
+    """xxh3-128 of the names and sizes of a shuffle's writer files and combined files as listed: what a merged
+    index was made from, checked by its readers against their own listings."""
+    h = xxhash.xxh3_128()
+    for group in (files, combined):
+        for path, size in group:
+            h.update(f"{path.rsplit('/', 1)[1]}\t{size}\n".encode())
+        h.update(b"\n")
+    return h.digest()
+
+
+def write_merged_index(pattern: str) -> dict[str, int]:
+    """The merged index of the combined files of the shuffle whose writer files `pattern` matches, once they are
+    checked to cover every writer file once (their trailers, then their entries: two requests a combined file),
+    published atomically. Returns what it read and wrote."""
+    fs, files = listing(pattern)
+    combined, _ = combined_listing(pattern)
+    if not combined:
+        raise ValueError(f"{pattern}: no combined files to index (the combine round did not run?); rerun the build")
+    tails = fs.cat_ranges([p for p, _ in combined], [s - TRAILER.size for _, s in combined], [s for _, s in combined])
+    counts = set()
+    for (path, _), tail in zip(combined, tails, strict=True):
+        if isinstance(tail, Exception) or len(tail) != TRAILER.size or TRAILER.unpack(tail)[1] != CMAGIC:
+            raise ValueError(f"{fs.unstrip_protocol(path)}: not a combined shuffle file; remove the store's _build/ "
+                             "folder and build again")
+        counts.add(TRAILER.unpack(tail)[0])
+    if len(counts) != 1:
+        raise ValueError(f"{pattern}: combined files of different partition counts; remove the store's _build/ folder "
+                         "and build again")
+    parts = counts.pop()
+    found = _range_entries(fs, combined, range(parts), parts, CENTRY)
+    _check_tiles(fs, pattern, files, combined, [(path, *entries[0][1:]) for path, entries in found])
+    stamp = listing_stamp(files, combined)
+    out = fsspec.core.url_to_fs(f"{combined_folder(pattern).rsplit('/', 1)[0]}/{merged_index_name(pattern)}")[1]
+    with open_atomic(fs, out) as sink:
+        for q in range(parts):
+            sink.write(ISLICE.pack(IMAGIC, len(combined), parts, q, stamp)
+                       + b"".join(IRANGE.pack(*entries[q][1:3]) for _, entries in found))
+    return {"combined_files": len(combined), "index_bytes": parts * (ISLICE.size + IRANGE.size * len(combined))}
+
+
+def _indexed_entries(fs, files: list[tuple[str, int]], combined: list[tuple[str, int]], index: tuple[str, int],
+                     wanted: range, parts: int | None) -> list[tuple[str, list[tuple]]]:
+    """(combined file, [(partition, offset, length)] of each partition of `wanted`) from the merged `index`, in one
+    request, once its slices are checked to be those of the files listed now."""
+    where = fs.unstrip_protocol(index[0])
+    stale = ValueError(f"{where}: the combined files and their merged index do not cover the {len(files)} writer files "
+                       "listed now (a combination left from another run): remove that folder and rerun the build")
+    width = ISLICE.size + IRANGE.size * len(combined)
+    if index[1] % width:
+        raise stale  # made for another number of combined files
+    if wanted.stop * width > index[1]:
+        raise ValueError(f"{where}: no partition {wanted[-1]} in the merged index of {index[1] // width} partitions (the "
+                         "work was written with another partition count: execution.partitions changed since?); put "
+                         "the setting back, or remove the store's _build/ folder and build again")
+    data = fs.cat_file(index[0], start=wanted.start * width, end=wanted.stop * width)
+    stamp = listing_stamp(files, combined)
+    out: list[list[tuple]] = [[] for _ in combined]
+    for k, part in enumerate(wanted):
+        magic, n, count, q, made_from = ISLICE.unpack_from(data, k * width)
+        if (magic, n, q, made_from) != (IMAGIC, len(combined), part, stamp):
+            raise stale
+        if parts is not None and count != parts:
+            raise ValueError(f"{where}: written for {count} partitions, read as {parts} (execution.partitions changed "
+                             "since?); put the setting back, or remove the store's _build/ folder and build again")
+        ranges = np.frombuffer(data, dtype="<u8", count=2 * n, offset=k * width + ISLICE.size).reshape(n, 2)
+        for entries, (offset, length) in zip(out, ranges.tolist(), strict=True):
+            entries.append((part, offset, length))
+    return [(path, entries) for (path, _), entries in zip(combined, out, strict=True)]
+
+
 def shuffle_ranges(pattern: str, part: int, parts: int | None = None) -> tuple[fsspec.AbstractFileSystem,
                                                                                 list[tuple[str, int, int]], bool]:
     """Where partition `part` of the shuffle whose writer files `pattern` matches is: (filesystem, ranges, packed).
     Where the shuffle was combined, the ranges are the combined files' (packed: each holds several writers'
-    ranges), after a check that they cover every writer file once, as listed now (a stale or partial combination
-    is refused, naming it); otherwise `partition_ranges`."""
+    ranges), from their merged index (one request) or, without one, their own entries (one request a file), after
+    a check that they cover every writer file once, as listed now (a stale or partial combination is refused,
+    naming it); otherwise `partition_ranges`."""
     fs, files = listing(pattern)
-    combined = listing(combined_folder(pattern))[1]
+    combined, index = combined_listing(pattern)
     if not combined:
         return fs, _entries(fs, files, part, parts), False
-    return fs, _combined_ranges(fs, pattern, files, combined, part, parts), True
+    return fs, _combined_ranges(fs, pattern, files, combined, index, part, parts), True
 
 
-def _combined_ranges(fs, pattern: str, files: list[tuple[str, int]], combined: list[tuple[str, int]], part: int,
-                     parts: int | None) -> list[tuple[str, int, int]]:
+def _combined_ranges(fs, pattern: str, files: list[tuple[str, int]], combined: list[tuple[str, int]],
+                     index: tuple[str, int] | None, part: int, parts: int | None) -> list[tuple[str, int, int]]:
     """Where partition `part` is in the `combined` files of the shuffle whose writer `files` (as listed now)
-    `pattern` matches, once they are checked to cover every writer file once."""
+    `pattern` matches, once they are checked to cover every writer file once (by their merged `index`'s stamp, or
+    their own entries)."""
+    if index is not None:
+        return [(path, offset, length) for path, entries in
+                _indexed_entries(fs, files, combined, index, range(part, part + 1), parts)
+                for _, offset, length in entries if length]
     found = _entries(fs, combined, part, parts, CENTRY)
     _check_tiles(fs, pattern, files, combined, found)
     return [(path, offset, length) for path, offset, length, *_ in found if length]
@@ -355,10 +457,11 @@ def fetch_runs(pattern: str, part: int, dest: str, parts: int | None = None) -> 
     """Partition `part` of a combined shuffle (e.g. a band's signature files, a partition per slice), every
     writer's range one after the other in local file `dest`: [(writer position, offset in `dest`, length)] in
     writer order; None when the shuffle was not combined."""
-    fs, combined = listing(combined_folder(pattern))
+    fs, files = listing(pattern)
+    combined, index = combined_listing(pattern)
     if not combined:
         return None
-    ranges = _combined_ranges(fs, pattern, listing(pattern)[1], combined, part, parts)
+    ranges = _combined_ranges(fs, pattern, files, combined, index, part, parts)
     runs, at = [], 0
     with open(dest, "wb") as f:
         for data in _raw(fs, ranges):
@@ -385,13 +488,16 @@ def fetch_partition(pattern: str, part: int, scratch: str, parts: int | None = N
 
 def fetch_partitions(pattern: str, wanted: range, scratch: str, parts: int | None = None) -> list[str]:
     """Partitions `wanted` (consecutive) of every shuffle file `pattern` matches, copied to local Parquet files in
-    folder `scratch` as `fetch_partition` does, with two requests per file (or combined file) whatever the number of
-    partitions: their index entries, then the bytes from the first's range to the end of the last's (a shuffle
-    file's partitions lie one after the other). What a reader of a range of another stage's partitions makes
-    (`minhash_cluster`'s P_c tasks over `minhash_verify`'s P) instead of two requests per file and partition."""
+    folder `scratch` as `fetch_partition` does, with two requests per file whatever the number of partitions: their
+    index entries, then the bytes from the first's range to the end of the last's (a shuffle file's partitions lie
+    one after the other); a combined shuffle's entries from its merged index, in one request, when it has one. What
+    a reader of a range of another stage's partitions makes (`minhash_cluster`'s P_c tasks over `minhash_verify`'s
+    P) instead of two requests per file and partition."""
     fs, files = listing(pattern)
-    combined = listing(combined_folder(pattern))[1]
-    if combined:
+    combined, index = combined_listing(pattern)
+    if combined and index is not None:
+        found = _indexed_entries(fs, files, combined, index, wanted, parts)
+    elif combined:
         found = _range_entries(fs, combined, wanted, parts, CENTRY)
         # a combined file covers the same writers in every partition: checked on the first, as a reader of one
         _check_tiles(fs, pattern, files, combined, [(path, *entries[0][1:]) for path, entries in found])

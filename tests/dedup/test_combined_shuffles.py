@@ -1,6 +1,7 @@
 """A combined shuffle (pipelines/dedup/combine.py): writer files regrouped g to a file give every reader the rows
-the writer files give, in the same order, from fewer files; a combination that does not cover the writer files
-listed now is refused; the build's combine round leaves the store as it was."""
+the writer files give, in the same order, from fewer files, and so do they through their merged index; a
+combination or an index that does not cover the writer files listed now is refused; the build's combine rounds
+leave the store as it was."""
 
 from __future__ import annotations
 
@@ -16,9 +17,13 @@ from mixture.pipelines.dedup.combine import combine
 from mixture.pipelines.dedup.shuffle import (
     COMBINED,
     PART,
+    combined_listing,
     fetch_partition,
+    fetch_partitions,
+    merged_index_name,
     read_partition,
     shuffle_ranges,
+    write_merged_index,
     write_partitions,
 )
 from mixture.stages.registry import combine_group
@@ -85,6 +90,62 @@ def test_a_combination_that_does_not_cover_the_writer_files_is_refused(tmp_path)
         combine(pattern, 0, 3, 4)
 
 
+def _fetched(pattern: str, wanted: range, scratch, parts: int) -> pa.Table:
+    scratch.mkdir()
+    files = fetch_partitions(pattern, wanted, str(scratch), parts)
+    return pa.concat_tables([pq.read_table(p) for p in files]) if files else SCHEMA.empty_table()
+
+
+def test_the_merged_index_gives_each_reader_the_same_ranges(tmp_path):
+    writers, parts, group = 7, 5, 3
+    shuffle = tmp_path / "by_id"
+    shuffle.mkdir()
+    _writers(shuffle, writers, parts)
+    pattern = f"{shuffle}/*.parquet"
+    for c in range(-(-writers // group)):
+        combine(pattern, c, group, writers)
+    entries = [shuffle_ranges(pattern, q, parts)[1] for q in range(parts)]
+    spans = [_fetched(pattern, range(lo, hi), tmp_path / f"entries{lo}{hi}", parts) for lo, hi in ((0, 5), (1, 3))]
+    stats = write_merged_index(pattern)
+    assert stats == {"combined_files": 3, "index_bytes": parts * (48 + 16 * 3)}
+    assert combined_listing(pattern)[1][0].endswith(f"/{COMBINED}/{merged_index_name(pattern)}")
+    assert len(combined_listing(pattern)[0]) == 3  # the combined files' glob does not take the index for one
+    for q in range(parts):
+        assert shuffle_ranges(pattern, q, parts)[1] == entries[q]
+    for (lo, hi), before in zip(((0, 5), (1, 3)), spans, strict=True):
+        assert _fetched(pattern, range(lo, hi), tmp_path / f"index{lo}{hi}", parts).equals(before)
+    with pytest.raises(ValueError, match="written for 5 partitions, read as 6"):
+        read_partition(pattern, 2, SCHEMA, 6)  # a reader of another partition count
+    with pytest.raises(ValueError, match="no partition 5 in the merged index of 5 partitions"):
+        read_partition(pattern, 5, SCHEMA)
+
+
+def test_a_merged_index_that_does_not_cover_the_files_listed_now_is_refused(tmp_path):
+    shuffle = tmp_path / "pairs"
+    shuffle.mkdir()
+    _writers(shuffle, 4, 3)
+    pattern = f"{shuffle}/*.parquet"
+    for c in range(2):
+        combine(pattern, c, 2, 4)
+    write_merged_index(pattern)
+    before = read_partition(pattern, 1, SCHEMA, 3)
+    _writers(shuffle, 4, 3, seed=9)  # the writers rewrote their files since
+    with pytest.raises(ValueError, match="combined files and their merged index do not cover the 4 writer files"):
+        read_partition(pattern, 1, SCHEMA, 3)
+    _writers(shuffle, 4, 3)
+    assert read_partition(pattern, 1, SCHEMA, 3).equals(before)
+    combine(pattern, 1, 2, 4)  # a combine task's rerun: the same bytes, the index still holds
+    assert read_partition(pattern, 1, SCHEMA, 3).equals(before)
+    combine(pattern, 0, 2, 4)  # task 0 of a combine round removes the index: the round after makes it again
+    assert combined_listing(pattern)[1] is None
+    write_merged_index(pattern)
+    (shuffle / COMBINED / "00001.parquet").unlink()
+    with pytest.raises(ValueError, match="do not cover the 4 writer files"):
+        read_partition(pattern, 1, SCHEMA, 3)
+    with pytest.raises(ValueError, match="do not cover the 4 writer files"):
+        write_merged_index(pattern)
+
+
 def test_the_group_follows_the_setting_else_the_reads():
     assert combine_group(16, 16, None) == 1  # 512 reads: not combined
     assert combine_group(8_000, 8_000, None) == 125  # 64 combined files
@@ -143,7 +204,9 @@ def test_a_build_with_combined_shuffles_gives_the_same_store(tmp_path, demo_corp
     for folder in folders:  # ⌈writers / 3⌉ combined files of each
         suffix = ".minhash.sig" if "mh_sigs" in str(folder) else ".parquet"
         assert len(list((folder / COMBINED).glob(f"*{suffix}"))) == -(-len(list(folder.glob(f"*{suffix}"))) // 3)
+        assert [p.name for p in (folder / COMBINED).glob("*.index")] == [merged_index_name(f"{folder}/*{suffix}")]
     assert (stores["combined"] / "_build" / "prepare" / "combine-by-3" / "completions").is_dir()
+    assert (stores["combined"] / "_build" / "prepare" / "combine-by-3-index" / "completions").is_dir()
     assert not list((stores["plain"] / "_build" / "work").rglob(COMBINED))
     assert _comparable(stores["plain"]) == _comparable(stores["combined"])
 

@@ -5,11 +5,13 @@ objects (one per writer task, and the combined files), and the store is the loca
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import yaml
 
+from mixture.pipelines.dedup.shuffle import INDEX_SUFFIX
 from mixture.stages import registry as stage_registry
 from tests.conftest import small_spec
 from tests.remote.conftest import Remote, upload
@@ -53,24 +55,28 @@ def test_each_shuffle_is_one_object_per_writer(request, protocol: str, tasks: in
     counts = shuffle_objects(fs, store.split("://", 1)[1])
     assert set(counts) >= {"_build/work/dedup/by_id", "_build/work/near_dups/texts"}
     for folder, n in counts.items():
-        combined = len(fs.find(f"{store.split('://', 1)[1]}/{folder}/_combined"))
+        found = fs.find(f"{store.split('://', 1)[1]}/{folder}/_combined")
+        indexes = sum(f.endswith(INDEX_SUFFIX) for f in found)
+        combined, n = len(found) - indexes, n - indexes
         assert 0 < n - combined <= 2 * (tasks + p), (folder, n, tasks, p)
         assert n - combined <= writers, (folder, n)  # one per writer task, none per partition
         grouped = combine and f"{folder}/_combined" in {o for s in stage_registry.STAGES for o in s.files.outputs}
         assert combined == (-(-(n - combined) // combine) if grouped else 0), (folder, n)  # ⌈writers / g⌉
+        assert indexes == (1 if grouped else 0), (folder, found)  # and their merged index
     got = json.loads(fs.cat(f"{store}/store.json"))
     assert got["counters"] == built_store.artifact.model_dump(mode="json")["counters"]
 
 
 @pytest.mark.parametrize("protocol", ["gs", "s3"])
-def test_a_combined_shuffle_reads_back_the_same_rows(request, protocol: str) -> None:
+def test_a_combined_shuffle_reads_back_the_same_rows(request, protocol: str, monkeypatch) -> None:
     """Writer files combined on the object store (pipelines/dedup/combine.py: ranged reads of their indexes, each
-    file read front to back, one upload): every partition reads back the rows of the writer files, in order."""
+    file read front to back, one upload): every partition reads back the rows of the writer files, in order; once
+    their indexes are merged, with one read for where its ranges are."""
     import numpy as np
     import pyarrow as pa
 
     from mixture.pipelines.dedup.combine import combine
-    from mixture.pipelines.dedup.shuffle import PART, read_partition, write_partitions
+    from mixture.pipelines.dedup.shuffle import PART, read_partition, write_merged_index, write_partitions
 
     remote: Remote = request.getfixturevalue({"gs": "gcs", "s3": "s3"}[protocol])
     url, writers, parts = remote.url("combine-unit"), 5, 4
@@ -86,3 +92,41 @@ def test_a_combined_shuffle_reads_back_the_same_rows(request, protocol: str) -> 
     assert len(remote.fs.ls(f"{url}/_combined".split("://", 1)[1])) == 3
     assert [read_partition(f"{url}/*.parquet", q, schema, parts) for q in range(parts)] == before
     assert sum(t.num_rows for t in before) == writers * 50
+    write_merged_index(f"{url}/*.parquet")
+    assert len(remote.fs.ls(f"{url}/_combined".split("://", 1)[1])) == 4
+    reads = object_reads(protocol, monkeypatch)
+    for q in range(parts):
+        assert read_partition(f"{url}/*.parquet", q, schema, parts) == before[q]
+        assert reads() == 4  # its slice of the merged index, then its range of each of the 3 combined files
+
+
+def object_reads(protocol: str, monkeypatch) -> Callable[[], int]:
+    """From now on, the object reads (GETs of an object's bytes) gcsfs or s3fs makes: a function that returns how
+    many since it was last called."""
+    import gcsfs.core
+    import s3fs.core
+    from fsspec.asyn import sync_wrapper
+
+    seen = [0]
+
+    def counting(call, is_read):
+        async def counted(self, *args, **kwargs):
+            seen[0] += bool(is_read(*args, **kwargs))
+            return await call(self, *args, **kwargs)
+        return counted
+
+    if protocol == "gs":
+        monkeypatch.setattr(gcsfs.core.GCSFileSystem, "_request", counting(
+            gcsfs.core.GCSFileSystem._request, lambda method, path, *a, **k: method == "GET" and not path.endswith("/o")
+            and ("Range" in (k.get("headers") or {}) or k.get("alt") == "media")))
+    else:
+        call = counting(s3fs.core.S3FileSystem._call_s3,
+                        lambda method, *a, **k: getattr(method, "__name__", method) == "get_object")
+        monkeypatch.setattr(s3fs.core.S3FileSystem, "_call_s3", call)
+        monkeypatch.setattr(s3fs.core.S3FileSystem, "call_s3", sync_wrapper(call))
+
+    def since() -> int:
+        n, seen[0] = seen[0], 0
+        return n
+
+    return since

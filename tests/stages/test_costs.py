@@ -52,22 +52,25 @@ def test_objects_and_slurm_requests():
 
 def test_combined_shuffles_cut_the_reads_past_the_threshold():
     """A shuffle's readers make 2 range reads per writer file until 2 × writers × readers passes 4M; past it the
-    writer files are combined into 64 files (execution.combine_files sets the group; 1: never)."""
+    writer files are combined into 64 files and their indexes merged into one (execution.combine_files sets the
+    group; 1: never): a reader makes 1 + 64."""
     obj = costs.ObjectRate(shuffles=2)
     assert obj.reads(tasks=100, partitions=50) == 2 * 2 * 100 * 100  # the prepared-file shuffles: T readers
     assert obj.combined(tasks=100) == 0
     t = 8_000
     assert obj.reads(tasks=t, combine_files=1) == 2 * 2 * t * t
-    assert obj.reads(tasks=t) == 2 * (3 * t + 2 * 64 * t) and obj.combined(tasks=t) == 2 * 64
-    assert obj.reads(tasks=t, combine_files=t) == 2 * (3 * t + 2 * t)  # one combined file
+    # the combine round ~3 a writer file, the index's task 2 a combined file, the readers 1 + 64 each
+    assert obj.reads(tasks=t) == 2 * (3 * t + 2 * 64 + 65 * t) and obj.combined(tasks=t) == 2 * 65
+    assert obj.reads(tasks=t, combine_files=t) == 2 * (3 * t + 2 + 2 * t)  # one combined file
     rates = _rates(costs.StageRate(stage="minhash_sigs", cpu_seconds=1, scaled_by="tokens", reference=1,
                                    exponent=1.0, peak_rss=0),
                    costs.StageRate(stage="minhash_buckets", cpu_seconds=1, scaled_by="tokens", reference=1,
                                    exponent=1.0, peak_rss=0))
     work = costs.Workload(input_tokens=1, tasks=t, stage_tasks={"minhash_buckets": 8_008}, fit_sample=1, bands=14)
     sigs, buckets = costs.project(rates, work, cores=1000)
-    assert (sigs.objects, sigs.reads) == (14 * 64, 3 * 14 * t)  # each band's files combined into 64, read once
-    assert buckets.reads == 2 * 64 * 8_008  # a bucket task: its range of each of its band's 64 combined files
+    # each band's files combined into 64 and their index, each file read once, each combined file's index once
+    assert (sigs.objects, sigs.reads) == (14 * 65, 14 * (3 * t + 2 * 64))
+    assert buckets.reads == 65 * 8_008  # a bucket task: its slice of its band's index, its range of each of 64 files
     plain = costs.project(rates, costs.Workload(input_tokens=1, tasks=t, stage_tasks={"minhash_buckets": 8_008},
                                                 fit_sample=1, combine_files=1), cores=1000)
     assert plain[1].reads == 3 * 8_008 * t and plain[0].reads == 0
@@ -81,7 +84,8 @@ def test_listings_count_each_reader_and_page():
     assert obj.listings(tasks=100, partitions=50) == 2 * 100 * (3 + 1)
     t = 8_000
     assert obj.listings(tasks=t, combine_files=1) == 2 * t * (3 + 8)
-    assert obj.listings(tasks=t) == 2 * (t + 64) * (1 + 8)  # 8,000 readers and the 64 tasks of the combine round
+    # 8,000 readers, the 64 tasks of the combine round and the task that merges their indexes
+    assert obj.listings(tasks=t) == 2 * (t + 64 + 1) * (1 + 8)
     assert costs.ObjectRate().listings(tasks=t) == 0
     rates = _rates(costs.StageRate(stage="minhash_buckets", cpu_seconds=1, scaled_by="tokens", reference=1,
                                    exponent=1.0, peak_rss=0))
