@@ -41,12 +41,25 @@ def _writers(folder, writers: int, parts: int, seed: int = 3) -> None:
         write_partitions(table.to_batches(max_chunksize=7), str(folder / f"{w:05d}.parquet"), parts)
 
 
+def _shuffle(folder, writers: int, parts: int) -> str:
+    """The glob of a made-up shuffle's writer files in `folder`."""
+    folder.mkdir()
+    _writers(folder, writers, parts)
+    return f"{folder}/*.parquet"
+
+
+def _combined(folder, writers: int, parts: int, group: int) -> str:
+    """`_shuffle`, combined `group` writer files to a file."""
+    pattern = _shuffle(folder, writers, parts)
+    for c in range(-(-writers // group)):
+        combine(pattern, c, group, writers)
+    return pattern
+
+
 def test_each_reader_gets_the_same_rows_in_the_same_order_from_fewer_files(tmp_path):
     writers, parts, group = 7, 5, 3
     shuffle = tmp_path / "by_id"
-    shuffle.mkdir()
-    _writers(shuffle, writers, parts)
-    pattern = f"{shuffle}/*.parquet"
+    pattern = _shuffle(shuffle, writers, parts)
     before = [read_partition(pattern, q, SCHEMA, parts) for q in range(parts)]
     stats = [combine(pattern, c, group, writers) for c in range(-(-writers // group))]
     assert [s["writer_files"] for s in stats] == [3, 3, 1]
@@ -65,11 +78,7 @@ def test_each_reader_gets_the_same_rows_in_the_same_order_from_fewer_files(tmp_p
 
 def test_a_combination_that_does_not_cover_the_writer_files_is_refused(tmp_path):
     shuffle = tmp_path / "pairs"
-    shuffle.mkdir()
-    _writers(shuffle, 4, 3)
-    pattern = f"{shuffle}/*.parquet"
-    for c in range(2):
-        combine(pattern, c, 2, 4)
+    pattern = _combined(shuffle, 4, 3, 2)
     read_partition(pattern, 1, SCHEMA, 3)
     (shuffle / COMBINED / "00001.parquet").unlink()  # a combination left half done
     with pytest.raises(ValueError, match=r"_combined: the combined files do not cover the 4 writer files"):
@@ -97,13 +106,8 @@ def _fetched(pattern: str, wanted: range, scratch, parts: int) -> pa.Table:
 
 
 def test_the_merged_index_gives_each_reader_the_same_ranges(tmp_path):
-    writers, parts, group = 7, 5, 3
-    shuffle = tmp_path / "by_id"
-    shuffle.mkdir()
-    _writers(shuffle, writers, parts)
-    pattern = f"{shuffle}/*.parquet"
-    for c in range(-(-writers // group)):
-        combine(pattern, c, group, writers)
+    parts = 5
+    pattern = _combined(tmp_path / "by_id", 7, parts, 3)
     entries = [shuffle_ranges(pattern, q, parts)[1] for q in range(parts)]
     spans = [_fetched(pattern, range(lo, hi), tmp_path / f"entries{lo}{hi}", parts) for lo, hi in ((0, 5), (1, 3))]
     stats = write_merged_index(pattern)
@@ -122,11 +126,7 @@ def test_the_merged_index_gives_each_reader_the_same_ranges(tmp_path):
 
 def test_a_merged_index_that_does_not_cover_the_files_listed_now_is_refused(tmp_path):
     shuffle = tmp_path / "pairs"
-    shuffle.mkdir()
-    _writers(shuffle, 4, 3)
-    pattern = f"{shuffle}/*.parquet"
-    for c in range(2):
-        combine(pattern, c, 2, 4)
+    pattern = _combined(shuffle, 4, 3, 2)
     write_merged_index(pattern)
     before = read_partition(pattern, 1, SCHEMA, 3)
     _writers(shuffle, 4, 3, seed=9)  # the writers rewrote their files since
