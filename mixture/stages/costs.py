@@ -345,15 +345,13 @@ def _verified_pairs_requests(work: Workload, readers: int) -> tuple[int, int, in
     (shuffle.fetch_partitions)."""
     p, passes = work.partitions or work.tasks, 3
     group = combine_group(p, max(work.tasks, p), work.combine_files)
-    if group <= 1:
-        files, objects, reads, listings, lists = p, 0, 0, 0, LISTS_UNCOMBINED
+    if group <= 1:  # a reader: two requests a writer file
+        objects, reads, listings, lists, per_reader = 0, 0, 0, LISTS_UNCOMBINED, 2 * p
     else:  # the combine rounds after minhash_verify: its files and their index, ~3 reads a writer file, a listing a task
         files = -(-p // group)
         objects, reads = files + 1, 3 * p + INDEX_READS * files
-        listings, lists = (files + 1) * (LISTS_COMBINED + list_pages(p)), LISTS_COMBINED
-        return objects, reads + passes * combined_reads(files) * readers, \
-            listings + passes * readers * (lists + list_pages(p))
-    return (objects, reads + passes * 2 * files * readers, listings + passes * readers * (lists + list_pages(p)))
+        listings, lists, per_reader = (files + 1) * (LISTS_COMBINED + list_pages(p)), LISTS_COMBINED, combined_reads(files)
+    return objects, reads + passes * per_reader * readers, listings + passes * readers * (lists + list_pages(p))
 
 
 def candidate_pairs(rates: Rates, work: Workload) -> float | None:

@@ -323,10 +323,11 @@ def write_merged_index(pattern: str) -> dict[str, int]:
     tails = fs.cat_ranges([p for p, _ in combined], [s - TRAILER.size for _, s in combined], [s for _, s in combined])
     counts = set()
     for (path, _), tail in zip(combined, tails, strict=True):
-        if isinstance(tail, Exception) or len(tail) != TRAILER.size or TRAILER.unpack(tail)[1] != CMAGIC:
+        n, magic = (None, None) if isinstance(tail, Exception) or len(tail) != TRAILER.size else TRAILER.unpack(tail)
+        if magic != CMAGIC:
             raise ValueError(f"{fs.unstrip_protocol(path)}: not a combined shuffle file; remove the store's _build/ "
                              "folder and build again")
-        counts.add(TRAILER.unpack(tail)[0])
+        counts.add(n)
     if len(counts) != 1:
         raise ValueError(f"{pattern}: combined files of different partition counts; remove the store's _build/ folder "
                          "and build again")
@@ -457,10 +458,10 @@ def fetch_runs(pattern: str, part: int, dest: str, parts: int | None = None) -> 
     """Partition `part` of a combined shuffle (e.g. a band's signature files, a partition per slice), every
     writer's range one after the other in local file `dest`: [(writer position, offset in `dest`, length)] in
     writer order; None when the shuffle was not combined."""
-    fs, files = listing(pattern)
     combined, index = combined_listing(pattern)
     if not combined:
-        return None
+        return None  # the caller lists the writer files itself
+    fs, files = listing(pattern)
     ranges = _combined_ranges(fs, pattern, files, combined, index, part, parts)
     runs, at = [], 0
     with open(dest, "wb") as f:
