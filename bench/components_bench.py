@@ -93,21 +93,22 @@ def _drops(folder: Path) -> dict[int, tuple[int, int]]:
     the ~60M drops as Python objects would not fit in memory."""
     import duckdb
 
-    from mixture.pipelines.dedup.shuffle import fetch_partition, shuffle_partitions
+    from mixture.pipelines.dedup.shuffle import fetch_partition, register, shuffle_partitions
     from mixture.pipelines.schemas import DROPS
     from tests.dedup.synthetic_graphs import FILES
 
     files = [str(f) for f in sorted(folder.glob("*.parquet"))]
-    digest = f"SELECT rank, count(*), bit_xor(hash({', '.join(DROPS.names)})) FROM read_parquet($files) GROUP BY rank"
+    digest = f"SELECT rank, count(*), bit_xor(hash({', '.join(DROPS.names)})) FROM {{}} GROUP BY rank"
     out = {}
     with duckdb.connect() as con, tempfile.TemporaryDirectory() as scratch:
         if files and shuffle_partitions(files[0]) is not None:  # a range per prepared file: fetched one by one
             for r in range(FILES):
                 os.makedirs(f"{scratch}/{r}")
-                got = fetch_partition(f"{folder}/*.parquet", r, f"{scratch}/{r}")
-                out.update({k: (n, h) for k, n, h in con.execute(digest, {"files": got}).fetchall()} if got else {})
+                register(con, "fetched", fetch_partition(f"{folder}/*.parquet", r, f"{scratch}/{r}"), DROPS)
+                out.update({k: (n, h) for k, n, h in con.execute(digest.format("fetched")).fetchall()})
         elif files:
-            out = {k: (n, h) for k, n, h in con.execute(digest, {"files": files}).fetchall()}
+            out = {k: (n, h) for k, n, h in con.execute(digest.format("read_parquet($files)"),
+                                                        {"files": files}).fetchall()}
     return out
 
 

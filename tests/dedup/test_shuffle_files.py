@@ -3,6 +3,8 @@ a file of another partition count is refused, naming the file."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -71,14 +73,53 @@ def test_long_text_is_written_without_dictionary_or_statistics(tmp_path):
     text = [f"a gathered text {i} " * 50 for i in range(40)]
     rows = pa.table({"g": pa.array(np.arange(40)), "text": pa.array(text), "source": pa.array(["web"] * 40),
                      PART: pa.array(np.repeat(np.arange(2, dtype=np.int32), 20))})
-    write_partitions(rows.to_batches(), str(tmp_path / "00000.parquet"), 2)  # a shuffle file: a range per partition
-    (tmp_path / "files").mkdir()
     write_partitions(rows.to_batches(), lambda q: str(tmp_path / "files" / f"{q}.parquet"))  # a file per partition
-    (tmp_path / "scratch").mkdir()
-    ranges = [fetch_partition(f"{tmp_path}/*.parquet", q, str(tmp_path / "scratch"), 2)[0] for q in range(2)]
-    for path in [*ranges, *sorted((tmp_path / "files").iterdir())]:
+    for path in sorted((tmp_path / "files").iterdir()):
         chunks = pq.ParquetFile(path).metadata.row_group(0)
         by_name = {chunks.column(i).path_in_schema: chunks.column(i) for i in range(chunks.num_columns)}
         assert not by_name["text"].is_stats_set and not by_name["text"].has_dictionary_page, path
         assert by_name["source"].is_stats_set and by_name["source"].has_dictionary_page  # short columns keep both
+    write_partitions(rows.to_batches(), str(tmp_path / "00000.parquet"), 2)  # a shuffle file: a range per partition
     assert read_shuffle_file(str(tmp_path / "00000.parquet"), rows.schema.remove(3)).column("text").to_pylist() == text
+
+
+def test_a_fetched_partition_is_one_local_file_of_few_batches(tmp_path, monkeypatch):
+    """The T writers' ranges of a partition land in one local Arrow file, their small batches gathered, so that
+    DuckDB pays for one file and few batches whatever T."""
+    writers, parts = 40, 4
+    for w in range(writers):  # 5 rows in each of partitions 0-2, in batches of 2
+        write_partitions(_rows(w, np.repeat(np.arange(parts - 1), 5)).to_batches(max_chunksize=2),
+                         str(tmp_path / f"{w:05d}.parquet"), parts)
+    (tmp_path / "scratch").mkdir()
+    fetched = fetch_partition(f"{tmp_path}/*.parquet", 1, str(tmp_path / "scratch"), parts)
+    assert [p.rsplit("/", 1)[1] for p in fetched] == ["000000.arrow"]
+    with pa.ipc.open_file(fetched[0]) as f:
+        assert f.num_record_batches == 1 and f.read_all().num_rows == writers * 5
+    assert fetch_partition(f"{tmp_path}/*.parquet", 3, str(tmp_path / "scratch"), parts) == []  # no rows, no file
+    narrow = _rows(writers, np.array([1, 1]))  # a writer whose column came out narrower is cast to the first's type
+    write_partitions(narrow.set_column(0, "x", narrow.column("x").cast(pa.int32())).to_batches(),
+                     str(tmp_path / f"{writers:05d}.parquet"), parts)
+    plain = fetch_partition(f"{tmp_path}/*.parquet", 1, str(tmp_path / "scratch"), parts)[0]
+    with pa.ipc.open_file(plain) as f:
+        got = f.read_all()
+    assert got.schema.field("x").type == pa.int64() and got.num_rows == writers * 5 + 2
+    from mixture.pipelines.dedup import shuffle
+
+    monkeypatch.setattr(shuffle, "LOCAL_PLAIN_BELOW", 0)  # a large partition: its local buffers in LZ4
+    (tmp_path / "lz4").mkdir()
+    packed = fetch_partition(f"{tmp_path}/*.parquet", 1, str(tmp_path / "lz4"), parts)[0]
+    with pa.ipc.open_file(packed) as f:
+        assert f.read_all().equals(got)
+    assert os.path.getsize(packed) < os.path.getsize(plain)
+
+
+def test_a_range_of_another_format_is_refused_by_name(tmp_path):
+    import struct
+
+    from mixture.pipelines.dedup.shuffle import ENTRY, MAGIC, TRAILER
+
+    blob = b"PAR1 not an arrow stream PAR1"  # what a shuffle file of an older version held in its ranges
+    (tmp_path / "00000.parquet").write_bytes(blob + ENTRY.pack(1, 0, 0, len(blob), 3) + TRAILER.pack(1, MAGIC))
+    assert struct.unpack("<Q", (tmp_path / "00000.parquet").read_bytes()[-16:-8]) == (1,)
+    with pytest.raises(ValueError, match=r"\*.parquet: a range that is not an Arrow stream in a zstd frame .*_build/"):
+        read_partition(f"{tmp_path}/*.parquet", 0, SCHEMA, 1)
