@@ -1,6 +1,7 @@
-"""CPU and bytes of one shuffle range (a small Parquet file inside a shuffle file) as `minhash_gather` writes its
-candidate texts: every column dictionary-encoded with min/max statistics (pyarrow's default), against the long
-columns without either (`mixture.store.schema.short_column_options`). A table into docs/performance.md.
+"""CPU and bytes of one shuffle range as `minhash_gather` writes its candidate texts: a small Parquet file with
+every column dictionary-encoded with min/max statistics (pyarrow's default), with the long columns without either
+(`mixture.store.schema.short_column_options`; the range until 2026-12-06), and an Arrow IPC stream in a zstd frame
+(pipelines/dedup/shuffle.py, the range since); and the CPU to read one back. A table into docs/performance.md.
 
 `python -m bench.parquet_range_bench` (~1 min; the demo store's texts, `make demo` first; Debian's where installed), `--no-publish`."""
 
@@ -19,6 +20,7 @@ import pyarrow.parquet as pq
 
 from bench.common import machine, show
 from bench.tokenizer_bench import multilingual_texts
+from mixture.pipelines.dedup import shuffle
 from mixture.pipelines.dedup.minhash_gather import GATHERED
 from mixture.store.schema import short_column_options
 
@@ -51,18 +53,43 @@ def _gathered(docs: list[dict], rows: int, rng: random.Random) -> pa.Table:
                      **{c: pa.array([d[c] for d in picked], pa.string()) for c in COLUMNS}}, schema=GATHERED)
 
 
-def _range(table: pa.Table, options: dict, repeats: int, calls: int) -> tuple[float, int]:
-    """The least CPU milliseconds over `repeats` of writing `table` as one zstd range, and its bytes."""
-    best, size = float("inf"), 0
+def _parquet(table: pa.Table, options: dict) -> bytes:
+    sink = io.BytesIO()
+    with pq.ParquetWriter(sink, table.schema, compression="zstd", **options) as writer:
+        writer.write_table(table)
+    return sink.getvalue()
+
+
+def _arrow(table: pa.Table) -> bytes:
+    sink = io.BytesIO()
+    out = shuffle._Range(sink, table.schema)  # the range write_partitions writes
+    for batch in table.to_batches():
+        out.writer.write_batch(batch)
+    out.finish()
+    return sink.getvalue()
+
+
+def _least_ms(call, repeats: int, calls: int):
+    """The least CPU milliseconds of `call()` over `repeats` runs of `calls` calls, and what it returned."""
+    best, out = float("inf"), None
     for _ in range(repeats):
         start = time.process_time()
         for _ in range(calls):
-            sink = io.BytesIO()
-            with pq.ParquetWriter(sink, table.schema, compression="zstd", **options) as writer:
-                writer.write_table(table)
+            out = call()
         best = min(best, (time.process_time() - start) / calls * 1e3)
-        size = len(sink.getvalue())
-    return best, size
+    return best, out
+
+
+def _measured(table: pa.Table, repeats: int, calls: int) -> dict:
+    default_ms, default = _least_ms(lambda: _parquet(table, {}), repeats, calls)
+    short_ms, short = _least_ms(lambda: _parquet(table, short_column_options(table.schema)), repeats, calls)
+    arrow_ms, arrow = _least_ms(lambda: _arrow(table), repeats, calls)
+    short_read, back = _least_ms(lambda: pq.read_table(pa.BufferReader(short)), repeats, calls)
+    arrow_read, batches = _least_ms(lambda: list(shuffle._batches([arrow], "bench")), repeats, calls)
+    if not pa.Table.from_batches(batches).equals(back):
+        raise AssertionError("the Arrow range does not read back the rows of the Parquet one")
+    return {"default_ms": default_ms, "short_ms": short_ms, "arrow_ms": arrow_ms, "short_read": short_read,
+            "arrow_read": arrow_read, "default": len(default), "short": len(short), "arrow": len(arrow)}
 
 
 def main() -> None:
@@ -78,25 +105,27 @@ def main() -> None:
         for corpus, docs in (("demo store", _store_docs(a.store, rng)),
                              ("Debian man pages and fortunes", _debian_docs(Path(tmp)))):
             for n in (4, 16, 64) if docs else ():
-                table = _gathered(docs, n, rng)
-                default_ms, default_bytes = _range(table, {}, a.repeats, a.calls)
-                short_ms, short_bytes = _range(table, short_column_options(table.schema), a.repeats, a.calls)
-                rows.append((corpus, n, default_ms, short_ms, default_bytes, short_bytes))
+                rows.append((corpus, n, _measured(_gathered(docs, n, rng), a.repeats, a.calls)))
     lines = [
         BEGIN,
         "## One shuffle range of candidate texts (`python -m bench.parquet_range_bench`)",
         "",
-        f"{machine()}. A shuffle file holds a small Parquet file per destination partition; `minhash_gather`'s "
-        "ranges hold candidate documents (signature, text, id). Written with pyarrow's defaults, the text and the "
-        "signature get a dictionary page and min/max statistics (a whole text stored twice more in the footer); "
-        "without them on the long columns (`short_column_options`, as the store's writer had already). Rows of "
-        "demo store documents, and of Debian's translated man pages and fortunes where they are installed "
-        f"(mixture/demo_corpus/debian_text.py); zstd; CPU the least of {a.repeats} runs of {a.calls} ranges.",
+        f"{machine()}. A shuffle file holds a range per destination partition; `minhash_gather`'s ranges hold "
+        "candidate documents (signature, text, id). As a small Parquet file written with pyarrow's defaults, the "
+        "text and the signature get a dictionary page and min/max statistics (a whole text stored twice more in "
+        "the footer); `short`: without them on the long columns (`short_column_options`, the range until "
+        "2026-12-06); `arrow`: an Arrow IPC stream in a zstd frame (`write_partitions`' range since). Rows of demo "
+        "store documents, and of Debian's translated man pages and fortunes where they are installed "
+        "(mixture/demo_corpus/debian_text.py); zstd; CPU the least of "
+        f"{a.repeats} runs of {a.calls} ranges; read: the range decoded to Arrow (`pq.read_table`; the shuffle's "
+        "own decoder), checked to give the same rows.",
         "",
-        "| texts | rows per range | CPU ms, defaults | CPU ms, short columns only | ratio | bytes, defaults | "
-        "bytes, short only |",
-        "|---|---:|---:|---:|---:|---:|---:|",
-        *(f"| {c} | {n} | {d:.3f} | {s:.3f} | {s / d:.2f} | {db:,} | {sb:,} |" for c, n, d, s, db, sb in rows),
+        "| texts | rows per range | write CPU ms: defaults | short | arrow | arrow / short | read CPU ms: short | "
+        "arrow | bytes: defaults | short | arrow |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        *(f"| {c} | {n} | {m['default_ms']:.3f} | {m['short_ms']:.3f} | {m['arrow_ms']:.3f} | "
+          f"{m['arrow_ms'] / m['short_ms']:.2f} | {m['short_read']:.3f} | {m['arrow_read']:.3f} | {m['default']:,} | "
+          f"{m['short']:,} | {m['arrow']:,} |" for c, n, m in rows),
         END,
     ]
     show("\n".join(lines), BEGIN, END, not a.no_publish)
