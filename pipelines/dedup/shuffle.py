@@ -21,11 +21,11 @@ from mixture.store.schema import short_column_options
 
 PART = "part"  # the column that names a row's partition in the streams given to `write_partitions`
 # A shuffle file: the partitions' ranges one after the other, each an Arrow IPC stream (schema, record batches, end)
-# in one zstd frame (RANGE_CODEC: a range costs ~35 µs to write and ~30 µs to read where a Parquet file of its own
-# took ~250 µs and ~180 µs in DuckDB, and a reader of T writers pays that T times), then the index, an entry (ENTRY: partitions,
-# partition, offset, length, rows; little-endian uint64) per partition in reverse order, so that the entry of
-# partition q lies at `size - TRAILER.size - ENTRY.size * (q + 1)` whatever the number of partitions, then TRAILER
-# (the number of partitions and MAGIC). A reader needs the file's size (from the listing) and q only.
+# in one zstd frame (RANGE_CODEC: ~40 µs to write and to read a small range, where a Parquet file of its own took
+# ~250 µs to write and ~180 µs for DuckDB to open, and a shuffle has T × P of them), then the index, an entry
+# (ENTRY: partitions, partition, offset, length, rows; little-endian uint64) per partition in reverse order, so that
+# the entry of partition q lies at `size - TRAILER.size - ENTRY.size * (q + 1)` whatever the number of partitions,
+# then TRAILER (the number of partitions and MAGIC). A reader needs the file's size (from the listing) and q only.
 ENTRY = struct.Struct("<5Q")
 TRAILER = struct.Struct("<Q8s")
 MAGIC = b"MXSHUF02"  # 01: Parquet ranges
@@ -190,7 +190,8 @@ def write_partitions(batches: Iterable[pa.RecordBatch], path_of: str | Callable[
     stream in a zstd frame of its own (a byte range) and the index of the ranges (ENTRY), written even without rows,
     so that a shuffle is one object per writer task; `read_partition` / `fetch_partition` read a partition back.
     `path_of` a function: one Parquet file per partition with rows, `path_of(part)` (`compression` is theirs).
-    Each file is published atomically once written; memory holds one batch whatever the number of partitions. Returns {partition: rows written}."""
+    Each file is published atomically once written; memory holds one batch whatever the number of partitions.
+    Returns {partition: rows written}."""
     if not isinstance(path_of, str):
         return _write_files(batches, path_of, compression)
     if parts is None or parts < 1:

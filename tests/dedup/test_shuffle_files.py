@@ -9,8 +9,12 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from mixture.pipelines.dedup import shuffle
 from mixture.pipelines.dedup.shuffle import (
+    ENTRY,
+    MAGIC,
     PART,
+    TRAILER,
     fetch_partition,
     partition_ranges,
     read_partition,
@@ -103,8 +107,6 @@ def test_a_fetched_partition_is_one_local_file_of_few_batches(tmp_path, monkeypa
     with pa.ipc.open_file(plain) as f:
         got = f.read_all()
     assert got.schema.field("x").type == pa.int64() and got.num_rows == writers * 5 + 2
-    from mixture.pipelines.dedup import shuffle
-
     monkeypatch.setattr(shuffle, "LOCAL_PLAIN_BELOW", 0)  # a large partition: its local buffers in LZ4
     (tmp_path / "lz4").mkdir()
     packed = fetch_partition(f"{tmp_path}/*.parquet", 1, str(tmp_path / "lz4"), parts)[0]
@@ -114,12 +116,7 @@ def test_a_fetched_partition_is_one_local_file_of_few_batches(tmp_path, monkeypa
 
 
 def test_a_range_of_another_format_is_refused_by_name(tmp_path):
-    import struct
-
-    from mixture.pipelines.dedup.shuffle import ENTRY, MAGIC, TRAILER
-
     blob = b"PAR1 not an arrow stream PAR1"  # what a shuffle file of an older version held in its ranges
     (tmp_path / "00000.parquet").write_bytes(blob + ENTRY.pack(1, 0, 0, len(blob), 3) + TRAILER.pack(1, MAGIC))
-    assert struct.unpack("<Q", (tmp_path / "00000.parquet").read_bytes()[-16:-8]) == (1,)
     with pytest.raises(ValueError, match=r"\*.parquet: a range that is not an Arrow stream in a zstd frame .*_build/"):
         read_partition(f"{tmp_path}/*.parquet", 0, SCHEMA, 1)
