@@ -37,9 +37,10 @@ def shuffle_at(commit: str, folder: str) -> ModuleType:
     return module
 
 
-def run_shuffle(shuffle: ModuleType, folder: str, data: pa.Table, tasks: int) -> dict:
-    """T = P = `tasks`: each writer writes its share of `data` partitioned by hash prefix, then each reader fetches
-    its partition and reads it with DuckDB (the dedup stages' code); CPU seconds of each phase."""
+def run_shuffle(shuffle: ModuleType, folder: str, data: pa.Table, tasks: int, combined: int = 0) -> dict:
+    """T = P = `tasks`: each writer writes its share of `data` partitioned by hash prefix, then (`combined` C) C
+    tasks combine the writer files and one merges their indexes (a build's combine rounds), then each reader
+    fetches its partition and reads it with DuckDB (the dedup stages' code); CPU seconds of each phase."""
     from mixture.pipelines.runtime.duckdb_connection import duckdb_connection
 
     bounds = np.linspace(0, data.num_rows, tasks + 1).astype(int)
@@ -51,6 +52,15 @@ def run_shuffle(shuffle: ModuleType, folder: str, data: pa.Table, tasks: int) ->
         shuffle.write_partitions(share.sort_by([(shuffle.PART, "ascending")]).to_batches(65_536),
                                  f"{folder}/{w:05d}.parquet", tasks)
     write = time.process_time() - started
+    started = time.process_time()
+    if combined:
+        from mixture.pipelines.dedup.combine import combine
+
+        group = -(-tasks // combined)
+        for c in range(-(-tasks // group)):
+            combine(f"{folder}/*.parquet", c, group, tasks)
+        shuffle.write_merged_index(f"{folder}/*.parquet")
+    write += time.process_time() - started
     started, rows = time.process_time(), 0
     for q in range(tasks):
         with tempfile.TemporaryDirectory() as scratch, duckdb_connection("256MB") as con:
@@ -68,6 +78,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--rows", type=int, default=ROWS)
     ap.add_argument("--against", help="a commit whose shuffle code runs in turn with this one's")
     ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--combined", type=int, default=0, help="also this tree's shuffle combined into C files with "
+                    "their merged index (the write column includes the combine round and the index)")
     ap.add_argument("--json", help="write the figures here too")
     ap.add_argument("--no-publish", action="store_true", help="print the section, leave docs/performance.md")
     args = ap.parse_args(argv)
@@ -75,17 +87,19 @@ def main(argv: list[str] | None = None) -> None:
 
     data = fixed_input(args.rows)
     with tempfile.TemporaryDirectory() as work:
-        codes = {"this tree": shuffle}
+        codes = {"this tree": (shuffle, 0)}
+        if args.combined:
+            codes[f"this tree, combined into {args.combined}"] = (shuffle, args.combined)
         if args.against:
-            codes[args.against] = shuffle_at(args.against, work)
-        for code in codes.values():  # imports and first connections, before anything is measured
-            run_shuffle(code, tempfile.mkdtemp(dir=work), data.slice(0, 1_000), 2)
+            codes[args.against] = (shuffle_at(args.against, work), 0)
+        for code, combined in codes.values():  # imports and first connections, before anything is measured
+            run_shuffle(code, tempfile.mkdtemp(dir=work), data.slice(0, 1_000), 2, combined and 2)
         rows = []
         for repeat in range(args.repeats):
             for tasks in args.tasks:
-                for name, code in (codes.items() if repeat % 2 == 0 else reversed(codes.items())):
+                for name, (code, combined) in (codes.items() if repeat % 2 == 0 else reversed(codes.items())):
                     folder = tempfile.mkdtemp(dir=work)
-                    figures = run_shuffle(code, folder, data, tasks)
+                    figures = run_shuffle(code, folder, data, tasks, combined if combined < tasks else 0)
                     rows.append({"code": name, "T": tasks, "repeat": repeat, **figures})
                     print(f"{name:>12} T = P = {tasks:>5}: write {figures['write']:7.2f} s, read "
                           f"{figures['read']:7.2f} s of CPU", flush=True)
@@ -94,11 +108,16 @@ def main(argv: list[str] | None = None) -> None:
              f"Machine: {machine()}; load average at the end: {load}.", "",
              f"Reproduce: `python -m bench.shuffle_cpu_bench --tasks {' '.join(map(str, args.tasks))}"
              + (f" --against {args.against}" if args.against else "") + f" --repeats {args.repeats}"
-             + (f" --rows {args.rows}" if args.rows != ROWS else "") + "`. Input: "
+             + (f" --rows {args.rows}" if args.rows != ROWS else "")
+             + (f" --combined {args.combined}" if args.combined else "") + "`. Input: "
              f"{args.rows:,} key rows as the exact-dedup shuffle's (bench/shuffle_objects_bench.py's), the same at "
              "every T; T writers each write their share partitioned over P = T by hash prefix to one shuffle file "
              "(local disk), then P readers each fetch their partition and read it with DuckDB "
-             "(pipelines/dedup/shuffle.py, as the dedup stages do), in this process one after the other. CPU "
+             "(pipelines/dedup/shuffle.py, as the dedup stages do), in this process one after the other"
+             + (f"; `combined into {args.combined}`: between the two, a build's combine round (C = "
+                f"{args.combined} tasks each regrouping ⌈T / C⌉ writer files) and the task that merges their "
+                "indexes, counted in the write column, and each reader reads 1 + C ranges (T > C only)"
+                if args.combined else "") + ". CPU "
              "seconds of this process (DuckDB's threads included), the least of the repeats"
              + (f"; `{args.against}`: the shuffle code of that commit (its pipelines/dedup/shuffle.py, from git), "
                 "run in turn with this tree's at each T" if args.against else "") + ".", "",
