@@ -1,5 +1,5 @@
 """The base of the dedup steps whose task reads its partition of a shuffle with DuckDB: the connection, the
-partition's ranges fetched to local files and read as views, the task's stats; each stage adds only its own
+input's partition fetched to one local file and read as a view, the task's stats; each stage adds only its own
 queries."""
 
 from __future__ import annotations

@@ -512,7 +512,8 @@ def _gathered(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     rows = size = 0
     first = None
     for batch in batches:
-        first = first or batch.schema
+        if first is None:
+            first = batch.schema
         held.append(batch)
         rows, size = rows + batch.num_rows, size + batch.nbytes
         if rows >= LOCAL_ROWS or size >= LOCAL_BYTES:
@@ -595,9 +596,8 @@ def read_partition(pattern: str, part: int, schema: pa.Schema, parts: int | None
     """Partition `part` of every shuffle file `pattern` matches, as one table of `schema` (a small partition: it is
     held in memory; see `fetch_partition` otherwise)."""
     fs, ranges, packed = shuffle_ranges(pattern, part, parts)
-    tables = [pa.Table.from_batches([b]).select(schema.names).cast(schema)
-              for b in _batches(_fetched(fs, ranges, packed), pattern)]
-    return pa.concat_tables(tables) if tables else schema.empty_table()
+    batches = list(_gathered(b for b in _batches(_fetched(fs, ranges, packed), pattern) if b.num_rows))
+    return pa.Table.from_batches(batches).select(schema.names).cast(schema) if batches else schema.empty_table()
 
 
 def shuffle_partitions(uri: str) -> int | None:
