@@ -25,6 +25,7 @@ from mixture.pipelines.dedup.shuffle import (
     write_counts,
     write_partitions,
 )
+from mixture.pipelines.dedup.sorted_runs import field_order
 from mixture.pipelines.runtime.duckdb_connection import duckdb_connection, scalar
 from mixture.pipelines.runtime.scratch import scratch
 from mixture.stages.registry import (
@@ -201,7 +202,7 @@ class BandCollisions(PipelineStep):
     def _pairs(self, recs: np.ndarray, ranks: np.ndarray) -> np.ndarray:
         """(file, doc, file, doc) of every record whose band signature equals the previous record's."""
         hs = [recs[f"h{j}"] for j in range(self.rows)]
-        order = np.lexsort([recs["doc"], ranks, *hs[::-1]])
+        order = field_order(recs[[f"h{j}" for j in range(self.rows)]], ranks, recs["doc"])
         same = np.ones(len(order) - 1 if len(order) else 0, dtype=bool)
         for h in hs:
             h = h[order]

@@ -8,7 +8,9 @@ from collections.abc import Iterator
 
 import numpy as np
 
-RUN_BYTES = 32 << 20  # records sorted in memory at once (a sort holds them twice)
+# records sorted in memory at once (a sort holds them twice): a band of a pool task's ~1.6M documents (109 MB) in
+# one sort; at 32 MiB its 4 runs and their merge took 1.3x the CPU of the stage (docs/performance.md)
+RUN_BYTES = 128 << 20
 MERGE_BYTES = 32 << 20  # the merge's blocks, over all its runs
 
 
@@ -33,20 +35,39 @@ def sorted_blocks(path: str, dtype: np.dtype, run_bytes: int | None = None,
 
 
 def sort_records(records: np.ndarray) -> np.ndarray:
-    """`records` sorted by every field in order: by the first (a numeric sort, ~2.5x faster than a sort of whole
-    records; stable, so the sorted parts of a merge are found as runs), then the records that share a first field
-    among themselves, by every field."""
+    """`records` sorted by every field in order (`field_order`; of a dtype with a field that is not an unsigned
+    integer, by lexsort, ~3x faster than a structured sort)."""
     names, opaque = records.dtype.names, f"V{records.dtype.itemsize}"
+    if all(records.dtype[n].kind == "u" for n in names):
+        order = field_order(records)
+    else:
+        order = np.lexsort([records[n] for n in reversed(names)])
     # taken as opaque records: numpy's take of a structured dtype goes field by field (~3x slower)
-    out = records.view(opaque)[np.argsort(records[names[0]], kind="stable")].view(records.dtype)
-    same = out[names[0]][1:] == out[names[0]][:-1]
+    return records.view(opaque)[order].view(records.dtype)
+
+
+def field_order(records: np.ndarray, *after: np.ndarray) -> np.ndarray:
+    """The order of `records` (a structured array of unsigned integer fields) by every field in order, then by the
+    columns `after` (unsigned integers too, one per record): a stable numeric sort of the first field (~2.5x faster
+    than a sort of whole records; sorted runs are found as runs), then the records that share it by one string of
+    all their fields' and columns' big-endian bytes, which sorts as they do (~2.3x faster than a lexsort of 9 fields
+    where half the records share the first, as a pool's near-duplicate families' signatures do)."""
+    names = records.dtype.names
+    order = np.argsort(records[names[0]], kind="stable")
+    first = records[names[0]][order]
+    same = first[1:] == first[:-1]
     if same.any():  # the tied records sorted together keep their groups' places: the first field leads the order
-        tied = np.zeros(len(out), dtype=bool)
+        tied = np.zeros(len(order), dtype=bool)
         tied[1:] |= same
         tied[:-1] |= same
-        sub = out[tied]  # by every field: lexsort, ~3x faster than a structured sort on near-duplicate families
-        out[tied] = sub.view(opaque)[np.lexsort([sub[name] for name in reversed(names)])].view(records.dtype)
-    return out
+        rows = order[tied]
+        sub = records.view(f"V{records.dtype.itemsize}")[rows].view(records.dtype)
+        fields = [(n, sub[n]) for n in names] + [(f"after{i}", c[rows]) for i, c in enumerate(after)]
+        keys = np.empty(len(rows), np.dtype([(n, c.dtype.newbyteorder(">")) for n, c in fields]))
+        for n, c in fields:
+            keys[n] = c
+        order[tied] = rows[np.argsort(keys.view(f"S{keys.dtype.itemsize}"), kind="stable")]
+    return order
 
 
 def _merged(paths: list[str], dtype: np.dtype, block: int) -> Iterator[np.ndarray]:

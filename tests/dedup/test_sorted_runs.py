@@ -89,7 +89,31 @@ def test_sort_records_equals_a_sort_of_whole_records(families: int):
     dtype = signature_record(2)
     rng = np.random.default_rng(families)
     records = np.zeros(3000, dtype)
-    records["h0"] = rng.integers(0, 2**63, families, dtype=np.uint64)[rng.integers(0, families, 3000)]
+    # the whole uint64 range (a top bit set sorts last), and tied records told apart by small values (zero bytes)
+    records["h0"] = rng.integers(0, 2**64, families, dtype=np.uint64, endpoint=False)[rng.integers(0, families, 3000)]
     records["h1"] = rng.integers(0, 4, 3000)
     records["doc"] = rng.permutation(3000)
     assert sorted_runs.sort_records(records).tobytes() == np.sort(records, order=dtype.names).tobytes()
+
+
+def test_sort_records_of_signed_fields_sorts_negatives_first():
+    dtype = np.dtype([("a", "<i8"), ("b", "<i4")])
+    rng = np.random.default_rng(3)
+    records = np.zeros(2000, dtype)
+    records["a"] = rng.integers(-3, 3, 2000)
+    records["b"] = rng.integers(-2**31, 2**31, 2000)
+    assert sorted_runs.sort_records(records).tobytes() == np.sort(records, order=dtype.names).tobytes()
+
+
+def test_field_order_then_columns_after_equals_a_lexsort():
+    """minhash_buckets' order of a merged block: every signature field, then the file's rank, then the document."""
+    dtype = signature_record(3)
+    rng = np.random.default_rng(5)
+    records = np.zeros(4000, dtype)
+    for j, spread in enumerate((50, 3, 2**64)):  # many shared first hashes; ties on later fields too
+        records[f"h{j}"] = rng.integers(0, spread, 4000, dtype=np.uint64, endpoint=False)
+    records["doc"] = rng.integers(0, 40, 4000)
+    ranks = rng.integers(0, 3, 4000).astype(np.uint32)
+    signature = records[["h0", "h1", "h2"]]
+    expected = np.lexsort([records["doc"], ranks, records["h2"], records["h1"], records["h0"]])
+    assert (sorted_runs.field_order(signature, ranks, records["doc"]) == expected).all()
