@@ -28,7 +28,7 @@ MIB = 2**20
 
 
 # -- in the measured process ------------------------------------------------------------------------------------
-def _context(spec_path: str):
+def build_context(spec_path: str):
     from mixture.pipelines.context import BuildContext
     from mixture.spec.load import load_spec
 
@@ -36,34 +36,44 @@ def _context(spec_path: str):
     return BuildContext(spec, spec.refs.folder, spec.refs.store, spec.execution.tasks)
 
 
-def _status_kb(key: str) -> int:
+def status_kb(key: str) -> int:
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith(key):
             return int(line.split()[1])
     return 0
 
 
-def run_task(spec_path: str, what: str, rank: int) -> dict:
-    """One task, as the build runs it, after the imports: its wall and CPU time, the RSS before it and its peak
-    RSS (VmHWM, reset after the imports through /proc/self/clear_refs)."""
+def import_stages() -> None:
+    """What a build task has loaded before its work starts: DuckDB, the reference and every stage's steps module
+    (so no clock counts an import), and its memory settings."""
     import importlib
 
     from mixture.pipelines.runtime.memory import configure_memory
 
     for module in ("duckdb", "tests.dedup.dedup_reference", *(s.steps.partition(":")[0] for s in registry.STAGES)):
-        importlib.import_module(module)  # before the clock starts (every stage's steps module)
+        importlib.import_module(module)
     configure_memory()  # as every build task does
-    ctx = _context(spec_path)
-    pipeline, world = _pipeline(ctx, what)
-    before = _status_kb("VmRSS:")
+
+
+def timed_task(ctx, what: str, rank: int) -> dict:
+    """Task `rank` of `what` (`task_pipeline`), as the build runs it: its wall and CPU time, the RSS before it and its
+    peak RSS (VmHWM, reset as it starts through /proc/self/clear_refs)."""
+    pipeline, world = task_pipeline(ctx, what)
+    before = status_kb("VmRSS:")
     Path("/proc/self/clear_refs").write_text("5")  # reset the peak RSS to the current RSS
     t, cpu = time.perf_counter(), time.process_time()
-    _task(pipeline, rank, world)
+    run_steps(pipeline, rank, world)
     return {"wall": time.perf_counter() - t, "cpu": time.process_time() - cpu, "before": before * 1024,
-            "rss": _status_kb("VmHWM:") * 1024}
+            "rss": status_kb("VmHWM:") * 1024}
 
 
-def _pipeline(ctx, what: str) -> tuple[list, int]:
+def run_task(spec_path: str, what: str, rank: int) -> dict:
+    """One task alone, after the imports (`timed_task`)."""
+    import_stages()
+    return timed_task(build_context(spec_path), what, rank)
+
+
+def task_pipeline(ctx, what: str) -> tuple[list, int]:
     """The steps and task count of `what`: a stage, a round of one (`minhash_cluster/r000`, as the build names it),
     `keys` (prepare's last step alone), `old-exact` / `old-near` (the single-task stages this replaced,
     tests/dedup/dedup_reference.py, as one step), or `noop`."""
@@ -90,7 +100,7 @@ def _pipeline(ctx, what: str) -> tuple[list, int]:
     raise ValueError(f"{what}: no such stage or round in this build")
 
 
-def _task(pipeline: list, rank: int, world: int) -> None:
+def run_steps(pipeline: list, rank: int, world: int) -> None:
     from mixture.pipelines.runtime.threads import task_threads
 
     with task_threads(1):
@@ -116,7 +126,7 @@ def run_to_dedup(spec_path: Path, workers: int) -> tuple[float, dict[str, int]]:
     round it ran, by the names the build gives them."""
     from mixture.pipelines.build import run_stage, stage_runs
 
-    ctx = _context(str(spec_path))
+    ctx = build_context(str(spec_path))
     t, tasks = time.perf_counter(), {}
     for info in registry.planned(ctx.spec):
         for stage in stage_runs(ctx, info):
