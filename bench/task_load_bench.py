@@ -103,7 +103,7 @@ def size_store(base: Path, folder: Path, copies: int) -> int:
 
 
 # -- in the measured process ------------------------------------------------------------------------------------
-def run_stage(spec_path: str, what: str) -> list[dict]:
+def stage_tasks(spec_path: str, what: str) -> list[dict]:
     """Every task of `what` on the spec's store, one after another, each timed alone after the imports (as a pool
     worker runs a stage's tasks)."""
     from bench.dedup_bench import build_context, import_stages, task_pipeline, timed_task
@@ -114,7 +114,7 @@ def run_stage(spec_path: str, what: str) -> list[dict]:
 
 
 def measure(spec_path: Path) -> dict[str, list[dict]]:
-    """Each of STAGES in build order, `run_stage` in a fresh process."""
+    """Each of STAGES in build order, `stage_tasks` in a fresh process."""
     runs = {}
     for what in STAGES:
         out = subprocess.run([sys.executable, "-m", "bench.task_load_bench", "--run", str(spec_path), what],
@@ -161,13 +161,13 @@ def base_build(root: Path, args, log=print) -> tuple[dict, Path, Path]:
 
 
 def run(root: Path, args, log=print) -> dict:
-    sizes = [int(c) for c in args.copies.split(",")]
+    """The base build, every size's replicated store, then every size measured `args.repeats` times, interleaved."""
     from bench.growth_bench import probe_rate, probe_texts
-
-    spec, base, first = base_build(root, args, log)
-    probe = probe_texts(first)
     from mixture.spec.load import load_spec
 
+    sizes = [int(c) for c in args.copies.split(",")]
+    spec, base, first = base_build(root, args, log)
+    probe = probe_texts(first)
     ex = load_spec(str(base.parent / "spec.yaml")).execution
     results = {"sizes": {}, "runs": [], "load_before": load(), "copies": sizes, "tasks": args.tasks,
                "task_memory": ex.mem_per_cpu_gb * ex.cpus_per_task * 2**30}
@@ -205,9 +205,8 @@ def checks(results: dict) -> list[str]:
     over its copies (each copy keeps the base's duplicates; no copy duplicates another)."""
     first = next(r for r in results["runs"] if r["copies"] == results["copies"][0])
     unit = {k: v / first["copies"] for k, v in first["counts"].items()}
-    bad = [f"{r['copies']} copies: {k} {v:,} against {unit[k] * r['copies']:,.0f}"
-           for r in results["runs"] for k, v in r["counts"].items() if v != round(unit[k] * r["copies"])]
-    return bad
+    return [f"{r['copies']} copies: {k} {v:,} against {unit[k] * r['copies']:,.0f}"
+            for r in results["runs"] for k, v in r["counts"].items() if v != round(unit[k] * r["copies"])]
 
 
 def markdown(results: dict, cmd: str) -> str:
@@ -295,7 +294,7 @@ def markdown(results: dict, cmd: str) -> str:
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--run"]:
-        print(json.dumps(run_stage(argv[1], argv[2])), flush=True)
+        print(json.dumps(stage_tasks(argv[1], argv[2])), flush=True)
         return
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--dir", help="where the corpus, stores and results go (default: a temporary folder, removed)")
@@ -327,7 +326,7 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         if not args.dir:
             shutil.rmtree(root, ignore_errors=True)
-        elif not args.keep:  # the results stay; the stores are GBs
+        elif not (args.keep or args.report_only):  # the results stay; the stores are GBs
             for store in (root / "base" / "store", *(f / "store" for f in root.glob("x*"))):
                 shutil.rmtree(store, ignore_errors=True)
 

@@ -48,7 +48,7 @@ def test_replicated_work_gives_the_base_drops_and_pairs_times_the_copies(tmp_pat
         folder = tmp_path / f"x{m}"
         docs = tlb.size_store(base, folder, m)
         spec_path = str(tlb.write_spec(folder, spec))
-        tasks = [len(tlb.run_stage(spec_path, what)) for what in tlb.STAGES]  # in this process: the imports once
+        tasks = [len(tlb.stage_tasks(spec_path, what)) for what in tlb.STAGES]  # in this process: the imports once
         assert tasks == [2, 2, 2, 2, 14, 2]
         found[m] = (docs, tlb.counts(folder / "store"))
     (docs1, one), (docs3, three) = found[1], found[3]
