@@ -8,8 +8,9 @@ from collections.abc import Iterator
 
 import numpy as np
 
-# records sorted in memory at once (a sort holds them twice): a band of a pool task's ~1.6M documents (109 MB) in
-# one sort; at 32 MiB its 4 runs and their merge took 1.3x the CPU of the stage (docs/performance.md)
+# records sorted in memory at once (a sort holds them twice, and the byte keys of those that share a first hash): a
+# band of a pool task's ~1.6M documents (109 MB) in one sort; at 32 MiB its 4 runs and their merge took 1.3x the CPU
+# of the stage (docs/performance.md)
 RUN_BYTES = 128 << 20
 MERGE_BYTES = 32 << 20  # the merge's blocks, over all its runs
 
@@ -19,7 +20,8 @@ def sorted_blocks(path: str, dtype: np.dtype, run_bytes: int | None = None,
     """The records of `path` (a file of `dtype` records) in the order of `dtype.names`, as consecutive sorted
     blocks. A file of at most `run_bytes` is sorted in memory as one block; a larger one is cut into sorted runs of
     `run_bytes` (files beside `path`, removed when the merge ends) that are merged in blocks of `merge_bytes` in all.
-    Memory: about 2 × max(run_bytes, merge_bytes), whatever the file's size."""
+    Memory: about 2–3 × max(run_bytes, merge_bytes), whatever the file's size (378 MiB at 128 MiB runs and 4M
+    random records, bench/sorted_runs_bench.py)."""
     run_bytes, merge_bytes = run_bytes or RUN_BYTES, merge_bytes or MERGE_BYTES
     per_run = max(1, run_bytes // dtype.itemsize)
     n = os.path.getsize(path) // dtype.itemsize
@@ -35,24 +37,21 @@ def sorted_blocks(path: str, dtype: np.dtype, run_bytes: int | None = None,
 
 
 def sort_records(records: np.ndarray) -> np.ndarray:
-    """`records` sorted by every field in order (`field_order`; of a dtype with a field that is not an unsigned
-    integer, by lexsort, ~3x faster than a structured sort)."""
-    names, opaque = records.dtype.names, f"V{records.dtype.itemsize}"
-    if all(records.dtype[n].kind == "u" for n in names):
-        order = field_order(records)
-    else:
-        order = np.lexsort([records[n] for n in reversed(names)])
+    """`records` sorted by every field in order (`field_order`)."""
     # taken as opaque records: numpy's take of a structured dtype goes field by field (~3x slower)
-    return records.view(opaque)[order].view(records.dtype)
+    return records.view(f"V{records.dtype.itemsize}")[field_order(records)].view(records.dtype)
 
 
 def field_order(records: np.ndarray, *after: np.ndarray) -> np.ndarray:
-    """The order of `records` (a structured array of unsigned integer fields) by every field in order, then by the
-    columns `after` (unsigned integers too, one per record): a stable numeric sort of the first field (~2.5x faster
-    than a sort of whole records; sorted runs are found as runs), then the records that share it by one string of
-    all their fields' and columns' big-endian bytes, which sorts as they do (~2.3x faster than a lexsort of 9 fields
-    where half the records share the first, as a pool's near-duplicate families' signatures do)."""
+    """The stable order of `records` (a structured array) by every field in order, then by the columns `after` (one
+    value per record). Of unsigned integers: a stable numeric sort of the first field (~2.5x faster than a sort of
+    whole records; sorted runs are found as runs), then the records that share it by one string of all their
+    fields' and columns' big-endian bytes, which sorts as they do (~2.3x faster than a lexsort of 9 fields where
+    half the records share the first, as a pool's near-duplicate families' signatures do). Of other fields (a sign
+    bit would sort last as a byte): a lexsort, ~3x faster than a structured sort."""
     names = records.dtype.names
+    if not all(c.dtype.kind == "u" for c in (*(records[n] for n in names), *after)):
+        return np.lexsort([*after[::-1], *(records[n] for n in reversed(names))])
     order = np.argsort(records[names[0]], kind="stable")
     first = records[names[0]][order]
     same = first[1:] == first[:-1]

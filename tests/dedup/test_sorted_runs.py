@@ -117,3 +117,5 @@ def test_field_order_then_columns_after_equals_a_lexsort():
     signature = records[["h0", "h1", "h2"]]
     expected = np.lexsort([records["doc"], ranks, records["h2"], records["h1"], records["h0"]])
     assert (sorted_runs.field_order(signature, ranks, records["doc"]) == expected).all()
+    signed = ranks.astype(np.int32) - 1  # a column that is not unsigned: the lexsort, the same order
+    assert (sorted_runs.field_order(signature, signed, records["doc"]) == expected).all()
